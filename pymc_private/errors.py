@@ -1,0 +1,44 @@
+"""The exception family of pymc-private.
+
+Every error is raised at the boundary, before any noise is drawn or any privacy is spent, and
+its message says what to change. Messages never quote a value computed from private data.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceededError",
+    "DataBoundsError",
+    "InvalidPrivacyParameterError",
+    "PrivacyError",
+    "UnboundedSensitivityError",
+    "UnsupportedModelError",
+]
+
+
+class PrivacyError(Exception):
+    """Base class of every error pymc-private raises on purpose."""
+
+
+class InvalidPrivacyParameterError(PrivacyError, ValueError):
+    """A privacy parameter is invalid: ε or a sensitivity that is not finite and positive,
+    δ outside [0, 1), a temperature below 1, a budget that cannot be met."""
+
+
+class DataBoundsError(PrivacyError, ValueError):
+    """Private data (or a value handed to a mechanism) is NaN, infinite, outside its declared
+    bounds, of the wrong dtype or shape, or not an integer where counts are required."""
+
+
+class UnboundedSensitivityError(PrivacyError):
+    """The record Lipschitz constant or the sensitivity of a statistic is infinite: a prior
+    or the data must be bounded (the message names which, and how)."""
+
+
+class BudgetExceededError(PrivacyError):
+    """The planned privacy spend exceeds the budget; nothing was sampled or released."""
+
+
+class UnsupportedModelError(PrivacyError):
+    """The privacy analysis cannot bound this model (unknown likelihood family, raw data
+    observed outside `PrivateData`, a graph shape it does not recognise)."""
