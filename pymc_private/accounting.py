@@ -1,17 +1,88 @@
 """Privacy accounting: immutable releases, the ledger that alone composes them, and budgets.
 
 A mechanism never composes anything itself: it describes what it spent as a `Release` (in
-the spirit of dp-accounting's `DpEvent`) and hands it to a `PrivacyLedger`.
+the spirit of dp-accounting's `DpEvent`) and hands it to a `PrivacyLedger`, which alone
+composes. Releases are taken as worst-case mechanisms with their stated (ε_i, δ_i) under the
+replace-one neighbouring relation; nothing about their form is assumed.
+
+How the ledger composes (every figure is an upper bound; the smallest valid one is reported):
+
+- ``"sum"``: basic sequential composition, ε = Σ_i ε_i (Dwork & Roth 2014, Theorem 3.16),
+  exact for pure ε-DP. With δ_i > 0 it holds at δ = 1 − Π_i(1 − δ_i) ≤ Σ_i δ_i (Kairouz, Oh &
+  Viswanath 2015, Theorem 3.3, the i = 0 term). Sums are exact over the binary values of the
+  ε_i and rounded once, so thirty releases of 0.1 cost exactly 3.0.
+- ``"pld"``: dp-accounting's privacy-loss-distribution accountant. An (ε_i, δ_i)-DP
+  mechanism is dominated by (ε_i, δ_i) randomized response (Kairouz et al. 2015, §2), whose
+  privacy loss is +∞ with probability δ_i and ±ε_i otherwise: the PLD of
+  `privacy_loss_distribution.from_privacy_parameters`. Each ε_i is rounded up to a common grid
+  (ε'-randomized response dominates every ε_i-DP mechanism when ε' >= ε_i; a single distinct
+  ε is represented exactly), k identical releases are composed exactly by the binomial law,
+  and distinct groups by dp-accounting's pessimistic `compose`, which also converts to ε.
+- ``"rdp"``: Rényi DP, each ε_i-DP release bounded by the Rényi divergence of binary
+  randomized response with ratio e^{ε_i} (Mironov 2017, Proposition 5; a valid RDP curve for
+  any ε_i-DP mechanism by the same domination and data processing), converted to (ε, δ) by
+  dp-accounting's `rdp_privacy_accountant.compute_epsilon`; the δ_i are paid as
+  1 − Π_i(1 − δ_i) on top (the leaking branch of the same dominating pair).
+
+At δ = 0 the plain sum is reported. At δ > 0 the smallest of the three is reported (the
+PLD only when its grid is small enough to compute quickly: many distinct ε values or huge
+ratios between them leave the RDP figure); an accountant's figure replaces the plain sum only
+when it is smaller by more than 0.1 %.
 """
 
 from __future__ import annotations
 
+import html
+import json
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, NamedTuple
 
-from pymc_private.errors import InvalidPrivacyParameterError
+import numpy as np
+from dp_accounting.pld import privacy_loss_distribution
+from dp_accounting.rdp import rdp_privacy_accountant
+from scipy import stats
+from scipy.special import expit
 
-__all__ = ["Release"]
+from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
+
+__all__ = ["Budget", "Composition", "PrivacyLedger", "Release"]
+
+_LEDGER_FORMAT = "pymc_private.PrivacyLedger"
+_LEDGER_VERSION = 1
+
+# The PLD grid h is the coarsest for which rounding every ε_i up to a multiple of h adds at
+# most this fraction of the plain sum (a single distinct ε is represented exactly) ...
+_PLD_GRID_TOLERANCE = 1e-4
+# ... or, when that grid would be too large, the finest affordable one if it adds at most
+# this fraction; otherwise the RDP accountant is used.
+_PLD_COARSE_GRID_TOLERANCE = 2e-2
+_PLD_GRID_DIVISORS = np.unique(
+    np.concatenate(
+        [np.arange(1, 17), np.geomspace(17, 1 / _PLD_GRID_TOLERANCE + 1, 60).astype(int)]
+    )
+)
+# Size limits of the PLD: points of the composed dense PMF, distinct grid losses (one FFT
+# composition each), and points times compositions.
+_PLD_MAX_POINTS = 500_000
+_PLD_MAX_GROUPS = 16
+_PLD_MAX_WORK = 2_000_000
+_PLD_TAIL_MASS_TRUNCATION = 1e-15
+# The accountant's figure replaces the plain sum only when it is smaller by more than this
+# fraction: differences at the accountant's resolution are not worth a less simple figure.
+_REPORTING_RESOLUTION = 1e-3
+
+_METHOD_DESCRIPTIONS = {
+    "sum": "plain sum of the per-release ε (basic sequential composition)",
+    "pld": "dp-accounting privacy-loss-distribution accountant (pessimistic)",
+    "rdp": "Rényi-DP bound of randomized response, converted by dp-accounting",
+}
+
+# (epsilon, delta, count) for every distinct (ε_i, δ_i) that costs something, sorted.
+_Groups = tuple[tuple[float, float, int], ...]
 
 
 @dataclass(frozen=True)
@@ -82,3 +153,592 @@ class Release:
     @classmethod
     def from_dict(cls, data: dict) -> Release:
         return cls(**data)
+
+
+class Composition(NamedTuple):
+    """The (ε, δ) guarantee of a composition and the route that produced it.
+
+    Parameters
+    ----------
+    epsilon
+        The composed ε.
+    delta
+        The δ at which ``epsilon`` holds.
+    method
+        ``"sum"`` (basic composition, Σ ε_i), ``"pld"`` (dp-accounting's privacy loss
+        distribution accountant) or ``"rdp"`` (Rényi DP, converted by dp-accounting).
+    """
+
+    epsilon: float
+    delta: float
+    method: str
+
+    @property
+    def description(self) -> str:
+        """One line for a person: the guarantee and how it was obtained."""
+        return (
+            f"(ε = {_fmt(self.epsilon)}, δ = {_fmt(self.delta)})-DP by the "
+            f"{_METHOD_DESCRIPTIONS[self.method]}"
+        )
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _check_delta(delta: float, name: str = "delta") -> float:
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 <= delta < 1:
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a number in [0, 1), got {delta!r}; use 0 for pure ε-DP or a "
+            "small value such as 1e-6."
+        )
+    return float(delta)
+
+
+def _validated_releases(releases: Iterable[Release], name: str) -> list[Release]:
+    items = list(releases)
+    for index, item in enumerate(items):
+        if not isinstance(item, Release):
+            raise TypeError(
+                f"{name}[{index}] must be a Release, got {type(item).__name__}; describe each "
+                "spend as Release(mechanism=..., epsilon=..., ...)."
+            )
+    return items
+
+
+def _add_releases(counts: dict[tuple[float, float], int], releases: Iterable[Release]) -> None:
+    for release in releases:
+        if release.epsilon > 0 or release.delta > 0:
+            key = (release.epsilon, release.delta)
+            counts[key] = counts.get(key, 0) + release.count
+
+
+def _counts_of(releases: Iterable[Release]) -> dict[tuple[float, float], int]:
+    counts: dict[tuple[float, float], int] = {}
+    _add_releases(counts, releases)
+    return counts
+
+
+def _groups_of(counts: Mapping[tuple[float, float], int]) -> _Groups:
+    return tuple(sorted((eps, delta, count) for (eps, delta), count in counts.items()))
+
+
+@lru_cache(maxsize=512)
+def _exact_sum(groups: _Groups) -> Fraction:
+    return sum((Fraction(eps) * count for eps, _, count in groups), Fraction(0))
+
+
+def _rounded(exact: Fraction) -> float:
+    """``exact`` rounded once to the nearest float (infinite beyond the float range)."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def _within(exact: Fraction, bound: float) -> bool:
+    """The exact-sum rule: an exact spend fits when its once-rounded value is <= bound."""
+    return _rounded(exact) <= bound
+
+
+@lru_cache(maxsize=512)
+def _unavoidable_delta(groups: _Groups) -> float:
+    """1 − Π_i(1 − δ_i), the δ below which no ε makes the composition (ε, δ)-DP."""
+    if all(delta == 0 for _, delta, _ in groups):
+        return 0.0
+    product_form = -math.expm1(math.fsum(count * math.log1p(-delta) for _, delta, count in groups))
+    plain_sum = _rounded(sum((Fraction(delta) * count for _, delta, count in groups), Fraction(0)))
+    return min(product_form, plain_sum)
+
+
+def _pld_plan(groups: _Groups) -> tuple[float, dict[tuple[int, float], int]] | None:
+    """The PLD grid h and the counts of releases per (grid index n, δ_i), n = ⌈ε_i / h⌉.
+
+    None when no grid meets the tolerances within the size limits.
+    """
+    eps = np.array([e for e, _, _ in groups])
+    eps_min = eps[eps > 0].min()
+    if eps.max() > _PLD_MAX_POINTS * eps_min:
+        return None
+    counts = [c for _, _, c in groups]
+    total = _rounded(_exact_sum(groups))
+    hoeffding = 2 * math.log(2 / _PLD_TAIL_MASS_TRUNCATION)
+    plan = None
+    for divisor in _PLD_GRID_DIVISORS:
+        # Rounded up, so that ε_min (and its float multiples) sit on or just below a point.
+        grid = float(np.nextafter(eps_min / divisor, np.inf))
+        points = np.ceil(eps / grid)
+        points += points * grid < eps
+        inflation = math.fsum(
+            c * (n * grid - e) for c, n, e in zip(counts, points, eps, strict=True)
+        )
+        merged: dict[tuple[int, float], int] = {}
+        for (_, delta, count), n in zip(groups, points.astype(int).tolist(), strict=True):
+            merged[(n, delta)] = merged.get((n, delta), 0) + count
+        # Points of each self-composed PMF after tail truncation (Hoeffding: a sum of c losses
+        # in [-n h, n h] rarely leaves n h sqrt(2 c ln(2/τ)) of its mean).
+        size = sum(2 * n * min(c, math.sqrt(hoeffding * c)) + 1 for (n, _), c in merged.items())
+        if (
+            size > _PLD_MAX_POINTS
+            or len(merged) > _PLD_MAX_GROUPS
+            or size * len(merged) > _PLD_MAX_WORK
+        ):
+            break
+        plan = grid, merged, inflation
+        if inflation <= _PLD_GRID_TOLERANCE * total:
+            break
+    if plan is None or plan[2] > _PLD_COARSE_GRID_TOLERANCE * total:
+        return None
+    return plan[0], plan[1]
+
+
+def _repeated_release_pld(
+    n: int, grid: float, delta: float, count: int
+) -> privacy_loss_distribution.PrivacyLossDistribution:
+    """The PLD of ``count`` releases dominated by (n h, δ)-randomized response, composed.
+
+    One release has loss +n h or −n h with probabilities (1 − δ) e^{ε'}/(1 + e^{ε'}) and
+    (1 − δ)/(1 + e^{ε'}), ε' = n h, and +∞ with probability δ (the PLD of
+    `privacy_loss_distribution.from_privacy_parameters`). Their ``count``-fold composition is
+    +∞ with probability 1 − (1 − δ)^count and otherwise (count − 2J) n h with
+    J ~ Binomial(count, 1/(1 + e^{ε'})): computed here from the binomial law rather than by
+    `self_compose`, whose FFT power amplifies round-off in the tails that small δ reads.
+    Tails of mass below the truncation are moved pessimistically: the high-loss tail to +∞,
+    the low-loss tail onto the lowest loss kept.
+    """
+    kept = math.exp(count * math.log1p(-delta))
+    if n == 0:
+        return privacy_loss_distribution.PrivacyLossDistribution.create_from_rounded_probability(
+            {0: kept}, 1 - kept, grid
+        )
+    negative = float(expit(-n * grid))
+    half_tail = _PLD_TAIL_MASS_TRUNCATION / 2
+    first = int(stats.binom.ppf(half_tail, count, negative))
+    last = int(stats.binom.isf(half_tail, count, negative))
+    j = np.arange(first, last + 1)
+    probs = stats.binom.pmf(j, count, negative)
+    probs[-1] += stats.binom.sf(last, count, negative)
+    high_tail = float(stats.binom.cdf(first - 1, count, negative)) if first > 0 else 0.0
+    losses = ((count - 2 * j) * n).tolist()
+    return privacy_loss_distribution.PrivacyLossDistribution.create_from_rounded_probability(
+        dict(zip(losses, (kept * probs).tolist(), strict=True)),
+        1 - kept + kept * high_tail,
+        grid,
+    )
+
+
+def _pld_epsilon(groups: _Groups, delta: float) -> float | None:
+    plan = _pld_plan(groups)
+    if plan is None:
+        return None
+    grid, merged = plan
+    composed = None
+    for (n, release_delta), count in merged.items():
+        repeated = _repeated_release_pld(n, grid, release_delta, count)
+        composed = (
+            repeated
+            if composed is None
+            else composed.compose(repeated, tail_mass_truncation=_PLD_TAIL_MASS_TRUNCATION)
+        )
+    return float(composed.get_epsilon_for_delta(delta))
+
+
+def _randomized_response_rdp(eps: np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """Rényi divergence of order α between binary randomized response pairs with ratio e^ε.
+
+    Mironov (2017), Proposition 5: D_α = log(p^α q^{1−α} + q^α p^{1−α}) / (α − 1) with
+    p = e^ε / (1 + e^ε), q = 1 − p. With a = (α − 1) ε the argument of the log is
+    1 + 2 sinh²(a/2) + tanh(ε/2) sinh(a), evaluated without cancellation (or as
+    a + log(p + q e^{−2a}) when a is large). Rows are ε values, columns orders.
+    """
+    with np.errstate(over="ignore"):  # an overflowing (α − 1) ε makes D_α infinite, as it is
+        a = (orders[None, :] - 1) * eps[:, None]
+        small = np.minimum(a, 30.0)
+        excess = 2 * np.sinh(small / 2) ** 2 + np.tanh(eps[:, None] / 2) * np.sinh(small)
+        log_sum = np.where(
+            a <= 30.0,
+            np.log1p(excess),
+            a + np.log(expit(eps[:, None]) + expit(-eps[:, None]) * np.exp(-2 * a)),
+        )
+    return log_sum / (orders[None, :] - 1)
+
+
+def _rdp_epsilon(groups: _Groups, delta: float) -> float:
+    leak = -math.expm1(math.fsum(count * math.log1p(-d) for _, d, count in groups))
+    pure_delta = (delta - leak) / (1 - leak)
+    if pure_delta <= 0:
+        return math.inf
+    orders = np.array(rdp_privacy_accountant.DEFAULT_RDP_ORDERS, dtype=float)
+    eps = np.array([e for e, _, _ in groups])
+    counts = np.array([float(c) for _, _, c in groups])
+    rdp = counts @ _randomized_response_rdp(eps, orders)
+    return float(rdp_privacy_accountant.compute_epsilon(orders, rdp, pure_delta)[0])
+
+
+@lru_cache(maxsize=512)
+def _compose(groups: _Groups, delta: float) -> Composition:
+    floor = _unavoidable_delta(groups)
+    if delta < floor:
+        raise InvalidPrivacyParameterError(
+            f"The releases include δ_i > 0, so their composition is (ε, δ)-DP only for "
+            f"δ >= 1 − Π(1 − δ_i) = {_fmt(floor)}; got delta={_fmt(delta)}. Ask for a delta "
+            f"of at least {_fmt(floor)}."
+        )
+    plain = Composition(_rounded(_exact_sum(groups)), delta, "sum")
+    if delta == 0 or plain.epsilon == 0 or math.isinf(plain.epsilon):
+        return plain
+    pld = _pld_epsilon(groups, delta)
+    rdp = Composition(_rdp_epsilon(groups, delta), delta, "rdp")
+    accountant = rdp if pld is None or rdp.epsilon < pld else Composition(pld, delta, "pld")
+    if accountant.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION):
+        return accountant
+    return plain
+
+
+class PrivacyLedger:
+    """Every release made from one data set, and their composition.
+
+    Parameters
+    ----------
+    releases
+        Releases to record at once (as `record_all`).
+
+    Notes
+    -----
+    The ledger is append-only. A `Release` with ``count=k`` stands for k identical releases
+    composed in sequence; releases of ε = 0 cost nothing but are kept as documentation.
+    Compositions are cached on the ledger's contents, so asking twice is free.
+    """
+
+    def __init__(self, releases: Iterable[Release] = ()) -> None:
+        self._releases: list[Release] = []
+        self._counts: dict[tuple[float, float], int] = {}
+        self.record_all(releases)
+
+    def record(self, release: Release) -> None:
+        """Append one release."""
+        self.record_all([release])
+
+    def record_all(self, releases: Iterable[Release]) -> None:
+        """Append every release, or none of them if any is not a `Release`."""
+        items = _validated_releases(releases, "releases")
+        self._releases.extend(items)
+        _add_releases(self._counts, items)
+
+    @property
+    def releases(self) -> tuple[Release, ...]:
+        """The recorded releases, in order."""
+        return tuple(self._releases)
+
+    def __len__(self) -> int:
+        return len(self._releases)
+
+    def _groups(self, planned: Iterable[Release] = ()) -> _Groups:
+        counts = dict(self._counts)
+        _add_releases(counts, planned)
+        return _groups_of(counts)
+
+    def composition(self, delta: float = 0.0) -> Composition:
+        """The tightest (ε, δ) guarantee of everything recorded, at the given δ.
+
+        Parameters
+        ----------
+        delta
+            Target δ. With 0 the answer is the plain sum Σ ε_i, exact for pure ε-DP. With
+            δ > 0 it is the smallest of the plain sum, dp-accounting's PLD accountant (when
+            its grid is small enough) and the RDP bound, and ``method`` says which.
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            If ``delta`` is outside [0, 1) or below the unavoidable δ = 1 − Π(1 − δ_i) of
+            releases that are not pure.
+        """
+        return _compose(self._groups(), _check_delta(delta))
+
+    def epsilon(self, delta: float = 0.0) -> float:
+        """The composed ε at ``delta`` (see `composition`)."""
+        return self.composition(delta).epsilon
+
+    def would_compose(self, planned: Iterable[Release], delta: float = 0.0) -> Composition:
+        """What `composition` would report if ``planned`` were recorded; records nothing."""
+        items = _validated_releases(planned, "planned")
+        return _compose(self._groups(items), _check_delta(delta))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict; `PrivacyLedger.from_dict` inverts it exactly."""
+        return {
+            "format": _LEDGER_FORMAT,
+            "version": _LEDGER_VERSION,
+            "releases": [release.to_dict() for release in self._releases],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PrivacyLedger:
+        """Rebuild a ledger from `to_dict` output, validating every release."""
+        if not isinstance(data, Mapping) or data.get("format") != _LEDGER_FORMAT:
+            raise ValueError(
+                f"Not a serialised PrivacyLedger: expected a dict with format={_LEDGER_FORMAT!r}."
+            )
+        if data.get("version") != _LEDGER_VERSION:
+            raise ValueError(
+                f"Unsupported PrivacyLedger version {data.get('version')!r}; this version of "
+                f"pymc-private reads version {_LEDGER_VERSION}."
+            )
+        return cls(Release.from_dict(dict(item)) for item in data["releases"])
+
+    def to_json(self) -> str:
+        """The ledger as a JSON string (`to_dict`)."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> PrivacyLedger:
+        """Rebuild a ledger from `to_json` output."""
+        return cls.from_dict(json.loads(text))
+
+    def summary(self, delta: float | None = None) -> list[dict[str, Any]]:
+        """The ledger as table rows: one per kind of release, then the totals.
+
+        Release rows group releases by (mechanism, statistic, ε, δ, secure) and give the
+        per-release ε and δ, the total ``count`` and the ``subtotal`` Σ ε of the group. Total
+        rows (``kind="total"``) give the composed ε in ``subtotal`` with its ``delta`` and
+        ``method``: the plain sum (at δ = 0, or at the unavoidable δ when some release has
+        δ_i > 0), and the composition at ``delta`` when it is given.
+        """
+        rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for release in self._releases:
+            key = (release.mechanism, release.statistic, release.epsilon, release.delta)
+            key += (release.secure,)
+            row = rows.setdefault(
+                key,
+                {
+                    "kind": "release",
+                    "mechanism": release.mechanism,
+                    "statistic": release.statistic,
+                    "epsilon": release.epsilon,
+                    "delta": release.delta,
+                    "count": 0,
+                    "subtotal": Fraction(0),
+                    "secure": release.secure,
+                    "method": None,
+                },
+            )
+            row["count"] += release.count
+            row["subtotal"] += Fraction(release.epsilon) * release.count
+        table = [{**row, "subtotal": _rounded(row["subtotal"])} for row in rows.values()]
+        groups = self._groups()
+        totals = [_compose(groups, _unavoidable_delta(groups))]
+        if delta is not None:
+            totals.append(self.composition(delta))
+        for total in totals:
+            table.append(
+                {
+                    "kind": "total",
+                    "mechanism": None,
+                    "statistic": None,
+                    "epsilon": None,
+                    "delta": total.delta,
+                    "count": sum(release.count for release in self._releases),
+                    "subtotal": total.epsilon,
+                    "secure": all(release.secure for release in self._releases),
+                    "method": total.method,
+                }
+            )
+        return table
+
+    def _table(self, delta: float | None = None) -> tuple[list[str], list[list[str]]]:
+        header = ["mechanism", "statistic", "ε each", "δ each", "count", "ε subtotal", "secure"]
+        body = []
+        for row in self.summary(delta):
+            if row["kind"] == "release":
+                cells = [row["mechanism"], row["statistic"] or "", _fmt(row["epsilon"])]
+                cells += [_fmt(row["delta"]), str(row["count"]), _fmt(row["subtotal"])]
+                cells.append("yes" if row["secure"] else "NO")
+            else:
+                cells = [f"total ({row['method']})", "", "", f"δ = {_fmt(row['delta'])}"]
+                cells += [str(row["count"]), _fmt(row["subtotal"]), ""]
+            body.append(cells)
+        return header, body
+
+    def __repr__(self) -> str:
+        if not self._releases:
+            return "PrivacyLedger(no releases)"
+        header, body = self._table()
+        widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+        lines = [
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+            for line in [header, *body]
+        ]
+        return f"PrivacyLedger({len(self._releases)} releases)\n" + "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        header, body = self._table()
+        head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in line) + "</tr>"
+            for line in body
+        )
+        return (
+            f"<p>PrivacyLedger ({len(self._releases)} releases)</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+
+def _largest_fitting(fits: Callable[[int], bool], start: int, first_step: int = 1) -> int:
+    """The largest k >= start with fits(k), for a monotone ``fits`` with fits(start) true."""
+    low, step = start, max(1, first_step)
+    while fits(low + step):
+        low += step
+        step *= 2
+    high = low + step
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A privacy budget: the (ε, δ) that everything released from one data set may cost.
+
+    Parameters
+    ----------
+    epsilon
+        Total ε allowed, finite and > 0.
+    delta
+        Total δ allowed, in [0, 1). With 0 the ledger's plain sum Σ ε_i is compared to
+        ``epsilon`` (exactly: thirty spends of 0.1 fit a budget of 3.0); with δ > 0 its
+        tightest composition at ``delta``.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.epsilon, bool)
+            or not isinstance(self.epsilon, int | float)
+            or not math.isfinite(self.epsilon)
+            or self.epsilon <= 0
+        ):
+            raise InvalidPrivacyParameterError(
+                f"Budget epsilon must be a finite number > 0, got {self.epsilon!r}; "
+                "e.g. Budget(1.0)."
+            )
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+        object.__setattr__(self, "delta", _check_delta(self.delta, "Budget delta"))
+
+    def _over_delta_message(self, floor: float) -> str:
+        return (
+            f"The releases are (ε, δ)-DP only for δ >= 1 − Π(1 − δ_i) = {_fmt(floor)}, above "
+            f"the budget's delta = {_fmt(self.delta)}. Nothing was recorded. Use releases with "
+            f"smaller δ_i, or a budget with delta >= {_fmt(floor)}."
+        )
+
+    def check(self, ledger: PrivacyLedger, planned: Iterable[Release] = ()) -> Composition:
+        """The composition of ``ledger`` plus ``planned``, if it fits; never records anything.
+
+        Raises
+        ------
+        BudgetExceededError
+            When the composition at the budget's δ exceeds the budget, with the planned spend,
+            what is already spent and what to change.
+        """
+        items = _validated_releases(planned, "planned")
+        groups = ledger._groups(items)
+        floor = _unavoidable_delta(groups)
+        if floor > self.delta:
+            raise BudgetExceededError(self._over_delta_message(floor))
+        total = _compose(groups, self.delta)
+        if total.epsilon > self.epsilon:
+            spent = ledger.composition(self.delta)
+            planned_sum = _rounded(_exact_sum(_groups_of(_counts_of(items))))
+            raise BudgetExceededError(
+                f"Planned spend ε = {_fmt(planned_sum)} ({sum(r.count for r in items)} "
+                f"releases) on top of ε = {_fmt(spent.epsilon)} already spent composes to "
+                f"ε = {_fmt(total.epsilon)} at δ = {_fmt(self.delta)} ({total.method}), over "
+                f"the budget ε = {_fmt(self.epsilon)}. Nothing was recorded. Plan fewer "
+                "releases (draws × chains), a smaller per-release ε (a higher temperature), "
+                "or a larger budget; Budget.affordable_count says how many releases fit."
+            )
+        return total
+
+    def remaining(self, ledger: PrivacyLedger) -> float:
+        """The budget ε minus the ledger's composed ε at the budget's δ (0 when none is left).
+
+        With δ > 0 compositions are not additive: use `check` or `affordable_count` to ask
+        whether planned releases fit, not this difference.
+        """
+        groups = ledger._groups()
+        if _unavoidable_delta(groups) > self.delta:
+            return 0.0
+        if self.delta == 0:
+            return max(0.0, _rounded(Fraction(self.epsilon) - _exact_sum(groups)))
+        return max(0.0, self.epsilon - _compose(groups, self.delta).epsilon)
+
+    def affordable_count(
+        self, ledger: PrivacyLedger, epsilon_per_release: float, *, per_count: int = 1
+    ) -> int:
+        """The largest k such that k more groups of ``per_count`` releases fit the budget.
+
+        Parameters
+        ----------
+        ledger
+            What has been spent already.
+        epsilon_per_release
+            The ε of one planned (pure ε-DP) release, finite and > 0.
+        per_count
+            Releases per group, e.g. the number of chains when k counts draws.
+
+        Returns
+        -------
+        int
+            k >= 0. Exact under the plain sum when the budget's δ is 0; with δ > 0 a
+            monotone search with the ledger's composition at that δ.
+        """
+        if (
+            isinstance(epsilon_per_release, bool)
+            or not isinstance(epsilon_per_release, int | float)
+            or not math.isfinite(epsilon_per_release)
+            or epsilon_per_release <= 0
+        ):
+            raise InvalidPrivacyParameterError(
+                f"epsilon_per_release must be a finite number > 0, got {epsilon_per_release!r};"
+                " releases that cost nothing need no budget."
+            )
+        if isinstance(per_count, bool) or not isinstance(per_count, int) or per_count < 1:
+            raise InvalidPrivacyParameterError(
+                f"per_count must be a positive integer (e.g. the number of chains), got "
+                f"{per_count!r}."
+            )
+        eps = float(epsilon_per_release)
+        base = dict(ledger._counts)
+        if _unavoidable_delta(_groups_of(base)) > self.delta:
+            return 0
+        spent = _exact_sum(_groups_of(base))
+        group_cost = Fraction(eps) * per_count
+
+        def fits_sum(k: int) -> bool:
+            return _within(spent + k * group_cost, self.epsilon)
+
+        by_sum = (
+            _largest_fitting(fits_sum, max(0, int((Fraction(self.epsilon) - spent) / group_cost)))
+            if fits_sum(0)
+            else None
+        )
+        if self.delta == 0:
+            return 0 if by_sum is None else by_sum
+
+        def fits(k: int) -> bool:
+            counts = dict(base)
+            counts[(eps, 0.0)] = counts.get((eps, 0.0), 0) + k * per_count
+            return _compose(_groups_of(counts), self.delta).epsilon <= self.epsilon
+
+        # The composition at δ never exceeds the plain sum, so what the sum affords fits.
+        if by_sum is None and not fits(0):
+            return 0
+        start = by_sum or 0
+        return _largest_fitting(fits, start, first_step=start // 4)
