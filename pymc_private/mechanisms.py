@@ -1,0 +1,443 @@
+"""Noise primitives: the Laplace, discrete Laplace and exponential mechanisms.
+
+Each function validates its inputs (before any randomness), draws the noise, and returns the
+noisy output together with a `~pymc_private.accounting.Release` that states what the release
+cost. A mechanism never touches a ledger: the caller records the release it is handed.
+
+Secure and insecure noise
+-------------------------
+``secure=True`` (the default) samples with OpenDP's exact samplers, which draw from the
+operating system's cryptographically secure generator and never round a continuous sample to
+a float in a data-dependent way, so they are immune to the floating-point attack on textbook
+Laplace samplers (Mironov 2012, "On significance of the least significant bits for
+differential privacy", CCS). ``secure=False`` samples with numpy: fast and reproducible, for
+simulations, tests and benchmarks; the release is marked ``secure=False`` because a textbook
+floating-point sampler is not differentially private as implemented.
+
+Seeding
+-------
+With ``secure=True`` the output is **not** reproducible and ``rng`` is ignored. OpenDP's
+samplers cannot be seeded, and deliberately so: a seedable sampler would make the noise, and
+hence the private values under it, recomputable by whoever holds the seed, turning the seed
+into a secret as sensitive as the data. With ``secure=False``, ``rng`` (a
+`numpy.random.Generator` or anything `numpy.random.default_rng` accepts, e.g. an int seed)
+makes the output reproducible; a Generator is advanced in place.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+import opendp.prelude as dp
+
+from pymc_private.accounting import Release
+from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
+
+__all__ = ["discrete_laplace", "exponential_mechanism", "laplace"]
+
+dp.enable_features("contrib")
+
+_MAX_EXACT_INTEGER = 2**53
+
+RandomState = np.random.Generator | np.random.BitGenerator | np.random.SeedSequence | int | None
+
+
+def laplace(
+    values,
+    sensitivity: float,
+    epsilon: float,
+    *,
+    rng: RandomState = None,
+    secure: bool = True,
+    statistic: str | None = None,
+) -> tuple[np.ndarray, Release]:
+    """The Laplace mechanism on a real-valued statistic of any shape.
+
+    Releases ``values + noise`` with independent ``noise_k ~ Laplace(b)``, ``b = Δ₁/ε``.
+    If ``values = s(D)`` and ``‖s(D) − s(D')‖₁ ≤ Δ₁`` for every pair of neighbouring data
+    sets, the release is ε-DP (Dwork & Roth 2014, Theorem 3.6; on sufficient statistics:
+    Zhang et al. 2016, Algorithm 1; Foulds et al. 2016, eq. 16):
+
+        ε = Δ₁ / b.
+
+    Parameters
+    ----------
+    values
+        The statistic s(D): a finite real array (or scalar) of any shape.
+    sensitivity
+        Δ₁, the L1 sensitivity of ``values`` over one replaced record: finite and > 0.
+    epsilon
+        The ε to spend: finite and > 0.
+    rng
+        Used only when ``secure=False`` (numpy Generator or int seed); ignored when
+        ``secure=True`` (see the module docstring).
+    secure
+        True: OpenDP 0.16's ``make_laplace`` on ``vector_domain(atom_domain(T=float))`` with
+        ``l1_distance``. It adds exact discrete Laplace noise on the grid 2⁻¹⁰⁷⁴ (every float
+        is on it, so the discretisation costs nothing) with the Canonne–Kamath–Steinke 2020
+        sampler and rounds the result to the nearest float (post-processing). The scale is
+        the smallest float ≥ Δ₁/ε whose OpenDP privacy map at ``d_in = Δ₁`` is ≤ ε (the map
+        rounds up, so Δ₁/ε itself can map one ulp above ε), and the release records the ε
+        that map returns. False: ``numpy.random.Generator.laplace``, the textbook sampler
+        that Mironov 2012 breaks; the release records the nominal ε and ``secure=False``.
+    statistic
+        Name of what ``values`` was computed from, for the release (names only).
+
+    Returns
+    -------
+    noisy_values
+        float64 array of the shape of ``values``.
+    release
+        ``Release(mechanism="laplace", epsilon=..., sensitivity=Δ₁, secure=secure)``.
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        ``epsilon`` or ``sensitivity`` is not a finite number > 0.
+    DataBoundsError
+        ``values`` is empty, not real-numeric, or holds NaN or infinite entries.
+    """
+    epsilon = _check_privacy_parameter("epsilon", epsilon)
+    sensitivity = _check_privacy_parameter("sensitivity", sensitivity)
+    secure = _check_secure(secure)
+    _check_rng(rng)
+    values = _check_values("values", values, integer=False).astype(np.float64)
+    scale = _checked_scale(sensitivity, epsilon)
+    if secure:
+        measurement, scale, epsilon_spent = _opendp_laplace("float", sensitivity, epsilon)
+        noisy = np.asarray(measurement(values.ravel().tolist()), dtype=np.float64)
+        noisy = noisy.reshape(values.shape)
+        note = f"OpenDP make_laplace, scale={scale!r}, exact sampler on the 2^-1074 grid"
+    else:
+        noisy = np.random.default_rng(rng).laplace(loc=values, scale=scale)
+        noisy = np.asarray(noisy, dtype=np.float64).reshape(values.shape)
+        epsilon_spent = epsilon
+        note = f"numpy Generator.laplace, scale={scale!r}: textbook floating-point sampler"
+    release = Release(
+        mechanism="laplace",
+        epsilon=epsilon_spent,
+        sensitivity=sensitivity,
+        statistic=statistic,
+        secure=secure,
+        note=note,
+    )
+    return noisy, release
+
+
+def discrete_laplace(
+    counts,
+    sensitivity: int,
+    epsilon: float,
+    *,
+    rng: RandomState = None,
+    secure: bool = True,
+    statistic: str | None = None,
+) -> tuple[np.ndarray, Release]:
+    """The discrete Laplace (two-sided geometric) mechanism on integer statistics.
+
+    Releases ``counts + Z`` with independent ``P(Z = z) ∝ exp(−|z| / b)`` on the integers,
+    ``b = Δ₁/ε``. If ``‖s(D) − s(D')‖₁ ≤ Δ₁`` for neighbouring data sets, the likelihood
+    ratio of any output is at most ``exp(Δ₁/b)``, so the release is exactly ε-DP with
+
+        ε = Δ₁ / b
+
+    (Ghosh, Roughgarden & Sundararajan 2012; Canonne, Kamath & Steinke 2020, §5.2). This is
+    the mechanism DESIGN §2.1 prescribes for counts (Zhang et al. 2016, Algorithm 1, whose
+    Δ₁ = 2|I|; Foulds et al. 2016, eq. 16); integer noise has no least significant bits to
+    leak (Mironov 2012).
+
+    Parameters
+    ----------
+    counts
+        The integer statistic: an integer array, or a float array whose entries are all
+        integral with magnitude ≤ 2⁵³ (converted exactly). Any shape; not empty.
+    sensitivity
+        Δ₁: an integer ≥ 1 (an integral float such as ``2.0`` is accepted).
+    epsilon
+        The ε to spend: finite and > 0.
+    rng
+        Used only when ``secure=False``; ignored when ``secure=True`` (module docstring).
+    secure
+        True: OpenDP 0.16's integer ``make_laplace`` (the exact CKS20 discrete Laplace
+        sampler), with the smallest float scale ≥ Δ₁/ε whose privacy map at ``d_in = Δ₁`` is
+        ≤ ε; the release records that map's ε. False: numpy, ``Z = G₁ − G₂`` with
+        ``G_i ~ Geometric(1 − e^{−1/b})``, exact in distribution up to numpy's floating-point
+        geometric sampler; the release records the nominal ε and ``secure=False``.
+    statistic
+        Name of what ``counts`` was computed from (names only).
+
+    Returns
+    -------
+    noisy_counts
+        int64 array of the shape of ``counts``.
+    release
+        ``Release(mechanism="discrete_laplace", epsilon=..., sensitivity=Δ₁, secure=secure)``.
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        ``epsilon`` is not finite and > 0, or ``sensitivity`` is not a positive integer.
+    DataBoundsError
+        ``counts`` is empty, not numeric, non-finite, or not integral.
+    """
+    epsilon = _check_privacy_parameter("epsilon", epsilon)
+    sensitivity = _check_privacy_parameter("sensitivity", sensitivity)
+    if sensitivity != math.floor(sensitivity) or sensitivity > _MAX_EXACT_INTEGER:
+        raise InvalidPrivacyParameterError(
+            f"sensitivity must be a positive integer for discrete_laplace, got {sensitivity!r};"
+            " use laplace() for a real-valued sensitivity."
+        )
+    secure = _check_secure(secure)
+    _check_rng(rng)
+    counts = _check_values("counts", counts, integer=True).astype(np.int64)
+    scale = _checked_scale(sensitivity, epsilon)
+    if secure:
+        measurement, scale, epsilon_spent = _opendp_laplace("int", sensitivity, epsilon)
+        noisy = np.asarray(measurement(counts.ravel().tolist()), dtype=np.int64)
+        noisy = noisy.reshape(counts.shape)
+        note = f"OpenDP make_laplace (integer), scale={scale!r}, exact CKS20 sampler"
+    else:
+        generator = np.random.default_rng(rng)
+        success = -math.expm1(-1.0 / scale)
+        noise = generator.geometric(success, size=counts.shape) - generator.geometric(
+            success, size=counts.shape
+        )
+        noisy = (counts + noise).astype(np.int64)
+        epsilon_spent = epsilon
+        note = f"numpy difference of geometrics, scale={scale!r}"
+    release = Release(
+        mechanism="discrete_laplace",
+        epsilon=epsilon_spent,
+        sensitivity=sensitivity,
+        statistic=statistic,
+        secure=secure,
+        note=note,
+    )
+    return noisy, release
+
+
+def exponential_mechanism(
+    scores,
+    sensitivity: float,
+    epsilon: float,
+    *,
+    rng: RandomState = None,
+    monotone: bool = False,
+    secure: bool = True,
+    statistic: str | None = None,
+) -> tuple[int, Release]:
+    """The exponential mechanism over a finite candidate set.
+
+    Returns candidate i with probability
+
+        P(i) ∝ exp(ε · u_i / (2Δ))      (``monotone=False``)
+        P(i) ∝ exp(ε · u_i / Δ)         (``monotone=True``)
+
+    where ``u_i = scores[i]`` is the utility of candidate i on the private data and Δ bounds
+    ``|u_i(D) − u_i(D')|`` over neighbouring data sets for every i. The choice is ε-DP
+    (McSherry & Talwar 2007; Dwork & Roth 2014, Theorem 3.10; Foulds et al. 2016, eq. 4).
+    ``monotone=True`` is valid only when, for every pair of neighbours, all utilities move
+    in the same direction (Dwork & Roth 2014, remark after Theorem 3.10); it halves the cost.
+    Sampling is by the Gumbel-max trick, ``argmax_i(ε·u_i/(cΔ) + G_i)`` with i.i.d. standard
+    Gumbel ``G_i`` and c = 2 (1 when monotone), which never exponentiates the scores.
+
+    Parameters
+    ----------
+    scores
+        The utilities u_i: a non-empty one-dimensional finite real array.
+    sensitivity
+        Δ: finite and > 0.
+    epsilon
+        The ε to spend: finite and > 0.
+    rng
+        Used only when ``secure=False``; ignored when ``secure=True`` (module docstring).
+    monotone
+        Whether the utilities are monotone in the data (see above).
+    secure
+        True: OpenDP 0.16's ``make_noisy_max`` with Gumbel noise of scale ``cΔ/ε`` (exact
+        arbitrary-precision Gumbel comparisons; its output measure is zCDP with
+        ρ = ε²/8, the bound of Cesar & Rogers 2021 for the exponential mechanism). The
+        release records the pure ε = cΔ/scale of the exponential mechanism, computed
+        exactly and rounded up, with the scale the smallest float ≥ cΔ/ε for which that
+        ε ≤ the requested one. False: numpy Gumbel noise in floating point, which realises
+        the distribution above only up to rounding (Ilvento 2020); ``secure=False``.
+    statistic
+        Name of what the scores were computed from (names only).
+
+    Returns
+    -------
+    index
+        The chosen candidate, a Python int in ``range(len(scores))``.
+    release
+        ``Release(mechanism="exponential_mechanism", epsilon=..., sensitivity=Δ, ...)``.
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        ``epsilon`` or ``sensitivity`` is not a finite number > 0.
+    DataBoundsError
+        ``scores`` is empty, not one-dimensional, not real-numeric, or non-finite.
+    """
+    epsilon = _check_privacy_parameter("epsilon", epsilon)
+    sensitivity = _check_privacy_parameter("sensitivity", sensitivity)
+    secure = _check_secure(secure)
+    if not isinstance(monotone, bool | np.bool_):
+        raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}.")
+    _check_rng(rng)
+    scores = _check_values("scores", scores, integer=False).astype(np.float64)
+    if scores.ndim != 1:
+        raise DataBoundsError(
+            f"scores must be one-dimensional (one utility per candidate), got {scores.ndim}"
+            " dimensions; flatten the candidate set first."
+        )
+    factor = 1 if monotone else 2
+    _checked_scale(factor * sensitivity, epsilon)
+    if secure:
+        measurement, scale, epsilon_spent = _opendp_gumbel_max(sensitivity, epsilon, bool(monotone))
+        index = int(measurement(scores.tolist()))
+        note = (
+            f"OpenDP make_noisy_max (Gumbel), scale={scale!r}, exact comparisons;"
+            " zCDP rho = epsilon^2/8"
+        )
+    else:
+        generator = np.random.default_rng(rng)
+        log_weights = scores * (epsilon / (factor * sensitivity))
+        index = int(np.argmax(log_weights + generator.gumbel(size=scores.shape)))
+        epsilon_spent = epsilon
+        note = "numpy Gumbel-max in floating point"
+    release = Release(
+        mechanism="exponential_mechanism",
+        epsilon=epsilon_spent,
+        sensitivity=sensitivity,
+        statistic=statistic,
+        secure=secure,
+        note=note + (", monotone utility" if monotone else ""),
+    )
+    return index, release
+
+
+def _check_privacy_parameter(name: str, value) -> float:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a real number, got {type(value).__name__}; pass a finite float > 0."
+        )
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be finite and > 0, got {value!r}; pass a finite float > 0."
+        )
+    return value
+
+
+def _check_secure(secure) -> bool:
+    if not isinstance(secure, bool | np.bool_):
+        raise TypeError(f"secure must be True or False, got {type(secure).__name__}.")
+    return bool(secure)
+
+
+def _check_rng(rng) -> None:
+    accepted = np.random.Generator | np.random.BitGenerator | np.random.SeedSequence
+    if rng is None or isinstance(rng, accepted):
+        return
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_) and rng >= 0:
+        return
+    raise TypeError(
+        f"rng must be None, a non-negative int seed or a numpy.random.Generator, got "
+        f"{type(rng).__name__}; pass np.random.default_rng(seed)."
+    )
+
+
+def _check_values(name: str, values, *, integer: bool) -> np.ndarray:
+    """The validated array (no copy of private values into any message)."""
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:
+        raise DataBoundsError(
+            f"{name} must be an array of numbers with a regular shape; convert it with "
+            "np.asarray first."
+        ) from error
+    if array.dtype.kind not in "iuf":
+        raise DataBoundsError(
+            f"{name} must have an integer or float dtype, got dtype {array.dtype}; convert it "
+            f"with np.asarray({name}, dtype={'np.int64' if integer else 'float'})."
+        )
+    if array.size == 0:
+        raise DataBoundsError(f"{name} is empty; pass at least one entry to privatise.")
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        raise DataBoundsError(
+            f"{name} contains NaN or infinite entries; declare bounds on the private data "
+            "(PrivateData bounds) so every statistic is finite."
+        )
+    if integer:
+        if array.dtype.kind == "f" and not (
+            np.all(array == np.floor(array)) and np.all(np.abs(array) <= _MAX_EXACT_INTEGER)
+        ):
+            raise DataBoundsError(
+                f"{name} must hold integer counts, but some entries are not integers (or "
+                "exceed 2**53 in magnitude); pass an integer array, or use laplace() for "
+                "real-valued statistics."
+            )
+        if array.dtype.kind == "u" and np.any(array > np.iinfo(np.int64).max):
+            raise DataBoundsError(f"{name} has entries beyond the int64 range; rescale them.")
+    return array
+
+
+def _checked_scale(sensitivity: float, epsilon: float) -> float:
+    scale = sensitivity / epsilon
+    if not (math.isfinite(scale) and scale > 0):
+        raise InvalidPrivacyParameterError(
+            "sensitivity / epsilon must be a finite positive noise scale; choose epsilon and "
+            "sensitivity within a few hundred orders of magnitude of each other."
+        )
+    return scale
+
+
+@functools.lru_cache(maxsize=256)
+def _opendp_laplace(kind: str, sensitivity: float, epsilon: float):
+    """OpenDP's vector Laplace with the smallest scale ≥ Δ₁/ε whose map(Δ₁) ≤ ε.
+
+    Returns ``(measurement, scale, mapped_epsilon)``. The privacy map is monotone decreasing
+    in the scale and exceeds Δ₁/scale by at most a few ulps, so a few steps of
+    `math.nextafter` reach a scale whose mapped ε does not exceed the request.
+    """
+    if kind == "float":
+        space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
+        d_in = sensitivity
+    else:
+        space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
+        d_in = int(sensitivity)
+    scale = sensitivity / epsilon
+    measurement = dp.m.make_laplace(*space, scale=scale)
+    while measurement.map(d_in) > epsilon:
+        scale = math.nextafter(scale, math.inf)
+        measurement = dp.m.make_laplace(*space, scale=scale)
+    return measurement, scale, float(measurement.map(d_in))
+
+
+@functools.lru_cache(maxsize=256)
+def _opendp_gumbel_max(sensitivity: float, epsilon: float, monotone: bool):
+    """OpenDP's Gumbel noisy max with the smallest scale ≥ cΔ/ε whose exact ε is ≤ ε.
+
+    Returns ``(measurement, scale, epsilon)`` where epsilon = cΔ/scale, rounded up.
+    """
+    factor = 1 if monotone else 2
+    scale = factor * sensitivity / epsilon
+    while _ceil_quotient(factor * sensitivity, scale) > epsilon:
+        scale = math.nextafter(scale, math.inf)
+    space = (
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.linf_distance(T=float, monotonic=monotone),
+    )
+    measurement = dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=scale)
+    return measurement, scale, _ceil_quotient(factor * sensitivity, scale)
+
+
+def _ceil_quotient(numerator: float, denominator: float) -> float:
+    """The smallest float ≥ numerator / denominator (exact rational arithmetic)."""
+    exact = Fraction(numerator) / Fraction(denominator)
+    nearest = float(exact)
+    return nearest if Fraction(nearest) >= exact else math.nextafter(nearest, math.inf)
