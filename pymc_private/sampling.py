@@ -1,0 +1,207 @@
+"""`pmp.sample`: `pm.sample` that plans its privacy cost, checks the budget, and releases
+nothing derived from raw data but the accounted draws."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import arviz as az
+import pymc as pm
+import xarray as xr
+
+from pymc_private.accounting import Budget, PrivacyLedger, Release
+from pymc_private.errors import BudgetExceededError, UnsupportedModelError
+from pymc_private.privatize import Privatisation, privatisation_of
+from pymc_private.steps.base import PrivateStep
+
+__all__ = ["LEDGER_ATTR", "ledger_of", "sample"]
+
+LEDGER_ATTR = "privacy_ledger"
+
+
+def sample(
+    draws: int = 1000,
+    *,
+    step=None,
+    tune: int | None = None,
+    chains: int | None = None,
+    cores: int | None = None,
+    budget: Budget | None = None,
+    random_seed=None,
+    progressbar: bool = True,
+    ledger: PrivacyLedger | None = None,
+    model: pm.Model | None = None,
+    **kwargs,
+) -> az.InferenceData:
+    """Sample a model privately and return an `InferenceData` that is safe to release.
+
+    Two routes (DESIGN.md §2):
+
+    - a model returned by `pmp.privatize` depends on privatised statistics only, so any step
+      method is post-processing and every draw costs ε = 0; without ``step`` the private
+      conjugate Gibbs sampler is assigned;
+    - a model on raw `pmp.PrivateData` must be sampled entirely by private step methods
+      (`pmp.PrivateGibbs`, `pmp.PrivateMetropolis`), each draw charged its stated ε.
+
+    The planned spend, ``chains × (tune + draws)`` releases of the sweep's per-draw ε
+    (tuning iterations touch the data and are charged), is composed by the ledger and
+    checked against ``budget`` before anything is sampled: over budget, `BudgetExceededError`
+    is raised, nothing is sampled and the ledger is unchanged.
+
+    The returned InferenceData holds the posterior draws, the sample stats the private steps
+    declare safe (``privacy_epsilon`` per draw, ...), the privatised statistics (as
+    ``constant_data``) and the ledger as JSON in ``idata.attrs["privacy_ledger"]``. It holds
+    no ``observed_data``, raw ``constant_data``, ``log_likelihood`` or ``lp``.
+
+    Parameters
+    ----------
+    draws
+        Draws kept per chain.
+    step
+        A private step method or a list of them covering every free variable.
+    tune
+        Tuning iterations per chain (charged like draws on the raw-data route). Defaults to
+        0 on the raw-data route and to PyMC's 1000 on a privatised model.
+    chains, cores
+        As `pm.sample` (``chains`` defaults to ``max(2, cores)``, ``cores`` to
+        ``min(4, cpu count)``): the number of chains must be known to plan the cost.
+    budget
+        A `pmp.Budget` the whole ledger (earlier releases included) must fit.
+    random_seed, progressbar, **kwargs
+        Passed to `pm.sample`.
+    ledger
+        The ledger to record in. Defaults to the privatised model's ledger, or a new one.
+    """
+    model = pm.modelcontext(model)
+    privatisation = privatisation_of(model)
+    steps = _steps_for(model, step, privatisation)
+    private_steps = [s for s in steps if isinstance(s, PrivateStep)]
+    if tune is None:
+        tune = 1000 if privatisation is not None else 0
+    if cores is None:
+        cores = min(4, os.cpu_count() or 1)
+    if chains is None:
+        chains = max(2, cores)
+    if ledger is None:
+        ledger = privatisation.ledger if privatisation is not None else PrivacyLedger()
+
+    planned = [
+        s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps
+    ]
+    if budget is not None:
+        _check_budget(budget, ledger, planned, private_steps, chains=chains, tune=tune)
+
+    idata = pm.sample(
+        draws,
+        tune=tune,
+        step=steps or None,
+        chains=chains,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        model=model,
+        idata_kwargs={"log_likelihood": False},
+        **kwargs,
+    )
+    ledger.record_all(planned)
+    released = _released(idata, private_steps, privatisation)
+    released.attrs[LEDGER_ATTR] = ledger.to_json()
+    return released
+
+
+def _steps_for(model: pm.Model, step, privatisation: Privatisation | None) -> list:
+    """The step methods to sample with, refusing any that would leak raw data."""
+    steps = list(step) if isinstance(step, Sequence) else ([] if step is None else [step])
+    steps = [method for s in steps for method in getattr(s, "methods", [s])]
+    if privatisation is not None:
+        if not steps:
+            from pymc_private.steps.gibbs import PrivateGibbs
+
+            steps = [PrivateGibbs(model=model)]
+        return steps
+    if not steps:
+        raise UnsupportedModelError(
+            "This model observes raw private data: choose a route. Pay once with "
+            "`pmp.sample` on `pmp.privatize(model, epsilon)`, or pay per draw with "
+            "`step=pmp.PrivateGibbs(temperature=...)` or `step=pmp.PrivateMetropolis(...)`."
+        )
+    leaking = [type(s).__name__ for s in steps if not isinstance(s, PrivateStep)]
+    if leaking:
+        raise UnsupportedModelError(
+            f"{', '.join(leaking)} is not a private step method: on raw private data every "
+            "variable must be sampled by pmp.PrivateGibbs or pmp.PrivateMetropolis."
+        )
+    covered = {v.name for s in steps for v in s.vars}
+    missing = [v.name for v in model.value_vars if v.name not in covered]
+    if missing:
+        raise UnsupportedModelError(
+            f"No private step samples {missing}: PyMC would assign a non-private sampler to "
+            "them. Add them to a pmp.PrivateGibbs or pmp.PrivateMetropolis step."
+        )
+    return steps
+
+
+def _check_budget(
+    budget: Budget,
+    ledger: PrivacyLedger,
+    planned: list[Release],
+    private_steps: list[PrivateStep],
+    *,
+    chains: int,
+    tune: int,
+) -> None:
+    """Refuse an over-budget run before sampling, saying what would fit."""
+    try:
+        budget.check(ledger, planned)
+    except BudgetExceededError as refusal:
+        per_draw = sum(s.privacy_epsilon_per_draw for s in private_steps)
+        iterations = budget.affordable_count(ledger, per_draw, per_count=chains)
+        affordable = max(0, iterations - tune)
+        planned_total = ledger.would_compose(planned, delta=budget.delta).epsilon
+        factor = planned_total / max(budget.epsilon - ledger.epsilon(budget.delta), 1e-300)
+        raise BudgetExceededError(
+            f"{refusal} With {chains} chains and tune={tune}, at most {affordable} draws per "
+            f"chain fit; or multiply the temperature by at least {factor:.3g} "
+            "(per-draw ε is 2L/T)."
+        ) from None
+
+
+def _released(
+    idata: az.InferenceData,
+    private_steps: list[PrivateStep],
+    privatisation: Privatisation | None,
+) -> az.InferenceData:
+    """Keep what is public: draws, declared-safe stats, privatised statistics."""
+    groups = {"posterior": idata.posterior}
+    raw_route = any(s.touches_raw_data for s in private_steps) or privatisation is None
+    stats = idata.get("sample_stats")
+    if stats is not None:
+        if raw_route:
+            safe = {name for s in private_steps for name in s.released_stats}
+            stats = stats[[name for name in stats.data_vars if name in safe]]
+        if "privacy_epsilon" in stats:
+            # Several private steps: PyMC stacks their stats on an extra dim; a draw costs
+            # the sweep, the sum over the steps.
+            eps = stats["privacy_epsilon"]
+            stats["privacy_epsilon"] = eps.sum([d for d in eps.dims if d not in ("chain", "draw")])
+        groups["sample_stats"] = stats
+    if privatisation is not None:
+        groups["constant_data"] = xr.Dataset(
+            {
+                name: xr.DataArray(value, dims=[f"{name}_dim_{i}" for i in range(value.ndim)])
+                for name, value in privatisation.statistics.items()
+            }
+        )
+    released = az.InferenceData(**groups)
+    released.attrs = {k: v for k, v in idata.attrs.items() if isinstance(v, str | int | float)}
+    return released
+
+
+def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
+    """The ledger `pmp.sample` attached to an InferenceData (also after `to_netcdf`)."""
+    if LEDGER_ATTR not in idata.attrs:
+        raise UnsupportedModelError(
+            "This InferenceData carries no privacy ledger: it was not returned by pmp.sample."
+        )
+    return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])

@@ -1,0 +1,62 @@
+"""What every private step method shares: a data-independent cost known before sampling.
+
+A private step method is an ordinary PyMC step method that also inherits `PrivateStep`. Each of
+its transitions is one differentially private release whose ε is a function of public
+quantities only (bounds, prior supports, temperature, model structure), fixed when the step is
+built. It emits that ε as the sample stat ``privacy_epsilon`` on every draw; `pmp.sample` turns
+it into ledger releases *before* sampling, so a budget is checked without touching data. The
+step never composes anything itself: composition is the ledger's job.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from pymc_private.accounting import Release
+
+__all__ = ["PrivateStep"]
+
+
+class PrivateStep:
+    """Mixin for step methods whose every draw is an accounted private release.
+
+    Subclasses set, in ``__init__``, ``privacy_epsilon_per_draw`` (the ε of one draw, a
+    formula of public quantities stated in the subclass docstring), ``sensitivity`` (the
+    Lipschitz constant or Δ₁ it is calibrated to) and ``mechanism`` (a name from the papers),
+    and list in ``released_stats`` the sample stats that are safe to release: stats that are
+    public functions of the released chain and of public quantities (never a log density or
+    an acceptance probability computed from raw data).
+    """
+
+    mechanism: ClassVar[str]
+    released_stats: ClassVar[tuple[str, ...]] = ("privacy_epsilon",)
+    privacy_epsilon_per_draw: float
+    sensitivity: float | None
+    touches_raw_data: bool = True
+
+    def planned_release(self, draws: int, chain: int) -> Release:
+        """The release of ``draws`` transitions of this step in chain ``chain``.
+
+        Sequential composition of per-draw releases is left to the ledger: the record says
+        "``draws`` releases of ``privacy_epsilon_per_draw`` each".
+        """
+        return Release(
+            mechanism=self.mechanism,
+            epsilon=float(self.privacy_epsilon_per_draw),
+            count=int(draws),
+            sensitivity=None if self.sensitivity is None else float(self.sensitivity),
+            statistic=", ".join(v.name for v in self.vars),
+            chain=int(chain),
+            draw=0,
+            note=self.release_note(),
+        )
+
+    def release_note(self) -> str:
+        """Public words for the report (temperature, clipping ...); subclasses may extend."""
+        return ""
+
+    def privacy_stats(self) -> dict[str, np.float64]:
+        """The privacy sample stats of one draw."""
+        return {"privacy_epsilon": np.float64(self.privacy_epsilon_per_draw)}

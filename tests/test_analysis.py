@@ -1,0 +1,420 @@
+"""The privacy analysis: exact L per node, record and block, Δ₁ of the statistics, the ε of
+each route, identical analyses for different data, and refusals with the fix in the message.
+
+No sampling and no compiled logp: the analysis only reads the graph.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pymc as pm
+import pytest
+from pymc.model.fgraph import clone_model
+from scipy import stats
+
+from pymc_private.analysis import analyze
+from pymc_private.data import PrivateData
+from pymc_private.errors import (
+    DataBoundsError,
+    InvalidPrivacyParameterError,
+    UnboundedSensitivityError,
+    UnsupportedModelError,
+)
+from pymc_private.families import complete_statistic
+from pymc_private.priors import (
+    TruncatedBeta,
+    TruncatedDirichlet,
+    TruncatedExponential,
+    TruncatedGamma,
+    TruncatedMvNormal,
+    TruncatedNormal,
+)
+
+N = 12
+
+
+def beta_bernoulli(a, labels=None, prior=None):
+    labels = np.arange(N) % 2 if labels is None else labels
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", labels, bounds=(0, 1))
+        theta = prior() if prior else TruncatedBeta("theta", 2, 2, lower=a, upper=1 - a)
+        pm.Bernoulli("y", theta, observed=y_obs)
+    return model
+
+
+@pytest.mark.parametrize("a", [0.01, 0.1, 0.3])
+def test_beta_bernoulli_costs(a):
+    """L = ln((1−a)/a) (DESIGN.md table); every pay-per-draw route costs 2L/T per draw."""
+    analysis = analyze(beta_bernoulli(a))
+    expected = math.log((1 - a) / a)
+    assert analysis.node_lipschitz == {"y": pytest.approx(expected, rel=1e-12)}
+    assert analysis.record_lipschitz == pytest.approx(expected, rel=1e-12)
+    assert analysis.block_lipschitz == {"theta": pytest.approx(expected, rel=1e-12)}
+    for route in ("posterior_sampling", "gibbs", "metropolis"):
+        assert analysis.epsilon_per_draw(route) == pytest.approx(2 * expected)
+        assert analysis.epsilon_per_draw(route, temperature=4) == pytest.approx(expected / 2)
+    assert analysis.epsilon_per_draw("privatize") == 0.0
+    (statistic,) = analysis.statistics
+    assert (statistic.name, statistic.shape, statistic.integer) == ("counts(y_obs)", (1,), True)
+    assert analysis.sensitivity_l1 == 1.0
+    assert analysis.n_records == N
+    assert analysis.routes == ("posterior_sampling", "gibbs", "metropolis", "privatize")
+
+
+@pytest.mark.parametrize(("d", "a"), [(1, 0.05), (3, 0.05), (5, 0.2)])
+def test_naive_bayes_costs(make_naive_bayes, rng, d, a):
+    """Record L = (d+1)·ln((1−a)/a): the label node gives ln((1−a)/a); the feature node
+    gives d·ln((1−a)/a), each feature's parameter θ[y, j] ranging over [a, 1−a] for both the
+    record and its replacement (which may have another class).
+
+    Δ₁ = 2d + 1, by Zhang et al. Lemma 1 with one derived cell: the class counts are n_1
+    alone (n_0 = n − n_1 with n public), Δ = 1; each feature releases N[c, j, 1] for both
+    classes, and a record moving from class c to c' with x_j = x'_j = 1 changes N[c, j, 1]
+    and N[c', j, 1]: Δ = 2 per feature. Checked below against every pair of records.
+    """
+    model = make_naive_bayes(rng.integers(0, 2, N), rng.integers(0, 2, (N, d)), a)
+    analysis = analyze(model)
+    unit = math.log((1 - a) / a)
+    assert analysis.node_lipschitz["y"] == pytest.approx(unit, rel=1e-12)
+    assert analysis.node_lipschitz["x"] == pytest.approx(d * unit, rel=1e-12)
+    assert analysis.record_lipschitz == pytest.approx((d + 1) * unit, rel=1e-12)
+    assert analysis.block_lipschitz["pi"] == pytest.approx(unit, rel=1e-12)
+    assert analysis.block_lipschitz["theta"] == pytest.approx(d * unit, rel=1e-12)
+    assert analysis.lipschitz_for(["pi", "theta"]) == pytest.approx((d + 1) * unit)
+    assert analysis.epsilon_per_draw("gibbs", 2.0) == pytest.approx((d + 1) * unit)
+    assert analysis.epsilon_per_draw("gibbs", blocks=[["pi", "theta"]]) == pytest.approx(
+        2 * (d + 1) * unit
+    )
+    names = [s.name for s in analysis.statistics]
+    assert names == ["counts(y_obs)", "counts(x_obs | y_obs)"]
+    assert analysis.statistics[1].shape == (2, d, 1)
+    assert analysis.statistics[0].nodes == ("x", "y")
+    assert analysis.sensitivity_l1 == 2 * d + 1
+    records = [
+        {"y_obs": np.array([y]), "x_obs": np.array([x])}
+        for y in (0, 1)
+        for x in itertools.product((0, 1), repeat=d)
+    ]
+    vectors = [
+        np.concatenate([np.ravel(s.compute(r)) for s in analysis.statistics]) for r in records
+    ]
+    enumerated = max(np.abs(u - v).sum() for u, v in itertools.combinations(vectors, 2))
+    assert enumerated == analysis.sensitivity_l1
+
+
+def test_categorical_with_min_prob():
+    k, a = 4, 0.05
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.arange(N) % k, bounds=(0, k - 1))
+        p = TruncatedDirichlet("p", np.ones(k), min_prob=a)
+        pm.Categorical("y", p=p, observed=y_obs)
+    analysis = analyze(model)
+    assert analysis.record_lipschitz == pytest.approx(math.log((1 - (k - 1) * a) / a), rel=1e-12)
+    assert analysis.sensitivity_l1 == 2.0
+
+
+def test_poisson_by_enumeration():
+    """λ ∈ [c1, c2], x ∈ {0..K}: L = max over λ ∈ {c1, c2} of the range of log p(x | λ)."""
+    c1, c2, k = 0.5, 4.0, 6
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.arange(N) % (k + 1), bounds=(0, k))
+        lam = TruncatedGamma("lam", 2, 1, lower=c1, upper=c2)
+        pm.Poisson("y", lam, observed=y_obs)
+    xs = np.arange(k + 1)
+    expected = max(np.ptp(stats.poisson.logpmf(xs, lam)) for lam in (c1, c2))
+    analysis = analyze(model)
+    assert analysis.record_lipschitz == pytest.approx(expected, rel=1e-12)
+    assert analysis.sensitivity_l1 == k
+
+
+@pytest.mark.parametrize("prior", ["gamma", "exponential"])
+def test_exponential_is_c2_times_b(prior):
+    c1, c2, big_b = 0.5, 3.0, 4.0
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.linspace(0, big_b, N), bounds=(0, big_b))
+        if prior == "gamma":
+            lam = TruncatedGamma("lam", 2, 1, lower=c1, upper=c2)
+        else:
+            lam = TruncatedExponential("lam", 1, lower=c1, upper=c2)
+        pm.Exponential("y", lam, observed=y_obs)
+    analysis = analyze(model)
+    assert analysis.record_lipschitz == pytest.approx(c2 * big_b, rel=1e-12)
+    (term,) = analysis.terms
+    assert (term.parameters["scale"].free_variable, term.parameters["scale"].link) == (
+        "lam",
+        "reciprocal",
+    )
+
+
+def test_normal_with_known_sigma():
+    """μ ∈ [−0.5, 3], σ = 2, x ∈ [−1, 2]: max over μ ∈ {−0.5, 3} of the range of
+    (x−μ)²/(2σ²) is at μ = 3, (16 − 1)/8 = 1.875."""
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.linspace(-1, 2, N), bounds=(-1, 2))
+        mu = TruncatedNormal("mu", 0, 1, lower=-0.5, upper=3)
+        pm.Normal("y", mu, 2.0, observed=y_obs)
+    analysis = analyze(model)
+    assert analysis.record_lipschitz == pytest.approx(1.875, rel=1e-12)
+    assert analysis.terms[0].family.name == "Normal (sigma a constant)"
+    assert analysis.sensitivity_l1 == 3.0
+
+
+def test_normal_with_a_truncated_precision():
+    """τ ∈ [1/4, 4] so σ ∈ [1/2, 2]; shared (μ, σ): 15/(2·(1/2)²) = 30."""
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.linspace(-1, 2, N), bounds=(-1, 2))
+        mu = TruncatedNormal("mu", 0, 1, lower=-0.5, upper=3)
+        tau = TruncatedGamma("tau", 2, 1, lower=0.25, upper=4)
+        pm.Normal("y", mu, tau=tau, observed=y_obs)
+    analysis = analyze(model)
+    assert analysis.record_lipschitz == pytest.approx(30.0, rel=1e-12)
+    assert analysis.block_lipschitz == {"mu": 30.0, "tau": 30.0}
+    sigma = analysis.terms[0].parameters["sigma"]
+    assert (sigma.free_variable, sigma.link, sigma.prior_family) == ("tau", "inverse_sqrt", "gamma")
+    assert [s.name for s in analysis.statistics] == ["sum(y_obs)", "sum_squares(y_obs)"]
+
+
+def test_linear_regression_bound():
+    """|y| ≤ By = 2, x ∈ [−1, 1]³ so ‖x‖₂ ≤ Bx = √3, ‖w‖₂ ≤ R = 2, σ = 1.5:
+    L = (By + Bx·R)²/(2σ²) (DESIGN.md table), attained with y = −By and x ∥ w."""
+    with pm.Model() as model:
+        x_obs = PrivateData("X", np.zeros((N, 3)), bounds=(-1, 1))
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(-2, 2))
+        w = TruncatedMvNormal("w", np.zeros(3), np.eye(3), radius=2.0)
+        pm.Normal("y", x_obs @ w, 1.5, observed=y_obs)
+    analysis = analyze(model)
+    expected = (2 + math.sqrt(3) * 2) ** 2 / (2 * 1.5**2)
+    assert analysis.record_lipschitz == pytest.approx(expected, rel=1e-12)
+    assert [s.name for s in analysis.statistics] == ["gram(X)", "cross(X, y_obs)"]
+    assert analysis.sensitivity_l1 == pytest.approx(9.0 + 12.0)
+
+
+def test_logistic_regression_is_bounded_by_bx_times_r():
+    """p = sigmoid(xᵀw), |xᵀw| ≤ Bx·R = c: L = log(σ(c)/σ(−c)) = c; no statistics."""
+    with pm.Model() as model:
+        x_obs = PrivateData("X", np.zeros((N, 2)), bounds=(0, 1))
+        y_obs = PrivateData("y_obs", np.arange(N) % 2, bounds=(0, 1))
+        w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
+        pm.Bernoulli("y", logit_p=x_obs @ w, observed=y_obs)
+    analysis = analyze(model)
+    assert analysis.record_lipschitz == pytest.approx(math.sqrt(2) * 3.0, rel=1e-10)
+    assert analysis.sensitivity_l1 is None
+    assert "y" in analysis.statistics_unavailable
+    assert analysis.routes == ("posterior_sampling", "gibbs", "metropolis")
+    with pytest.raises(UnsupportedModelError, match="privatize route is not available"):
+        analysis.epsilon_per_draw("privatize")
+
+
+def test_hierarchical_means_grouped_by_a_private_index():
+    """μ_g ∈ [−1, 1] selected by the record's group, σ = 0.5, y ∈ [0, 1]:
+    (dmax² − dmin²)/(2σ²) = (2² − 0)/0.5 = 8. Δ₁: group sizes 2 (three groups) + 2·max|y| = 2."""
+    with pm.Model() as model:
+        g = PrivateData("g", np.arange(N) % 3, bounds=(0, 2))
+        y_obs = PrivateData("y_obs", np.linspace(0, 1, N), bounds=(0, 1))
+        mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=3)
+        pm.Normal("y", mu[g], 0.5, observed=y_obs)
+    analysis = analyze(model)
+    assert analysis.record_lipschitz == pytest.approx(8.0)
+    assert [s.name for s in analysis.statistics] == ["counts(g)", "sum(y_obs | g)"]
+    assert analysis.sensitivity_l1 == 4.0
+    assert analysis.terms[0].group_by == "g"
+
+
+def test_identical_analyses_for_different_data(make_naive_bayes, rng):
+    first = make_naive_bayes(rng.integers(0, 2, N), rng.integers(0, 2, (N, 3)), 0.1)
+    second = make_naive_bayes(1 - np.arange(N) % 2, np.ones((N, 3), dtype=int), 0.1)
+    one, two = analyze(first), analyze(second)
+    assert one == two
+    assert repr(one) == repr(two)
+    assert one._repr_html_() == two._repr_html_()
+    assert one.to_dict() == two.to_dict()
+    assert analyze(clone_model(first)) == one
+
+
+def test_table_and_clipping_report(make_naive_bayes, rng):
+    features = rng.integers(0, 2, (N, 2))
+    features[0, 0] = 5
+    model = make_naive_bayes(rng.integers(0, 2, N), features, 0.1, out_of_bounds="clip")
+    analysis = analyze(model)
+    assert analysis.clipped == ("y_obs", "x_obs")
+    assert analysis.clipping_requested
+    text = repr(analysis)
+    for fragment in ("clipping: `y_obs`, `x_obs`", "counts(x_obs | y_obs)", "Σ_j 2L_j/T", "2L/T"):
+        assert fragment in text
+    assert f"{analysis.record_lipschitz:.6g}" in text
+    html = analysis._repr_html_()
+    assert html.count("<table>") == 4
+    assert "<td>theta</td>" in html
+    assert not analyze(make_naive_bayes(np.zeros(N, int), np.zeros((N, 2), int), 0.1)).clipped
+
+
+def test_invalid_route_and_temperature(make_naive_bayes):
+    analysis = analyze(make_naive_bayes(np.zeros(N, int), np.zeros((N, 2), int), 0.1))
+    with pytest.raises(InvalidPrivacyParameterError, match="temperature"):
+        analysis.epsilon_per_draw("gibbs", temperature=0.5)
+    with pytest.raises(InvalidPrivacyParameterError, match="temperature"):
+        analysis.epsilon_per_draw("metropolis", temperature=math.inf)
+    with pytest.raises(UnsupportedModelError, match="routes: posterior_sampling"):
+        analysis.epsilon_per_draw("nuts")
+    with pytest.raises(UnsupportedModelError, match=r"Not free variables of the model: \['beta'\]"):
+        analysis.lipschitz_for(["beta"])
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "fragments"),
+    [
+        (
+            lambda: beta_bernoulli(0.1, prior=lambda: pm.Beta("theta", 1, 1)),
+            [
+                "`theta`",
+                "[a, 1 − a]",
+                "pmp.TruncatedBeta('theta', alpha, beta, lower=a, upper=1 - a)",
+            ],
+        ),
+        (
+            lambda: beta_bernoulli(0.1, prior=lambda: pm.Uniform("theta", 0, 1)),
+            ["`theta`", "pmp.TruncatedBeta('theta'"],
+        ),
+    ],
+)
+def test_untruncated_probability_is_refused(build, fragments):
+    with pytest.raises(UnboundedSensitivityError) as info:
+        analyze(build())
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_unbounded_priors_name_the_truncated_prior_to_use():
+    cases = []
+    with pm.Model() as dirichlet:
+        y_obs = PrivateData("y_obs", np.arange(N) % 3, bounds=(0, 2))
+        pm.Categorical("y", p=pm.Dirichlet("p", np.ones(3)), observed=y_obs)
+    cases.append((dirichlet, "pmp.TruncatedDirichlet('p', a=..., min_prob=a)"))
+    with pm.Model() as normal:
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(-1, 1))
+        pm.Normal("y", pm.Normal("m", 0, 1), 1.0, observed=y_obs)
+    cases.append((normal, "pmp.TruncatedNormal('m', mu, sigma, lower=m1, upper=m2)"))
+    with pm.Model() as scale:
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(-1, 1))
+        pm.Normal("y", 0.0, pm.HalfNormal("s", 1), observed=y_obs)
+    cases.append((scale, "pmp.TruncatedGamma('s', alpha, beta, lower=s1, upper=s2)"))
+    with pm.Model() as rate:
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1))
+        pm.Exponential("y", pm.Exponential("lam", 1.0), observed=y_obs)
+    cases.append((rate, "pmp.TruncatedExponential('lam', lam, lower=c1, upper=c2)"))
+    with pm.Model() as weights:
+        x_obs = PrivateData("X", np.zeros((N, 2)), bounds=(-1, 1))
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(-1, 1))
+        pm.Normal("y", x_obs @ pm.MvNormal("w", np.zeros(2), np.eye(2)), 1.0, observed=y_obs)
+    cases.append((weights, "pmp.TruncatedMvNormal('w', mu, cov, radius=R)"))
+    for model, fix in cases:
+        with pytest.raises(UnboundedSensitivityError) as info:
+            analyze(model)
+        assert fix in str(info.value)
+
+
+def test_bounds_beyond_the_support_name_the_data_and_the_bounds():
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.arange(N) % 2, bounds=(0, 3))
+        pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=y_obs)
+    with pytest.raises(
+        UnboundedSensitivityError, match=r"`y_obs`.*declare bounds.*bounds=\(0, 1\)"
+    ):
+        analyze(model)
+    with pm.Model() as negative:
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(-1, 2))
+        pm.Exponential("y", TruncatedGamma("lam", 1, 1, lower=1, upper=2), observed=y_obs)
+    with pytest.raises(UnboundedSensitivityError, match=r"bounds=\(0, B\) with a finite B"):
+        analyze(negative)
+
+
+def test_unknown_family_lists_the_supported_ones():
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(-1, 1))
+        m = TruncatedNormal("m", 0, 1, lower=-1, upper=1)
+        pm.StudentT("y", nu=3, mu=m, sigma=1, observed=y_obs)
+    with pytest.raises(UnsupportedModelError, match="StudentTRV") as info:
+        analyze(model)
+    for family in ("Bernoulli", "Categorical", "Poisson", "Exponential", "Normal (sigma a"):
+        assert family in str(info.value)
+
+
+@pytest.mark.parametrize("raw", ["numpy", "pm.Data"])
+def test_raw_observed_data_next_to_private_data_is_refused(raw):
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.arange(N) % 2, bounds=(0, 1))
+        p = TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9)
+        pm.Bernoulli("y", p, observed=y_obs)
+        other = np.ones(N, dtype=int) if raw == "numpy" else pm.Data("z_obs", np.ones(N, int))
+        pm.Bernoulli("z", p, observed=other)
+    with pytest.raises(UnsupportedModelError, match=r"`z` observes .*pmp\.PrivateData"):
+        analyze(model)
+
+
+def test_model_without_private_data_is_refused():
+    with pm.Model() as model:
+        pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=np.ones(3))
+    with pytest.raises(UnsupportedModelError, match="no PrivateData"):
+        analyze(model)
+
+
+def test_private_data_outside_the_likelihood_is_refused():
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.linspace(0, 1, N), bounds=(0, 1))
+        m = TruncatedNormal("m", 0, 1, lower=-1, upper=1)
+        pm.Normal("y", m, 1.0, observed=y_obs)
+        pm.Deterministic("leak", y_obs.mean())
+    with pytest.raises(UnsupportedModelError, match="Deterministic `leak` depends on PrivateData"):
+        analyze(model)
+
+
+def test_float_labels_and_out_of_range_group_index_are_refused():
+    with pm.Model() as floats:
+        y_obs = PrivateData("y_obs", (np.arange(N) % 2).astype(float), bounds=(0, 1))
+        pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=y_obs)
+    with pytest.raises(DataBoundsError, match=r"`y_obs`.*integer"):
+        analyze(floats)
+    with pm.Model() as index:
+        g = PrivateData("g", np.arange(N) % 2, bounds=(0, 3))
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1))
+        mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=2)
+        pm.Normal("y", mu[g], 1.0, observed=y_obs)
+    with pytest.raises(DataBoundsError, match=r"`g` exceed the 2 entries of `mu`.*bounds=\(0, 1\)"):
+        analyze(index)
+
+
+def test_statistics_rebuild_the_log_likelihood(make_naive_bayes, rng):
+    """The pay-once pipeline without noise: released cells → completed statistics → each
+    node's log-likelihood from statistics equals the log-likelihood of the raw data."""
+    labels, features = rng.integers(0, 2, N), rng.integers(0, 2, (N, 3))
+    analysis = analyze(make_naive_bayes(labels, features, 0.1))
+    arrays = {"y_obs": labels, "x_obs": features}
+    released = {spec.name: spec.compute(arrays) for spec in analysis.statistics}
+    values = {"pi": 0.3, "theta": np.array([[0.2, 0.5, 0.9], [0.6, 0.4, 0.1]])}
+    total = 0.0
+    for term in analysis.terms:
+        group = term.totals_statistic()
+        totals = N if group is None else complete_statistic(group, released[group.name], N)
+        full = {
+            kind: complete_statistic(spec, released[spec.name], totals)
+            for kind, spec in analysis.statistics_of(term.node).items()
+        }
+        parameters = {"p": values[term.parameters["p"].free_variable]}
+        total += term.family.logp_from_statistics(term, parameters, full, totals)
+    exact = stats.bernoulli.logpmf(labels, 0.3).sum()
+    exact += stats.bernoulli.logpmf(features, values["theta"][labels]).sum()
+    assert total == pytest.approx(exact, rel=1e-12)
+
+
+def test_data_replaced_after_declaration_is_refused(make_naive_bayes):
+    model = make_naive_bayes(np.zeros(N, int), np.zeros((N, 2), int), 0.1)
+    with model:
+        pm.set_data({"y_obs": np.zeros(N + 1, int)})
+    with pytest.raises(DataBoundsError, match=r"`y_obs` no longer has the shape.*pm\.set_data"):
+        analyze(model)

@@ -1,0 +1,474 @@
+"""Tests of PrivateMetropolis: exact per-draw ε, audits, targets, PyMC plumbing, bad input."""
+
+from __future__ import annotations
+
+import math
+from unittest import mock
+
+import arviz as az
+import matplotlib
+import numpy as np
+import pymc as pm
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pymc.step_methods.arraystep import metrop_select
+from scipy import stats
+
+import pymc_private.steps.metropolis as metropolis_module
+from pymc_private.audit import epsilon_lower_bound
+from pymc_private.data import PrivateData
+from pymc_private.errors import (
+    InvalidPrivacyParameterError,
+    UnboundedSensitivityError,
+    UnsupportedModelError,
+)
+from pymc_private.priors import TruncatedBeta, TruncatedMvNormal
+from pymc_private.sampling import ledger_of
+from pymc_private.sampling import sample as pmp_sample
+from pymc_private.steps.metropolis import PrivateMetropolis
+
+matplotlib.use("Agg")
+
+A = 0.2  # TruncatedBeta support [A, 1 − A]
+L_BERNOULLI = math.log((1 - A) / A)  # record Lipschitz constant of a Bernoulli record
+LABELS = np.array([1] * 9 + [0])  # n = 10, s = 9: the truncation at 1 − A matters
+
+
+def beta_bernoulli_model(labels: np.ndarray) -> pm.Model:
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", labels, bounds=(0, 1))
+        theta = TruncatedBeta("theta", 1.0, 1.0, lower=A, upper=1 - A)
+        pm.Bernoulli("y", theta, observed=y_obs)
+    return model
+
+
+def truncated_beta(alpha: float, beta: float):
+    """Mean and CDF of Beta(alpha, beta) truncated to [A, 1 − A]."""
+    base, above = stats.beta(alpha, beta), stats.beta(alpha + 1, beta)
+    mass = base.cdf(1 - A) - base.cdf(A)
+    mean = alpha / (alpha + beta) * (above.cdf(1 - A) - above.cdf(A)) / mass
+    return mean, lambda x: (base.cdf(x) - base.cdf(A)) / mass
+
+
+@pytest.fixture(scope="module")
+def model():
+    return beta_bernoulli_model(LABELS)
+
+
+@pytest.fixture(scope="module")
+def runs(model):
+    """pmp.sample at T = 1 and T = 3, and with clip = L (no record is ever clipped)."""
+    steps = {
+        "T=1": PrivateMetropolis(temperature=1.0, model=model),
+        "T=3": PrivateMetropolis(temperature=3.0, model=model),
+        "clip=L": PrivateMetropolis(clip=L_BERNOULLI, model=model),
+    }
+    return {
+        key: pmp_sample(
+            2000,
+            tune=500,
+            step=step,
+            chains=4,
+            cores=1,
+            random_seed=11,
+            progressbar=False,
+            model=model,
+        )
+        for key, step in steps.items()
+    }
+
+
+# --- the per-draw ε is the formula ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "temperature"), [("T=1", 1.0), ("T=3", 3.0)])
+def test_per_draw_epsilon_is_two_l_over_t(runs, key, temperature):
+    epsilon = runs[key].sample_stats["privacy_epsilon"]
+    assert epsilon.shape == (4, 2000)
+    np.testing.assert_allclose(epsilon, 2 * L_BERNOULLI / temperature, rtol=1e-12)
+    ledger = ledger_of(runs[key])
+    assert ledger.epsilon() == pytest.approx(4 * 2500 * 2 * L_BERNOULLI / temperature)
+
+
+def test_clipped_per_draw_epsilon_is_two_c_over_t_and_lambda_clips_each_record(model):
+    clip, temperature = 0.2, 2.0
+    step = PrivateMetropolis(clip=clip, temperature=temperature, model=model)
+    assert step.mechanism == "clipped_barker_metropolis"
+    idata = pmp_sample(
+        10, tune=0, step=step, chains=1, cores=1, random_seed=1, progressbar=False, model=model
+    )
+    np.testing.assert_array_equal(idata.sample_stats["privacy_epsilon"], 2 * clip / temperature)
+
+    # Λ_c by hand: θ = A + (1 − 2A)σ(u); flat prior, log-Jacobian log σ(u) + log σ(−u) + const.
+    u, u_new = 0.2, 1.5
+    theta, theta_new = (A + (1 - 2 * A) / (1 + math.exp(-v)) for v in (u, u_new))
+    log_jacobian = [-np.logaddexp(0, -v) - np.logaddexp(0, v) for v in (u, u_new)]
+    one, zero = math.log(theta_new / theta), math.log((1 - theta_new) / (1 - theta))
+    expected = (
+        log_jacobian[1]
+        - log_jacobian[0]
+        + (9 * np.clip(one, -clip, clip) + np.clip(zero, -clip, clip)) / temperature
+    )
+    assert abs(one) > clip and abs(zero) > clip  # both kinds of record are clipped here
+    lam = step.log_acceptance_ratio(np.array([u_new]), np.array([u]))
+    assert lam == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("likelihood", ["naive_bayes", "logistic"])
+def test_per_record_log_likelihoods_add_up_to_the_likelihood(likelihood, make_naive_bayes):
+    # A clip that never binds must give back the unclipped Λ: the per-record split of
+    # theta[y_obs] (indexing) and x_obs @ w (linear predictor) loses and duplicates nothing.
+    if likelihood == "naive_bayes":
+        rng = np.random.default_rng(4)
+        model = make_naive_bayes(rng.integers(0, 2, 30), rng.integers(0, 2, (30, 3)), 0.1)
+    else:
+        model = logistic_regression(lambda: pm.Normal("w", 0.0, 1.0, shape=3))
+    clipped = PrivateMetropolis(clip=1e6, model=model)
+    point = model.initial_point()
+    exact = model.compile_logp(jacobian=True)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q0 = {
+            name: value + rng.normal(scale=0.3, size=value.shape) for name, value in point.items()
+        }
+        q1 = {name: value + rng.normal(scale=0.3, size=value.shape) for name, value in q0.items()}
+        lam = clipped.log_acceptance_ratio(
+            *(np.concatenate([q[v.name].ravel() for v in clipped.vars]) for q in (q1, q0))
+        )
+        assert lam == pytest.approx(exact(q1) - exact(q0), rel=1e-9, abs=1e-9)
+
+
+# --- audits: one step from a fixed public state on neighbouring data sets -------------------
+
+U0 = 6.0  # public state θ = A + (1 − 2A)σ(−U0) ≈ A; the proposal jumps to +U0, θ' ≈ 1 − A
+
+
+class _Jump:
+    """A data-independent point-mass proposal from −U0 to +U0 (fixes Λ for the audit).
+
+    The privacy argument needs only a data-independent proposal and a data-independent log
+    proposal ratio (here 0); by the interval transform's symmetry the log-Jacobians of ±U0
+    cancel, so Λ is exactly the tempered log-likelihood ratio.
+    """
+
+    log_proposal_ratio = 0.0
+
+    def __call__(self, rng):
+        return np.array([2 * U0])
+
+
+@pytest.fixture(scope="module")
+def audit_step():
+    model = beta_bernoulli_model(np.array([1, 0, 0]))
+    step = PrivateMetropolis(tune=False, model=model)
+    step.proposal_dist = _Jump()
+    data = model["y_obs"]
+
+    def one_step(labels, rng):
+        data.set_value(np.asarray(labels, dtype=data.dtype))
+        step.set_rng(rng)
+        point, _ = step.step({"theta_interval__": np.array(-U0)})
+        return float(point["theta_interval__"])
+
+    return step, one_step
+
+
+@pytest.fixture(scope="module")
+def barker_audit(audit_step):
+    # D = (1, 0, 0): Λ = −L'; D' = (0, 0, 0): Λ = −3L', with L' = ln(θ'/θ) ≈ L. The gap 2L'
+    # nearly attains the bound 2L, and acceptance is the event with the largest ratio.
+    _, one_step = audit_step
+    return epsilon_lower_bound(
+        one_step, [1, 0, 0], [0, 0, 0], n=40_000, event=lambda q: q > 0, random_seed=5
+    )
+
+
+def test_barker_step_acceptance_is_logistic_in_lambda(barker_audit):
+    theta = A + (1 - 2 * A) / (1 + math.exp(U0))
+    gap = math.log((1 - theta) / theta)  # L' = ln(θ'/θ), θ' = 1 − θ
+    for hits, log_ratio in zip(barker_audit.counts, (-gap, -3 * gap), strict=True):
+        p = 1 / (1 + math.exp(-log_ratio))
+        assert stats.binomtest(hits, barker_audit.n, p).pvalue > 1e-3
+
+
+def test_audit_of_barker_step_is_within_two_l_over_t_and_nearly_attains_it(
+    audit_step, barker_audit
+):
+    step, _ = audit_step
+    assert step.privacy_epsilon_per_draw == pytest.approx(2 * L_BERNOULLI, rel=1e-12)
+    assert barker_audit.passes(step.privacy_epsilon_per_draw)
+    assert barker_audit.epsilon_lower_bound > 0.8 * step.privacy_epsilon_per_draw
+
+
+def test_audit_catches_barker_step_charged_l_over_t(audit_step, barker_audit):
+    step, _ = audit_step
+    assert not barker_audit.passes(step.privacy_epsilon_per_draw / 2)
+
+
+def test_audit_shows_min_one_acceptance_is_not_private(audit_step, monkeypatch):
+    # The same step with PyMC's min(1, e^Λ) rule. D = (1, 1, 0): Λ = +L' > 0, never
+    # rejected; D' = (1, 0, 0): Λ = −L', rejected with probability 1 − e^−L' ≈ 0.75.
+    step, one_step = audit_step
+    monkeypatch.setattr(metropolis_module, "barker_select", metrop_select)
+    result = epsilon_lower_bound(
+        one_step, [1, 1, 0], [1, 0, 0], n=3000, event=lambda q: q < 0, random_seed=6
+    )
+    assert result.counts[0] == 0
+    assert not result.passes(step.privacy_epsilon_per_draw)
+
+
+# --- the chain targets the (tempered, clipped) truncated posterior --------------------------
+
+
+@pytest.mark.parametrize(("key", "temperature"), [("T=1", 1.0), ("T=3", 3.0), ("clip=L", 1.0)])
+def test_chain_targets_tempered_truncated_posterior(runs, key, temperature):
+    successes, n = int(LABELS.sum()), LABELS.size
+    mean, cdf = truncated_beta(1 + successes / temperature, 1 + (n - successes) / temperature)
+    theta = runs[key].posterior["theta"]
+    standard_error = float(theta.std()) / math.sqrt(float(az.ess(theta)["theta"]))
+    assert abs(float(theta.mean()) - mean) < 4.5 * standard_error
+    thinned = theta.values[:, ::20].ravel()
+    assert stats.kstest(thinned, cdf).pvalue > 1e-3
+    assert A <= thinned.min() and thinned.max() <= 1 - A
+
+
+def test_clip_that_never_binds_leaves_the_chain_unchanged(runs):
+    # Every Bernoulli record ratio lies in [−L, L] on the support, so clip = L never binds:
+    # same seed, same draws as the unclipped chain, at the same ε = 2L/T.
+    np.testing.assert_array_equal(runs["clip=L"].posterior["theta"], runs["T=1"].posterior["theta"])
+    np.testing.assert_allclose(
+        runs["clip=L"].sample_stats["privacy_epsilon"], 2 * L_BERNOULLI, rtol=1e-12
+    )
+
+
+# --- a non-conjugate model ------------------------------------------------------------------
+
+BOX = 1 / math.sqrt(3)  # features in [−BOX, BOX]³, so ‖x‖₂ ≤ Bx = 1
+
+
+def logistic_regression(prior) -> pm.Model:
+    rng = np.random.default_rng(3)
+    features = rng.uniform(-BOX, BOX, size=(200, 3))
+    labels = rng.uniform(size=200) < 1 / (1 + np.exp(-features @ np.array([1.5, -1.5, 0.0])))
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", features, bounds=(-BOX, BOX))
+        y_obs = PrivateData("y_obs", labels.astype(int), bounds=(0, 1))
+        w = prior()
+        pm.Bernoulli("y", logit_p=x_obs @ w, observed=y_obs)
+    return model
+
+
+def _sample_logistic(model, step):
+    return pmp_sample(
+        300,
+        tune=200,
+        step=step,
+        chains=2,
+        cores=1,
+        random_seed=2,
+        progressbar=False,
+        model=model,
+    )
+
+
+def test_logistic_regression_runs_through_pmp_sample_at_two_bx_r_over_t():
+    radius = 2.0
+    model = logistic_regression(
+        lambda: TruncatedMvNormal("w", mu=np.zeros(3), cov=np.eye(3), radius=radius)
+    )
+    step = PrivateMetropolis(temperature=2.0, proposal_scale=0.3, model=model)
+    idata = _sample_logistic(model, step)
+    # ℓ(1; w) − ℓ(0; w) = xᵀw, so L = sup |xᵀw| = Bx·R (here Bx = 1).
+    np.testing.assert_allclose(idata.sample_stats["privacy_epsilon"], 2 * radius / 2.0)
+    draws = idata.posterior["w"].values.reshape(-1, 3)
+    assert np.all(np.linalg.norm(draws, axis=1) <= radius)
+    assert 0.05 < float(idata.sample_stats["accepted"].mean()) < 0.95
+    assert set(idata.groups()) == {"posterior", "sample_stats"}
+
+
+def test_clip_samples_a_model_whose_lipschitz_constant_is_infinite():
+    model = logistic_regression(lambda: pm.Normal("w", 0.0, 1.0, shape=3))
+    with pytest.raises(UnboundedSensitivityError):
+        PrivateMetropolis(model=model)
+    step = PrivateMetropolis(clip=0.5, temperature=2.0, proposal_scale=0.3, model=model)
+    idata = _sample_logistic(model, step)
+    np.testing.assert_array_equal(idata.sample_stats["privacy_epsilon"], 2 * 0.5 / 2.0)
+    assert ledger_of(idata).epsilon() == pytest.approx(2 * 500 * 0.5)
+    assert 0.05 < float(idata.sample_stats["accepted"].mean()) < 0.95
+
+
+# --- PyMC plumbing: chains, cores, spawn, seeds, ArviZ, netCDF ------------------------------
+
+
+@pytest.fixture(scope="module")
+def plumbing_step(model):
+    return PrivateMetropolis(model=model)
+
+
+def _sample(model, step, chains=4, **kwargs):
+    return pmp_sample(
+        50,
+        tune=20,
+        step=step,
+        chains=chains,
+        random_seed=2024,
+        progressbar=False,
+        model=model,
+        **kwargs,
+    )
+
+
+def test_chains_match_across_cores_and_start_methods(model, plumbing_step):
+    serial = _sample(model, plumbing_step, cores=1)
+    again = _sample(model, plumbing_step, cores=1)
+    forked = _sample(model, plumbing_step, cores=2)
+    reference = serial.posterior["theta"].values
+    assert reference.shape == (4, 50)
+    assert len({tuple(chain) for chain in reference}) == 4  # chains differ from each other
+    for other in (again, forked):
+        np.testing.assert_array_equal(other.posterior["theta"].values, reference)
+        np.testing.assert_array_equal(
+            other.sample_stats["accepted"].values, serial.sample_stats["accepted"].values
+        )
+    # spawn starts one fresh interpreter per chain (seconds each): two chains suffice to
+    # show that the step pickles and its per-chain state travels.
+    spawned = _sample(model, plumbing_step, chains=2, cores=2, mp_ctx="spawn")
+    serial_two = _sample(model, plumbing_step, chains=2, cores=1)
+    np.testing.assert_array_equal(
+        spawned.posterior["theta"].values, serial_two.posterior["theta"].values
+    )
+
+
+def test_plain_pm_sample_and_standalone_step(model, plumbing_step):
+    with model:
+        idata = pm.sample(
+            50,
+            tune=20,
+            step=plumbing_step,
+            chains=4,
+            cores=1,
+            random_seed=2024,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    private = _sample(model, plumbing_step, cores=1)
+    np.testing.assert_array_equal(idata.posterior["theta"], private.posterior["theta"])
+    assert "lp" not in idata.sample_stats  # the step never emits model_logp
+
+    point = model.initial_point()
+    results = []
+    for _ in range(2):
+        plumbing_step.set_rng(np.random.default_rng(0))
+        new_point, stats_list = plumbing_step.step(point)
+        results.append(new_point["theta_interval__"])
+    assert results[0] == results[1]
+    assert [set(s) for s in stats_list] == [{"privacy_epsilon", "accepted"}]
+
+
+def test_released_inference_data_works_with_arviz_and_netcdf(model, plumbing_step, tmp_path):
+    idata = _sample(model, plumbing_step, cores=1)
+    assert set(idata.groups()) == {"posterior", "sample_stats"}
+    assert set(idata.sample_stats.data_vars) == {"privacy_epsilon", "accepted"}
+    assert "theta" in az.summary(idata).index
+    axes = az.plot_trace(idata, var_names=["theta"])
+    assert axes.shape == (1, 2)
+    matplotlib.pyplot.close("all")
+    path = tmp_path / "private.nc"
+    idata.to_netcdf(path)
+    loaded = az.from_netcdf(path)
+    np.testing.assert_array_equal(loaded.posterior["theta"], idata.posterior["theta"])
+    assert ledger_of(loaded).epsilon() == ledger_of(idata).epsilon()
+    assert not {"observed_data", "constant_data", "log_likelihood"} & set(loaded.groups())
+
+
+# --- bad models and bad parameters ----------------------------------------------------------
+
+
+def test_refuses_variables_that_are_not_free(model):
+    with pytest.raises(UnsupportedModelError, match="free random variables only"):
+        PrivateMetropolis([model["y"]], model=model)
+
+
+def test_refuses_models_without_private_data():
+    with pm.Model() as model:
+        theta = TruncatedBeta("theta", 1.0, 1.0, lower=A, upper=1 - A)
+        pm.Bernoulli("y", theta, observed=LABELS)
+    with pytest.raises(UnsupportedModelError, match="no PrivateData"):
+        PrivateMetropolis(model=model)
+
+
+def _prior_from_data(y_obs):
+    theta = TruncatedBeta("theta", 1.0 + y_obs.sum(), 1.0, lower=A, upper=1 - A)
+    pm.Bernoulli("y", theta, observed=y_obs)
+
+
+def _deterministic_from_data(y_obs):
+    theta = TruncatedBeta("theta", 1.0, 1.0, lower=A, upper=1 - A)
+    pm.Deterministic("share", theta * y_obs.mean())  # would be released with the draws
+    pm.Bernoulli("y", theta, observed=y_obs)
+
+
+def _records_mixed(y_obs):
+    theta = TruncatedBeta("theta", 1.0, 1.0, lower=A, upper=1 - A)
+    pm.Bernoulli("y", theta + 0 * y_obs.mean(), observed=y_obs)  # row i reads every row
+
+
+@pytest.mark.parametrize(
+    ("build", "clip", "message"),
+    [
+        (_prior_from_data, None, "prior of `theta` depends on PrivateData"),
+        (_prior_from_data, 1.0, "prior of `theta` depends on PrivateData"),
+        (_deterministic_from_data, 1.0, "Deterministic `share` depends on PrivateData"),
+        (_records_mixed, 1.0, "does not observe PrivateData row by row"),
+    ],
+)
+def test_refuses_private_data_outside_separable_likelihoods(build, clip, message):
+    with pm.Model() as model:
+        build(PrivateData("y_obs", LABELS, bounds=(0, 1)))
+    with pytest.raises(UnsupportedModelError, match=message):
+        PrivateMetropolis(clip=clip, model=model)
+
+
+not_a_number = st.one_of(st.none(), st.text(max_size=3), st.booleans(), st.just([1.0, "a"]))
+bad_temperature = st.one_of(
+    not_a_number,
+    st.floats(max_value=1.0, exclude_max=True),
+    st.sampled_from([math.nan, math.inf, -math.inf]),
+    st.integers(max_value=0),
+)
+bad_positive = st.one_of(
+    not_a_number,
+    st.floats(max_value=0.0),
+    st.sampled_from([math.nan, math.inf, -math.inf]),
+    st.integers(max_value=0),
+)
+bad_parameters = st.one_of(
+    bad_temperature.map(lambda t: {"temperature": t}),
+    bad_positive.map(lambda s: {"proposal_scale": s}),
+    st.lists(bad_positive.filter(lambda s: isinstance(s, float)), min_size=1, max_size=3).map(
+        lambda s: {"proposal_scale": [1.0, *s]}
+    ),
+    st.just({"proposal_scale": []}),
+    bad_positive.filter(lambda c: c is not None).map(lambda c: {"clip": c}),
+)
+
+
+@pytest.fixture(scope="module")
+def public_model():
+    """A model without PrivateData: reading it would raise UnsupportedModelError."""
+    with pm.Model() as model:
+        theta = TruncatedBeta("theta", 1.0, 1.0, lower=A, upper=1 - A)
+        pm.Bernoulli("y", theta, observed=LABELS)
+    return model
+
+
+@settings(max_examples=150, deadline=None)
+@given(parameters=bad_parameters)
+def test_bad_parameters_raise_before_the_model_is_read_or_compiled(public_model, parameters):
+    with (
+        mock.patch.object(metropolis_module, "analyze", side_effect=AssertionError),
+        mock.patch.object(metropolis_module, "compile", side_effect=AssertionError),
+        pytest.raises(InvalidPrivacyParameterError, match=next(iter(parameters))),
+    ):
+        PrivateMetropolis(model=public_model, **parameters)

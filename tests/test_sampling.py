@@ -1,0 +1,136 @@
+"""pmp.sample: route checks, budget refusal before sampling, what is released, the ledger."""
+
+from __future__ import annotations
+
+import arviz as az
+import matplotlib
+import numpy as np
+import pymc as pm
+import pytest
+
+from pymc_private.accounting import Budget, PrivacyLedger
+from pymc_private.data import PrivateData
+from pymc_private.errors import BudgetExceededError, UnsupportedModelError
+from pymc_private.priors import TruncatedBeta
+from pymc_private.report import plot_privacy, privacy_report
+from pymc_private.sampling import ledger_of, sample
+from pymc_private.steps.metropolis import PrivateMetropolis
+
+matplotlib.use("Agg")
+
+A = 0.1
+L = np.log((1 - A) / A)
+SENTINEL_ROWS = 37  # a distinctive number of ones in the private data
+
+
+@pytest.fixture(scope="module")
+def model() -> pm.Model:
+    x = np.zeros(100, dtype=np.int64)
+    x[:SENTINEL_ROWS] = 1
+    with pm.Model() as m:
+        x_obs = PrivateData("x_obs", x, bounds=(0, 1))
+        theta = TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A)
+        pm.Bernoulli("x", theta, observed=x_obs)
+    return m
+
+
+@pytest.fixture(scope="module")
+def released(model):
+    ledger = PrivacyLedger()
+    with model:
+        step = PrivateMetropolis([model["theta"]], temperature=10.0)
+        idata = sample(
+            30,
+            step=step,
+            tune=10,
+            chains=2,
+            cores=1,
+            ledger=ledger,
+            random_seed=3,
+            progressbar=False,
+        )
+    return idata, ledger
+
+
+def test_raw_route_needs_private_steps(model):
+    with model:
+        with pytest.raises(UnsupportedModelError, match="choose a route"):
+            sample(10, chains=1, progressbar=False)
+        with pytest.raises(UnsupportedModelError, match="not a private step"):
+            sample(10, step=pm.Metropolis([model["theta"]]), chains=1, progressbar=False)
+
+
+def test_budget_refusal_samples_nothing_and_says_what_fits(model):
+    ledger = PrivacyLedger()
+    with model:
+        step = PrivateMetropolis([model["theta"]], temperature=10.0)
+        with pytest.raises(BudgetExceededError) as refusal:
+            sample(
+                100,
+                step=step,
+                tune=0,
+                chains=2,
+                budget=Budget(1.0),
+                ledger=ledger,
+                progressbar=False,
+            )
+    assert len(ledger) == 0
+    per_draw = 2 * L / 10.0
+    affordable = int(1.0 // (2 * per_draw))
+    assert f"at most {affordable} draws per chain" in str(refusal.value)
+
+
+def test_ledger_charges_every_iteration_of_every_chain(released):
+    idata, ledger = released
+    per_draw = 2 * L / 10.0
+    np.testing.assert_allclose(idata.sample_stats["privacy_epsilon"].values, per_draw)
+    assert [r.count for r in ledger.releases] == [40, 40]
+    assert [r.chain for r in ledger.releases] == [0, 1]
+    assert ledger.epsilon() == pytest.approx(80 * per_draw, rel=1e-12)
+
+
+def test_nothing_derived_from_raw_data_is_released(released, tmp_path):
+    idata, _ = released
+    assert set(idata.groups()) == {"posterior", "sample_stats"}
+    assert set(idata.sample_stats.data_vars) <= {"privacy_epsilon", "accepted"}
+    path = tmp_path / "released.nc"
+    idata.to_netcdf(path)
+    back = az.from_netcdf(path)
+    assert ledger_of(back).to_dict() == ledger_of(idata).to_dict()
+    assert "lp" not in back.sample_stats
+    az.summary(back)
+
+
+def test_report_and_plot(released, capsys):
+    idata, ledger = released
+    table = privacy_report(idata, delta=1e-6)
+    out = capsys.readouterr().out
+    assert "barker" in out.lower() or "metropolis" in out.lower()
+    totals = table[table["kind"] == "total"]
+    assert totals["subtotal"].iloc[0] == pytest.approx(ledger.epsilon())
+    assert totals["subtotal"].iloc[-1] <= ledger.epsilon()
+    ax = plot_privacy(idata, delta=1e-6)
+    final = [line.get_ydata()[-1] for line in ax.get_lines()]
+    assert max(final) == pytest.approx(ledger.epsilon())
+    assert min(final) == pytest.approx(ledger.epsilon() / 2)
+
+
+def test_idata_without_ledger_is_refused():
+    idata = az.from_dict(posterior={"a": np.zeros((1, 3))})
+    with pytest.raises(UnsupportedModelError, match="no privacy ledger"):
+        ledger_of(idata)
+
+
+def test_a_draw_costs_the_whole_sweep_of_several_steps(make_naive_bayes):
+    rng = np.random.default_rng(0)
+    nb = make_naive_bayes(rng.integers(0, 2, 40), rng.integers(0, 2, (40, 3)), A)
+    ledger = PrivacyLedger()
+    with nb:
+        steps = [
+            PrivateMetropolis([nb["pi"]], temperature=5.0),
+            PrivateMetropolis([nb["theta"]], temperature=5.0),
+        ]
+        idata = sample(5, step=steps, chains=1, cores=1, ledger=ledger, progressbar=False)
+    sweep = 2 * L / 5.0 + 2 * 3 * L / 5.0  # pi: one node; theta: d = 3 feature elements
+    np.testing.assert_allclose(idata.sample_stats["privacy_epsilon"].values, sweep)
+    assert ledger.epsilon() == pytest.approx(5 * sweep)
