@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, NamedTuple
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution
@@ -49,7 +50,13 @@ from scipy.special import expit
 
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 
-__all__ = ["Budget", "Composition", "PrivacyLedger", "Release"]
+__all__ = [
+    "Budget",
+    "Composition",
+    "PrivacyLedger",
+    "Release",
+    "ledger_for",
+]
 
 _LEDGER_FORMAT = "pymc_private.PrivacyLedger"
 _LEDGER_VERSION = 1
@@ -742,3 +749,21 @@ class Budget:
             return 0
         start = by_sum or 0
         return _largest_fitting(fits, start, first_step=start // 4)
+
+
+_LEDGERS: WeakKeyDictionary[Any, PrivacyLedger] = WeakKeyDictionary()
+
+
+def ledger_for(owner: Any) -> PrivacyLedger:
+    """The default ledger of everything released from ``owner``'s private data.
+
+    ``owner`` is a `pm.Model`: `pmp.privatize`, `pmp.sample` and `pmp.sample_posterior`
+    record in it unless given a ledger, so releases from the same model compose across calls
+    and a `Budget` sees them all (a model returned by `pmp.privatize` shares its source's
+    ledger). A model rebuilt from the same data (a copy, `pm.do`, a new `pm.Model`) is another
+    owner: pass ``ledger=`` explicitly to compose across such models.
+    """
+    ledger = _LEDGERS.get(owner)
+    if ledger is None:
+        ledger = _LEDGERS[owner] = PrivacyLedger()
+    return ledger

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
@@ -45,19 +47,33 @@ def privacy_report(
     return table
 
 
-def _composed(
-    earlier: list[Release], per_chain: dict[int, float], iterations: np.ndarray, delta: float
-) -> np.ndarray:
-    """Total ε at ``delta`` after each of ``iterations`` iterations of every chain."""
-    return np.asarray(
-        [
-            PrivacyLedger(
-                earlier
-                + [Release("draws", eps, count=int(k)) for eps in per_chain.values() if k and eps]
-            ).epsilon(delta)
-            for k in iterations
-        ]
-    )
+def _chain_timelines(sampling: list[Release]) -> dict[int, list[Release]]:
+    """Each chain's releases in ledger order: its iterations, call after call."""
+    timelines: dict[int, list[Release]] = {}
+    for release in sampling:
+        timelines.setdefault(release.chain, []).append(release)
+    return timelines
+
+
+def _per_iteration(timeline: list[Release], length: int) -> np.ndarray:
+    """ε spent by a chain at each iteration (0 after its last one)."""
+    spent = np.zeros(length)
+    start = 0
+    for release in timeline:
+        spent[start : start + release.count] += release.epsilon
+        start += release.count
+    return spent
+
+
+def _prefix(timeline: list[Release], k: int) -> list[Release]:
+    """The releases of a chain's first ``k`` iterations."""
+    out, left = [], k
+    for release in timeline:
+        if left <= 0:
+            break
+        out.append(dataclasses.replace(release, count=int(min(release.count, left))))
+        left -= release.count
+    return out
 
 
 def plot_privacy(
@@ -70,8 +86,9 @@ def plot_privacy(
     """Cumulative ε against the iteration index: each chain, and the total, plain and at δ.
 
     Chains are releases from the same data, so the total composes every chain's draws (and
-    whatever was released before sampling, e.g. privatised statistics). Tuning iterations are
-    charged and counted from iteration 0.
+    whatever was released outside sampling, e.g. privatised statistics, which is the
+    curves' starting point). Tuning iterations are charged and counted; a chain sampled in
+    several calls continues its iteration count.
 
     Parameters
     ----------
@@ -85,30 +102,30 @@ def plot_privacy(
         How many iteration counts to evaluate the δ-composed curve at.
     """
     ledger = _ledger(source)
-    sampling = [r for r in ledger.releases if r.chain is not None]
     earlier = [r for r in ledger.releases if r.chain is None]
-    per_chain: dict[int, float] = {}
-    iterations_per_chain = 0
-    for release in sampling:
-        per_chain[release.chain] = per_chain.get(release.chain, 0.0) + release.epsilon
-        iterations_per_chain = max(iterations_per_chain, release.count)
+    timelines = _chain_timelines([r for r in ledger.releases if r.chain is not None])
+    length = max((sum(r.count for r in t) for t in timelines.values()), default=0)
+    offset = float(sum(r.epsilon * r.count for r in earlier))
+    steps = np.arange(length + 1)
+    cumulative = {
+        chain: np.concatenate([[0.0], np.cumsum(_per_iteration(timeline, length))])
+        for chain, timeline in sorted(timelines.items())
+    }
+    grid = np.unique(np.linspace(0, length, points).round().astype(int))
+    composed = [
+        PrivacyLedger(earlier + [r for t in timelines.values() for r in _prefix(t, k)]).epsilon(
+            delta
+        )
+        for k in grid
+    ]
     with az.style.context("arviz-darkgrid"):
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 4))
-        offset = sum(r.epsilon * r.count for r in earlier)
-        steps = np.arange(iterations_per_chain + 1)
-        for chain, eps in sorted(per_chain.items()):
-            ax.plot(steps, offset + eps * steps, lw=1, alpha=0.7, label=f"chain {chain}")
-        grid = np.unique(np.linspace(0, iterations_per_chain, points).round().astype(int))
-        ax.plot(steps, offset + sum(per_chain.values()) * steps, color="k", lw=2, label="total")
-        ax.plot(
-            grid,
-            _composed(earlier, per_chain, grid, delta),
-            color="C3",
-            lw=2,
-            ls="--",
-            label=f"total at δ = {delta:g}",
-        )
+        for chain, spent in cumulative.items():
+            ax.plot(steps, offset + spent, lw=1, alpha=0.7, label=f"chain {chain}")
+        total = offset + sum(cumulative.values(), np.zeros(length + 1))
+        ax.plot(steps, total, color="k", lw=2, label="total")
+        ax.plot(grid, composed, color="C3", lw=2, ls="--", label=f"total at δ = {delta:g}")
         ax.set_xlabel("iteration (tuning included)")
         ax.set_ylabel("cumulative ε")
         ax.set_title("Privacy spent")

@@ -10,7 +10,7 @@ import arviz as az
 import pymc as pm
 import xarray as xr
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release
+from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.errors import BudgetExceededError, UnsupportedModelError
 from pymc_private.privatize import Privatisation, privatisation_of
 from pymc_private.steps.base import PrivateStep
@@ -71,7 +71,9 @@ def sample(
     random_seed, progressbar, **kwargs
         Passed to `pm.sample`.
     ledger
-        The ledger to record in. Defaults to the privatised model's ledger, or a new one.
+        The ledger to record in. Defaults to the model's own ledger (`pmp.ledger_for`;
+        a privatised model shares its source's), so that calls compose and the budget
+        sees every earlier release from the same model.
     """
     model = pm.modelcontext(model)
     privatisation = privatisation_of(model)
@@ -84,7 +86,7 @@ def sample(
     if chains is None:
         chains = max(2, cores)
     if ledger is None:
-        ledger = privatisation.ledger if privatisation is not None else PrivacyLedger()
+        ledger = privatisation.ledger if privatisation is not None else ledger_for(model)
 
     planned = [
         s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps
@@ -156,6 +158,8 @@ def _check_budget(
         budget.check(ledger, planned)
     except BudgetExceededError as refusal:
         per_draw = sum(s.privacy_epsilon_per_draw for s in private_steps)
+        if per_draw == 0:
+            raise
         iterations = budget.affordable_count(ledger, per_draw, per_count=chains)
         affordable = max(0, iterations - tune)
         planned_total = ledger.would_compose(planned, delta=budget.delta).epsilon
@@ -193,9 +197,27 @@ def _released(
                 for name, value in privatisation.statistics.items()
             }
         )
+    for name, group in groups.items():
+        groups[name] = group.copy()
+        groups[name].attrs = _public_attrs(group.attrs)
     released = az.InferenceData(**groups)
-    released.attrs = {k: v for k, v in idata.attrs.items() if isinstance(v, str | int | float)}
+    released.attrs = _public_attrs(idata.attrs)
     return released
+
+
+# Attributes PyMC and ArviZ write that are public: versions and settings. Anything else (e.g.
+# `sampling_time`, a timing side channel of data-dependent rejection sampling) is dropped.
+_PUBLIC_ATTRS = (
+    "created_at",
+    "arviz_version",
+    "inference_library",
+    "inference_library_version",
+    "tuning_steps",
+)
+
+
+def _public_attrs(attrs: dict) -> dict:
+    return {key: attrs[key] for key in _PUBLIC_ATTRS if key in attrs}
 
 
 def ledger_of(idata: az.InferenceData) -> PrivacyLedger:

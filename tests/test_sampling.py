@@ -8,7 +8,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from pymc_private.accounting import Budget, PrivacyLedger
+from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.data import PrivateData
 from pymc_private.errors import BudgetExceededError, UnsupportedModelError
 from pymc_private.priors import TruncatedBeta
@@ -92,6 +92,10 @@ def test_ledger_charges_every_iteration_of_every_chain(released):
 def test_nothing_derived_from_raw_data_is_released(released, tmp_path):
     idata, _ = released
     assert set(idata.groups()) == {"posterior", "sample_stats"}
+    assert set(idata.posterior.data_vars) == {"theta"}
+    for group in ("posterior", "sample_stats"):
+        assert "sampling_time" not in idata[group].attrs
+    assert "sampling_time" not in idata.attrs
     assert set(idata.sample_stats.data_vars) <= {"privacy_epsilon", "accepted"}
     path = tmp_path / "released.nc"
     idata.to_netcdf(path)
@@ -134,3 +138,36 @@ def test_a_draw_costs_the_whole_sweep_of_several_steps(make_naive_bayes):
     sweep = 2 * L / 5.0 + 2 * 3 * L / 5.0  # pi: one node; theta: d = 3 feature elements
     np.testing.assert_allclose(idata.sample_stats["privacy_epsilon"].values, sweep)
     assert ledger.epsilon() == pytest.approx(5 * sweep)
+
+
+def test_calls_on_one_model_compose_in_its_ledger(model):
+    """Without ``ledger=``, every call records in the model's own ledger, so a budget sees
+    earlier calls: the second run, which alone would fit, is refused."""
+    per_draw = 2 * L / 10.0
+    ledger = ledger_for(model)
+    spent_before = ledger.epsilon()
+    budget = Budget(spent_before + 1.5 * 10 * per_draw)
+    with model:
+        step = PrivateMetropolis([model["theta"]], temperature=10.0)
+        sample(10, step=step, chains=1, cores=1, budget=budget, progressbar=False)
+        assert ledger.epsilon() == pytest.approx(spent_before + 10 * per_draw)
+        with pytest.raises(BudgetExceededError):
+            sample(10, step=step, chains=1, cores=1, budget=budget, progressbar=False)
+    assert ledger.epsilon() == pytest.approx(spent_before + 10 * per_draw)
+
+
+def test_plot_follows_chains_across_calls():
+    ledger = PrivacyLedger(
+        [
+            Release("laplace", 0.5),
+            Release("barker_metropolis", 0.1, count=20, chain=0),
+            Release("barker_metropolis", 0.1, count=20, chain=1),
+            Release("barker_metropolis", 0.2, count=10, chain=0),
+        ]
+    )
+    ax = plot_privacy(ledger)
+    final = {line.get_label(): line.get_ydata()[-1] for line in ax.get_lines()}
+    assert final["chain 0"] == pytest.approx(0.5 + 2.0 + 2.0)
+    assert final["chain 1"] == pytest.approx(0.5 + 2.0)
+    assert final["total"] == pytest.approx(ledger.epsilon())
+    assert len(ax.get_lines()[0].get_xdata()) == 31
