@@ -118,9 +118,12 @@ def plot_privacy(
         )
         for k in grid
     ]
+    # Make the figure before entering the style context: the first figure of a Jupyter
+    # session switches on interactive mode, which leaving the context would switch off again.
+    figure = plt.figure(figsize=(7, 4)) if ax is None else None
     with az.style.context("arviz-darkgrid"):
-        if ax is None:
-            _, ax = plt.subplots(figsize=(7, 4))
+        if figure is not None:
+            ax = figure.add_subplot()
         for chain, spent in cumulative.items():
             ax.plot(steps, offset + spent, lw=1, alpha=0.7, label=f"chain {chain}")
         total = offset + sum(cumulative.values(), np.zeros(length + 1))

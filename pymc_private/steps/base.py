@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+from pymc.util import get_untransformed_name, is_transformed_name
 
 from pymc_private.accounting import Release
 
@@ -47,7 +48,7 @@ class PrivateStep:
             epsilon=float(self.privacy_epsilon_per_draw),
             count=int(draws),
             sensitivity=None if self.sensitivity is None else float(self.sensitivity),
-            statistic=", ".join(v.name for v in self.vars),
+            statistic=", ".join(_variable_name(v.name) for v in self.vars),
             chain=int(chain),
             draw=0,
             note=self.release_note(),
@@ -60,3 +61,8 @@ class PrivateStep:
     def privacy_stats(self) -> dict[str, np.float64]:
         """The privacy sample stats of one draw."""
         return {"privacy_epsilon": np.float64(self.privacy_epsilon_per_draw)}
+
+
+def _variable_name(value_name: str) -> str:
+    """The model variable a value variable stands for (``pi`` for ``pi_interval__``)."""
+    return get_untransformed_name(value_name) if is_transformed_name(value_name) else value_name
