@@ -3,10 +3,14 @@
 `analyze` walks the graph from every observed node on `PrivateData` to the free variables in
 its parameters, reads the prior supports (`pymc_private.priors.parameter_support`) and the
 declared data domains (`pymc_private.data.private_data`), and hands each node to its
-likelihood family (`pymc_private.families`). It reads public quantities only: bounds,
-supports, shapes, constants and n. Two models that differ only in their data give identical
-analyses, so the analysis (and a budget check built on it) can run before any data is
-touched and leaks nothing.
+likelihood family (`pymc_private.families`). Its numbers read public quantities only:
+bounds, supports, shapes, constants and n. Two models that differ only in their data give
+identical analyses, so the analysis (and a budget check built on it) can run before any data
+is touched and leaks nothing. Before reading the graph it re-validates the data the model
+holds now against its declarations (`pymc_private.data.check_private_data`, the checks of
+`PrivateData` again, since ``pm.set_data`` can replace a value after it was declared), and it
+refuses private data, or an observed variable, reaching anything but the observed
+likelihoods (`refuse_private_paths`).
 
 Parameters reach a family through interval arithmetic over the graph: a free variable
 contributes its prior's support, a constant its value, a group index ``theta[y_obs]`` makes
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -41,7 +45,7 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 from pytensor.tensor.type_other import NoneTypeT
 
-from pymc_private.data import PrivateDataSpec, private_data
+from pymc_private.data import PrivateDataSpec, check_private_data, private_data
 from pymc_private.errors import (
     DataBoundsError,
     InvalidPrivacyParameterError,
@@ -59,7 +63,7 @@ from pymc_private.families import (
 )
 from pymc_private.priors import parameter_support
 
-__all__ = ["ROUTES", "PrivacyAnalysis", "analyze"]
+__all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "refuse_private_paths"]
 
 ROUTES = ("posterior_sampling", "gibbs", "metropolis", "privatize")
 
@@ -377,22 +381,25 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     -------
     PrivacyAnalysis
         L per observed node, per record and per block, the sufficient statistics with Δ₁,
-        and the ε per draw of each route. Reads public quantities only.
+        and the ε per draw of each route. The numbers depend on public quantities only.
 
     Raises
     ------
     UnsupportedModelError
         No `PrivateData`; an observed node on a raw array or on `pm.Data` that is not
         `PrivateData`; an unknown likelihood family (the message lists the supported ones);
-        private data reaching a deterministic, a potential or a prior; a parameter graph the
-        analysis cannot bound.
+        private data, or an observed variable (which PyMC evaluates at its data), reaching a
+        Deterministic, a Potential, a prior or an initial value (`refuse_private_paths`); a
+        parameter graph the analysis cannot bound.
     UnboundedSensitivityError
         L is infinite: the message names the prior to truncate (and the truncated prior to
         use), or the `PrivateData` whose bounds exceed the family's support.
     DataBoundsError
-        Private data observed by a discrete family without an integer dtype, a group index
-        whose declared bounds exceed the indexed axis, or `PrivateData` whose shape changed
-        after it was declared (replaced with ``pm.set_data``).
+        The current value of some `PrivateData` (possibly replaced with ``pm.set_data``) no
+        longer fits its declaration (`pymc_private.data.check_private_data`, which also
+        clips in place the data declared with ``out_of_bounds="clip"``); private data
+        observed by a discrete family without an integer dtype; a group index whose declared
+        bounds exceed the indexed axis.
     """
     model = pm.modelcontext(model)
     specs = private_data(model)
@@ -403,15 +410,8 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
             "nothing to analyse otherwise."
         )
     n = next(iter(specs.values())).n
-    for variable in model.data_vars:
-        spec = specs.get(variable.name)
-        if spec is not None and variable.get_value(borrow=True).shape != (n, *spec.record_shape):
-            raise DataBoundsError(
-                f"PrivateData `{spec.name}` no longer has the shape it was declared with (was it "
-                "replaced with pm.set_data?); declare new data with pmp.PrivateData so that it "
-                "is checked against its bounds."
-            )
-    _refuse_other_private_paths(model, specs)
+    check_private_data(model)
+    refuse_private_paths(model)
     reader = _GraphReader(model, specs)
     observed_rvs = sorted(model.observed_RVs, key=lambda rv: rv.name)
     terms = tuple(reader.term(observed) for observed in observed_rvs)
@@ -469,32 +469,93 @@ def _collect_statistics(
     return tuple(merged.values()), unavailable
 
 
-def _refuse_other_private_paths(model: pm.Model, specs: dict[str, PrivateDataSpec]) -> None:
-    """Private data may reach the model only through the observed likelihoods."""
-    private = {v for v in model.data_vars if v.name in specs}
-    for kind, variables in (
-        ("Deterministic", model.deterministics),
-        ("Potential", model.potentials),
-    ):
-        for variable in variables:
-            touched = _private_value_inputs([variable], private)
-            if touched:
-                raise UnsupportedModelError(
-                    f"{kind} `{variable.name}` depends on PrivateData `{touched[0]}`: it would "
-                    "be released (or weigh the posterior) outside the analysed likelihood. "
-                    "Remove it, or express the data's role as an observed likelihood."
-                )
-    for rv in model.free_RVs:
-        touched = _private_value_inputs(rv.owner.inputs, private)
-        if touched:
-            raise UnsupportedModelError(
-                f"The prior of `{rv.name}` depends on PrivateData `{touched[0]}`: a prior must "
-                "not be computed from the private data."
+def refuse_private_paths(model: pm.Model | None = None) -> None:
+    """Refuse every way private data can reach a model other than its observed likelihoods.
+
+    The privacy analysis bounds the observed likelihoods only, so private values must not
+    reach a Deterministic (released with the draws), a Potential (weighs the posterior
+    unaccounted), a prior or a symbolic initial value (where the chains start). Private
+    values are those of every `PrivateData` and every observed variable: when PyMC evaluates
+    a Deterministic, a Potential or a prior it replaces each observed variable by its
+    observed data, so ``pm.Deterministic("s", y.sum())`` with ``y = pm.Bernoulli("y", p,
+    observed=y_obs)`` releases the sum of ``y_obs``. Dependence on shapes alone is allowed
+    (n is public). `analyze` calls this; so should every mechanism that builds on a model's
+    logp without going through `analyze`.
+
+    Parameters
+    ----------
+    model
+        The model (default: the model on the context stack).
+
+    Raises
+    ------
+    UnsupportedModelError
+        Naming the Deterministic, Potential, prior or initial value, the private variable
+        it reads, and what to remove.
+    """
+    model = pm.modelcontext(model)
+    sources = _private_sources(model)
+    doors = [
+        *(
+            (
+                f"The prior of `{rv.name}`",
+                list(rv.owner.inputs),
+                "a prior must not be computed from the private data. Give "
+                f"`{rv.name}` public parameters (constants or other free variables)",
             )
+            for rv in model.free_RVs
+        ),
+        *(
+            (
+                f"The initial value of `{rv.name}`",
+                [initval],
+                "the chains would start at a point computed from the private data. Give "
+                f"`{rv.name}` a constant initval or none",
+            )
+            for rv, initval in model.rvs_to_initial_values.items()
+            if isinstance(initval, Variable)
+        ),
+        *(
+            (
+                f"Deterministic `{variable.name}`",
+                [variable],
+                "it would be released with the draws outside the analysed likelihood. "
+                "Remove it, or compute it from the parameters only",
+            )
+            for variable in model.deterministics
+        ),
+        *(
+            (
+                f"Potential `{variable.name}`",
+                [variable],
+                "it would weigh the posterior outside the analysed likelihood. Remove it, "
+                "or express the data's role as an observed likelihood on PrivateData",
+            )
+            for variable in model.potentials
+        ),
+    ]
+    for what, outputs, fix in doors:
+        touched = _private_value_inputs(outputs, sources)
+        if touched:
+            raise UnsupportedModelError(f"{what} depends on {touched[0]}: {fix}.")
 
 
-def _private_value_inputs(outputs: Sequence[Variable], private: set) -> list[str]:
-    """Names of private data whose values (not just shapes) ``outputs`` depend on."""
+def _private_sources(model: pm.Model) -> dict[Variable, str]:
+    """Every variable whose value is private data, with how a message names it: each
+    `PrivateData`, each observed variable and each observed value."""
+    specs = private_data(model)
+    sources = {v: f"PrivateData `{v.name}`" for v in model.data_vars if v.name in specs}
+    for rv in model.observed_RVs:
+        sources.setdefault(model.rvs_to_values[rv], f"the observed data of `{rv.name}`")
+        sources[rv] = f"the observed variable `{rv.name}` (PyMC evaluates it at its observed data)"
+    return sources
+
+
+def _private_value_inputs(
+    outputs: Sequence[Variable], sources: Mapping[Variable, str]
+) -> list[str]:
+    """How ``sources`` names the private variables whose values (not just shapes)
+    ``outputs`` depend on."""
     found: list[str] = []
     seen: set = set()
     stack = list(outputs)
@@ -503,8 +564,8 @@ def _private_value_inputs(outputs: Sequence[Variable], private: set) -> list[str
         if variable in seen:
             continue
         seen.add(variable)
-        if variable in private:
-            found.append(variable.name)
+        if variable in sources:
+            found.append(sources[variable])
             continue
         owner = variable.owner
         if owner is None or isinstance(owner.op, Shape | Shape_i):
@@ -580,7 +641,10 @@ class _GraphReader:
         self.model = model
         self.specs = specs
         self.free = {rv: rv.name for rv in model.free_RVs}
-        self.private = {v for v in model.data_vars if v.name in specs}
+        self.private = _private_sources(model)
+        self.observed = {
+            rv: _strip_casts(model.rvs_to_values[rv]).name for rv in model.observed_RVs
+        }
         self.supports: dict[str, object] = {}
         self.node = ""
 
@@ -756,6 +820,8 @@ class _GraphReader:
     def bound(self, variable: Variable) -> _Bound:
         if variable in self.free:
             return self._free(variable)
+        if variable in self.observed:
+            raise self._observed_variable(variable)
         if isinstance(variable, SharedVariable):
             return self._refuse_data(variable)
         if _only_constants(variable):
@@ -788,6 +854,14 @@ class _GraphReader:
     def _depends_on_private(self, index: Variable) -> bool:
         """Whether an index depends on private values (not just on shapes)."""
         return bool(_private_value_inputs([index], self.private))
+
+    def _observed_variable(self, rv: Variable) -> UnsupportedModelError:
+        data = self.observed[rv]
+        return UnsupportedModelError(
+            f"The parameters of `{self.node}` read the observed variable `{rv.name}`, which "
+            f"PyMC evaluates at its private data `{data}`: use that PrivateData itself as a "
+            f"group index (theta[{data}]) or covariates ({data} @ w), or remove the dependence."
+        )
 
     def _unsupported(self, what: str) -> UnsupportedModelError:
         return UnsupportedModelError(
@@ -863,6 +937,8 @@ class _GraphReader:
             if spec is not None:
                 private.append((position, spec))
                 continue
+            if _strip_casts(index) in self.observed:
+                raise self._observed_variable(_strip_casts(index))
             if self._depends_on_private(index):
                 raise self._unsupported("an index computed from private data")
             if _is_slice(index):
@@ -903,15 +979,20 @@ class _GraphReader:
             raise self._unsupported("a product whose right factor depends on private data")
         spec = self._private_index(left)
         w_abs = max(abs(weights.interval.lower), abs(weights.interval.upper))
+        radius = _vector_radius(weights, right)
         if spec is not None:
             if len(spec.record_shape) != 1:
                 raise self._unsupported(f"a product with PrivateData `{spec.name}` of rank > 2")
             b_abs = np.maximum(np.abs(spec.lower), np.abs(spec.upper))
             box = float(np.sum(b_abs)) * w_abs if w_abs > 0 else 0.0
             limit = box
-            if weights.radius is not None:
-                limit = min(box, spec.l2_bound() * weights.radius)
-            plain = weights.free_variable is not None and weights.group_by is None
+            if radius is not None:
+                limit = min(box, spec.l2_bound() * radius)
+            plain = (
+                weights.free_variable is not None
+                and weights.group_by is None
+                and weights.link == "identity"
+            )
             return _Bound(
                 interval=Interval(-limit, limit),
                 free=weights.free,
@@ -929,8 +1010,8 @@ class _GraphReader:
         rows = np.abs(design.constant)
         box = float(np.max(rows.sum(axis=-1))) * w_abs if w_abs > 0 else 0.0
         limit = box
-        if weights.radius is not None:
-            limit = min(box, float(np.max(np.sqrt((rows**2).sum(axis=-1)))) * weights.radius)
+        if radius is not None:
+            limit = min(box, float(np.max(np.sqrt((rows**2).sum(axis=-1)))) * radius)
         return weights.unstructured(Interval(-limit, limit))
 
     def _elemwise(self, node) -> _Bound:
@@ -1019,6 +1100,22 @@ class _GraphReader:
                 with np.errstate(divide="ignore", over="ignore"):
                     return Interval(float(function(a.lower)), float(function(a.upper)))
         raise self._unsupported(f"the operation {scalar}")
+
+
+def _vector_radius(weights: _Bound, right: Variable) -> float | None:
+    """R for the Cauchy–Schwarz bound |xᵀw| ≤ ‖x‖₂·R of a product ``x @ right``, or None
+    when only the elementwise box bound applies.
+
+    A norm-ball prior (``pmp.TruncatedMvNormal(radius=R)``) bounds the norm of each vector
+    along its last axis. The product contracts x with the whole of ``right`` only when
+    ``right`` is one such vector, the free variable itself: for weights W of shape (d, k)
+    every row has ‖W[i]‖₂ ≤ R, but ``X @ W`` sums down the columns, whose norm reaches R·√d;
+    a transformed vector (``1 / w``) is not in the ball at all.
+    """
+    single = weights.shape is not None and len(weights.shape) == 1 and right.ndim == 1
+    if single and weights.free_variable is not None and weights.link == "identity":
+        return weights.radius
+    return None
 
 
 def _interior_point(interval: Interval) -> Interval:

@@ -23,6 +23,7 @@ from pymc_private.errors import DataBoundsError, UnsupportedModelError
 __all__ = [
     "PrivateData",
     "PrivateDataSpec",
+    "check_private_data",
     "private_data",
     "private_data_domain",
     "private_record_count",
@@ -159,6 +160,70 @@ def PrivateData(
     )
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable
+
+
+def check_private_data(model: pm.Model | None = None) -> None:
+    """Re-validate the value every `PrivateData` of a model holds now against its declaration.
+
+    `PrivateData` checks its value when it is declared, but ``pm.set_data`` and
+    ``set_value`` can replace that value later, keeping the shape. This runs the declaration's
+    checks again on the current values, so call it (``pmp.analyze`` and ``pmp.sample`` do)
+    after the last ``pm.set_data`` and before anything touches the data: the shape must be the
+    declared n records of the declared record shape, the dtype integer exactly when it was
+    declared integer, every value finite (NaN, infinite and masked entries, which
+    ``pm.set_data`` makes of NaN, are refused in both modes), and every value within the
+    declared bounds.
+
+    Out of bounds, ``out_of_bounds="raise"`` raises `DataBoundsError`. With
+    ``out_of_bounds="clip"`` the stored value is clipped into the bounds in place (the data
+    variable is set to its clipped copy; the caller's array is not modified): clipping every
+    record into the declared domain is the declared mechanism, and refusing instead would
+    reveal that some value lay outside the bounds, which clip mode promises never to reveal.
+    Every compiled function reading the variable, and every model sharing it (`pm.do`,
+    clones, which carry the same declaration), sees the clipped values from then on; values
+    within the bounds are left exactly as they are, so the check is idempotent.
+
+    Parameters
+    ----------
+    model
+        The model (default: the model on the context stack).
+
+    Raises
+    ------
+    DataBoundsError
+        A changed shape, a dtype other than the declared one, a NaN, infinite or masked
+        value, or (with ``out_of_bounds="raise"``) a value outside the bounds. The message
+        names the array, the row and the column, never the value.
+    """
+    model = pm.modelcontext(model)
+    for variable in model.data_vars:
+        spec = getattr(variable.tag, _SPEC_TAG, None)
+        if spec is None:
+            continue
+        current = variable.get_value(borrow=True)
+        array = np.ma.getdata(current)
+        if array.shape != (spec.n, *spec.record_shape):
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` no longer has the shape it was declared with (was it "
+                "replaced with pm.set_data?); declare new data with pmp.PrivateData so that it "
+                "is checked against its bounds."
+            )
+        missing = np.ma.getmaskarray(current)
+        if missing.any():
+            array = np.where(missing, np.nan, array.astype(np.float64))
+        _check_finite(spec.name, array, spec.dims)
+        if array.dtype.kind not in "iuf" or (array.dtype.kind in "iu") != spec.integer:
+            declared = "an integer" if spec.integer else "a float"
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` now holds dtype {array.dtype} but was declared with "
+                f"{declared} dtype; replace its value with {declared} array of the declared "
+                "shape, or declare new data with pmp.PrivateData."
+            )
+        checked = _check_within_bounds(
+            spec.name, array, spec.lower, spec.upper, spec.dims, spec.out_of_bounds
+        )
+        if checked is not array:
+            variable.set_value(checked)
 
 
 def private_data(model: pm.Model | None = None) -> dict[str, PrivateDataSpec]:

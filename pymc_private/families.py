@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -79,6 +79,9 @@ class Interval:
         return math.isfinite(self.lower) and math.isfinite(self.upper)
 
 
+_MAX_ENUMERATED = 1_000_000
+
+
 @dataclass(frozen=True)
 class ElementDomain:
     """The public domain of one record element: declared bounds within the family's support."""
@@ -88,8 +91,31 @@ class ElementDomain:
     integer: bool
 
     def values(self) -> np.ndarray:
-        """The integers of an integer domain, in order."""
+        """The integers of an integer domain, in order.
+
+        Raises `UnsupportedModelError` beyond a million values: a family whose
+        domain may be that large evaluates `candidates` instead.
+        """
+        if self.size > _MAX_ENUMERATED:
+            raise UnsupportedModelError(
+                f"The integer domain [{self.lower:g}, {self.upper:g}] holds {self.size:g} "
+                f"values, more than the {_MAX_ENUMERATED} the privacy analysis enumerates; "
+                "declare tighter bounds for the data (from public knowledge)."
+            )
         return np.arange(math.ceil(self.lower), math.floor(self.upper) + 1, dtype=np.float64)
+
+    def candidates(self, turning_points: Iterable[float]) -> np.ndarray:
+        """The integers of an integer domain where a discrete-concave (or, piecewise,
+        quasi-convex) function of x can attain its extremes: both endpoints and the
+        integers from ⌊t⌋ − 1 to ⌊t⌋ + 2 around each turning point t, clipped into the
+        domain. A few integers around each point make the set immune to rounding in t.
+        """
+        lower, upper = math.ceil(self.lower), math.floor(self.upper)
+        points = [lower, upper]
+        for point in turning_points:
+            if math.isfinite(point):
+                points.extend(math.floor(point) + k for k in (-1, 0, 1, 2))
+        return np.unique(np.clip(points, lower, upper)).astype(np.float64)
 
     @property
     def size(self) -> float:
@@ -345,19 +371,18 @@ def group_counts_statistic(index: str, n_groups: int, domain: ElementDomain) -> 
     derived, only the released ones count: 2 when both g and g' may be non-zero, 1 when
     there are only two groups (Zhang et al. 2016, Lemma 1, with the public total).
     """
-    values = domain.values()
     return StatisticSpec(
         name=f"counts({index})",
         kind="counts",
         data=(index,),
         shape=(n_groups - 1,),
         integer=True,
-        sensitivity_l1=_counts_sensitivity(values, grouped=False),
+        sensitivity_l1=_counts_sensitivity(domain, grouped=False),
         n_categories=n_groups,
     )
 
 
-def _counts_sensitivity(values: np.ndarray, *, grouped: bool) -> float:
+def _counts_sensitivity(domain: ElementDomain, *, grouped: bool) -> float:
     """Δ₁ of per-category counts over one element, category 0 derived.
 
     Replacing x by x' moves one count down (cell x) and one up (cell x'); cells of category
@@ -366,12 +391,12 @@ def _counts_sensitivity(values: np.ndarray, *, grouped: bool) -> float:
     change group), x = x' in two groups moves two released cells as soon as one category is
     non-zero.
     """
-    nonzero = int(np.count_nonzero(values))
+    nonzero = domain.size - (1.0 if domain.lower <= 0.0 <= domain.upper else 0.0)
     if grouped:
         return 2.0 if nonzero else 0.0
     if nonzero >= 2:
         return 2.0
-    return 1.0 if nonzero == 1 and values.size >= 2 else 0.0
+    return 1.0 if nonzero == 1 and domain.size >= 2 else 0.0
 
 
 def _sum_sensitivity(t_low: float, t_high: float, *, grouped: bool) -> float:
@@ -582,7 +607,7 @@ class LikelihoodFamily(ABC):
     def _counts(self, term: LikelihoodTerm, n_categories: int) -> StatisticSpec:
         grouped = term.group_by is not None
         sensitivity = sum(
-            count * _counts_sensitivity(domain.values(), grouped=term.group_can_change)
+            count * _counts_sensitivity(domain, grouped=term.group_can_change)
             for domain, count in term.domains
         )
         suffix = f" | {term.group_by}" if grouped else ""
@@ -695,8 +720,17 @@ class Bernoulli(LikelihoodFamily):
 class Binomial(LikelihoodFamily):
     """Binomial(m, p) with m a known constant, on {0..m}; t(x) = x; conjugate Beta.
 
-    L: enumerate x at p ∈ {a, b} (fixed p), or over x with p at its endpoints and at x/m
-    (varying p). Statistics: Σ x, Δ₁ = max x − min x per element (2·max x when the record
+    L: the range of ℓ(x; p) over x at p ∈ {a, b} (fixed p), or over (x, p) jointly with p at
+    its endpoints and at x/m clipped into [a, b] (varying p), x over the declared integers
+    [lo, hi]. Only the endpoints and the integers next to (m+1)a, (m+1)b, ma and mb are
+    evaluated, which is exact: ℓ(x; p) is concave in x (its increment log((m−x)/(x+1)) +
+    logit p decreases), so over x its minimum is at lo or hi and its maximum at the mode
+    ⌊(m+1)p⌋ clipped into [lo, hi]. For varying p, M(x) = max over p of ℓ(x; p) is ℓ(x; a)
+    for x ≤ ma (concave: maximal at the mode of ℓ(·; a) or at ⌊ma⌋), ℓ(x; b) for x ≥ mb
+    (maximal at the mode of ℓ(·; b) or at ⌈mb⌉), and ℓ(x; x/m) in between, whose increment
+    φ(x) − φ(m−1−x) with φ(k) = k·log(1 + 1/k) increasing is negative below (m−1)/2 and
+    positive above, so it is maximal at ⌈ma⌉ or ⌊mb⌋; the joint minimum is at x ∈ {lo, hi},
+    p ∈ {a, b}. Statistics: Σ x, Δ₁ = max x − min x per element (2·max x when the record
     may change group). Symbolic log-likelihood: drops Σ log C(m, x_i).
     """
 
@@ -729,9 +763,10 @@ class Binomial(LikelihoodFamily):
                 + xlogy(m - x, 1.0 - theta)
             )
 
+        a, b = p.interval.lower, p.interval.upper
         return _one_parameter_range(
             log_likelihood,
-            domain.values(),
+            domain.candidates([(m + 1) * a, (m + 1) * b, m * a, m * b]),
             p.interval,
             p.varies_with_record,
             critical=lambda x: x / m,
@@ -808,9 +843,16 @@ class Categorical(LikelihoodFamily):
 class Poisson(LikelihoodFamily):
     """Poisson(λ) on {0, 1, ...}; t(x) = x; conjugate Gamma on the rate.
 
-    L: enumerate x ∈ {lo..hi} at λ ∈ {c1, c2} (fixed λ), or over x with λ at its endpoints
-    and at x (varying λ). Statistics: Σ x, Δ₁ = hi − lo per element (2·hi when the record may
-    change group). Symbolic log-likelihood: drops Σ log x_i!.
+    L: the range of ℓ(x; λ) over x ∈ {lo..hi} at λ ∈ {c1, c2} (fixed λ), or over (x, λ)
+    jointly with λ at its endpoints and at x clipped into [c1, c2] (varying λ). Only the
+    endpoints and the integers next to c1 and c2 are evaluated, which is exact: ℓ(x; λ) is
+    concave in x (its increment log λ − log(x+1) decreases), so over x its minimum is at lo
+    or hi and its maximum at the mode ⌊λ⌋ clipped into [lo, hi]. For varying λ, M(x) = max
+    over λ of ℓ(x; λ) is ℓ(x; c1) for x ≤ c1 (concave: maximal at ⌊c1⌋ or lo), ℓ(x; c2)
+    for x ≥ c2 (maximal at ⌈c2⌉ or hi) and ℓ(x; x) in between, whose increment
+    x·log(1 + 1/x) − 1 (−1 at x = 0) is negative, so it is maximal at ⌈c1⌉; the joint
+    minimum is at x ∈ {lo, hi}, λ ∈ {c1, c2}. Statistics: Σ x, Δ₁ = hi − lo per element
+    (2·hi when the record may change group). Symbolic log-likelihood: drops Σ log x_i!.
     """
 
     name = "Poisson"
@@ -830,7 +872,7 @@ class Poisson(LikelihoodFamily):
         lam = parameters["mu"]
         return _one_parameter_range(
             self.log_likelihood,
-            domain.values(),
+            domain.candidates([lam.interval.lower, lam.interval.upper]),
             lam.interval,
             lam.varies_with_record,
             critical=lambda x: x,

@@ -15,7 +15,7 @@ import pytest
 from pymc.model.fgraph import clone_model
 from scipy import stats
 
-from pymc_private.analysis import analyze
+from pymc_private.analysis import analyze, refuse_private_paths
 from pymc_private.data import PrivateData
 from pymc_private.errors import (
     DataBoundsError,
@@ -23,7 +23,14 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.families import complete_statistic
+from pymc_private.families import (
+    Binomial,
+    ElementDomain,
+    Interval,
+    ParameterTerm,
+    Poisson,
+    complete_statistic,
+)
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedDirichlet,
@@ -418,3 +425,194 @@ def test_data_replaced_after_declaration_is_refused(make_naive_bayes):
         pm.set_data({"y_obs": np.zeros(N + 1, int)})
     with pytest.raises(DataBoundsError, match=r"`y_obs` no longer has the shape.*pm\.set_data"):
         analyze(model)
+
+
+def test_values_replaced_with_set_data_are_checked_against_the_bounds():
+    """The reviewer's case: same shape, a value far outside [0, 1] (L would not hold)."""
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", np.full(10, 0.5), bounds=(0.0, 1.0))
+        mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1)
+        pm.Normal("y", mu, 1.0, observed=x_obs)
+        pm.set_data({"x_obs": np.concatenate([[1000.0], np.full(9, 0.5)])})
+    with pytest.raises(DataBoundsError, match=r"`x_obs`: row 0, .* outside the declared bounds"):
+        analyze(model)
+
+
+# -- private data reaching the model through an observed variable ----------------------------
+
+
+def observed_bernoulli(extra):
+    """Beta–Bernoulli on PrivateData, then ``extra(y, p, x_obs)`` inside the model."""
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", np.arange(N) % 2, bounds=(0, 1))
+        p = TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9)
+        y = pm.Bernoulli("y", p, observed=x_obs)
+        extra(y, p, x_obs)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (
+            lambda y, p, x: pm.Deterministic("leak", y.sum() + 0.0 * p),
+            r"Deterministic `leak` depends on the observed variable `y` .*Remove it",
+        ),
+        (
+            lambda y, p, x: pm.Potential("pot", 50.0 * y.sum() * p),
+            r"Potential `pot` depends on the observed variable `y` .*Remove it",
+        ),
+        (
+            lambda y, p, x: TruncatedNormal("m", y.mean(), 1, lower=-1, upper=1),
+            r"prior of `m` depends on the observed variable `y`.*public parameters",
+        ),
+        (
+            lambda y, p, x: TruncatedNormal("m", 0, 1, lower=-1, upper=1, initval=y.mean()),
+            r"initial value of `m` depends on the observed variable `y`.*constant initval",
+        ),
+        (
+            lambda y, p, x: TruncatedNormal("m", 0, 1, lower=-1, upper=1, initval=x.mean()),
+            r"initial value of `m` depends on PrivateData `x_obs`",
+        ),
+    ],
+    ids=["deterministic", "potential", "prior", "initval via y", "initval via data"],
+)
+def test_observed_variables_are_private_outside_the_likelihood(extra, match):
+    """PyMC evaluates Deterministics, Potentials, priors and initial values with each
+    observed variable replaced by its data: ``y.sum()`` is the sum of the private data."""
+    model = observed_bernoulli(extra)
+    with pytest.raises(UnsupportedModelError, match=match):
+        refuse_private_paths(model)
+    with pytest.raises(UnsupportedModelError, match=match):
+        analyze(model)
+
+
+def test_observed_variables_in_likelihood_parameters_are_refused():
+    """An observed variable as a group index or inside a parameter is its data in
+    disguise: refused, with the PrivateData to use instead."""
+    as_index = observed_bernoulli(
+        lambda y, p, x: pm.Normal(
+            "z",
+            TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=2)[y],
+            1.0,
+            observed=PrivateData("z_obs", np.zeros(N), bounds=(0, 1)),
+        )
+    )
+    in_mean = observed_bernoulli(
+        lambda y, p, x: pm.Normal(
+            "z", p + y, 1.0, observed=PrivateData("z_obs", np.zeros(N), bounds=(0, 1))
+        )
+    )
+    for model in (as_index, in_mean):
+        with pytest.raises(
+            UnsupportedModelError,
+            match=r"`z` read the observed variable `y`.*PrivateData itself.*theta\[x_obs\]",
+        ):
+            analyze(model)
+
+
+def test_shapes_and_parameters_of_observed_variables_stay_public():
+    model = observed_bernoulli(
+        lambda y, p, x: (pm.Deterministic("n", y.shape[0] + 0 * p), pm.Deterministic("q", 2 * p))
+    )
+    assert refuse_private_paths(model) is None
+    assert analyze(model).record_lipschitz == pytest.approx(math.log(9.0))
+
+
+# -- norm-ball weights ---------------------------------------------------------------------
+
+
+def test_ball_radius_bounds_only_a_single_weight_vector():
+    """The reviewer's numbers: W of shape (d, k) = (4, 2) with every row in the ball of
+    radius R = 1, x ∈ [−1, 1]⁴, y ∈ [−1, 1]², σ = 1. ``X @ W`` sums down the columns: W with
+    rows (1, 0) and x = 1 give μ₀ = 4 = d·R, beyond Bx·R = 2. The box bound |μ| ≤ d·1·1 = 4
+    holds; L = k·(1 + 4)²/2 = 25, attained at y₀ = −1, μ₀ = 4 against y₀ = 1, μ₀ = 4."""
+    n, d, k, radius = 5, 4, 2, 1.0
+    with pm.Model() as model:
+        x_obs = PrivateData("X", np.zeros((n, d)), bounds=(-1.0, 1.0))
+        y_obs = PrivateData("Y", np.zeros((n, k)), bounds=(-1.0, 1.0))
+        w = TruncatedMvNormal("W", mu=np.zeros(k), cov=np.eye(k), radius=radius, shape=(d, k))
+        pm.Normal("y", x_obs @ w, 1.0, observed=y_obs)
+    analysis = analyze(model)
+    mu = analysis.term("y").parameters["mu"].interval
+    weights = radius * np.column_stack([np.ones(d), np.zeros(d)])
+    witness = (np.ones(d) @ weights)[0]
+    assert witness == 4.0
+    assert (mu.lower, mu.upper) == (-4.0, 4.0)
+    per_element = stats.norm.logpdf(-1.0, witness, 1.0) - stats.norm.logpdf(1.0, witness, 1.0)
+    assert abs(per_element) == pytest.approx(8.0)
+    assert analysis.record_lipschitz == pytest.approx(k * (1 + 4) ** 2 / 2)
+
+
+def test_ball_radius_does_not_bound_a_transformed_vector():
+    """``1 / w`` is unbounded near w = 0 although ‖w‖₂ ≤ R."""
+    with pm.Model() as model:
+        x_obs = PrivateData("X", np.zeros((N, 3)), bounds=(-1.0, 1.0))
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(-1.0, 1.0))
+        w = TruncatedMvNormal("w", np.zeros(3), np.eye(3), radius=1.0)
+        pm.Normal("y", x_obs @ (1 / w), 1.0, observed=y_obs)
+    with pytest.raises(UnboundedSensitivityError, match="`w`"):
+        analyze(model)
+
+
+# -- large integer domains -----------------------------------------------------------------
+
+
+def brute_force_range(logpmf, xs, low, high, varying, critical):
+    """L of one element by enumeration of every x and a fine grid of θ: sup over θ of the
+    range over x (fixed θ, extreme at an end of [low, high]), or the joint range (varying
+    θ; log p(x | θ) is concave in θ, maximal at θ = critical(x) clipped into [low, high])."""
+    grid = np.linspace(low, high, 401)
+    table = logpmf(xs[:, None], grid[None, :])
+    if not varying:
+        return float(np.max(np.ptp(table, axis=0)))
+    peaks = logpmf(xs, np.clip(critical(xs), low, high))
+    return float(max(table.max(), peaks.max()) - table.min())
+
+
+@pytest.mark.parametrize("varying", [False, True], ids=["fixed", "varying"])
+def test_poisson_and_binomial_evaluate_only_candidate_points_exactly(varying):
+    """Endpoints and the integers next to the turning points give the same L as
+    enumerating every x, on random domains and parameter intervals."""
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        lo, hi = sorted(rng.integers(0, 60, 2))
+        c1, c2 = sorted(rng.uniform(0.05, 70, 2))
+        lam = ParameterTerm("mu", Interval(c1, c2), varies_with_record=varying)
+        xs = np.arange(lo, hi + 1.0)
+        expected = brute_force_range(stats.poisson.logpmf, xs, c1, c2, varying, lambda x: x)
+        value = Poisson().log_likelihood_range({"mu": lam}, ElementDomain(lo, hi, True))
+        assert value == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        m = int(rng.integers(max(hi, 1), 80))
+        a, b = sorted(rng.uniform(0.01, 0.99, 2))
+        parameters = {
+            "n": ParameterTerm("n", Interval(m, m), constant=np.array(m)),
+            "p": ParameterTerm("p", Interval(a, b), varies_with_record=varying),
+        }
+        expected = brute_force_range(
+            lambda x, t, m=m: stats.binom.logpmf(x, m, t), xs, a, b, varying, lambda x, m=m: x / m
+        )
+        value = Binomial().log_likelihood_range(parameters, ElementDomain(lo, hi, True))
+        assert value == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+def test_huge_count_bounds_are_analysed_without_enumeration():
+    """Poisson counts declared in [0, 10⁹] with λ ∈ [0.5, 4]: the range of log p(x | λ) over
+    x is log p(⌊λ⌋ | λ) − log p(10⁹ | λ), largest at λ = 0.5. Binomial with 10⁹ trials and
+    p ∈ [0.2, 0.8] over x ∈ [0, 10⁹]: the mode against an end, at p = 0.8."""
+    big = 10**9
+    with pm.Model() as poisson:
+        y_obs = PrivateData("y_obs", np.arange(N), bounds=(0, big))
+        pm.Poisson("y", TruncatedGamma("lam", 2, 1, lower=0.5, upper=4.0), observed=y_obs)
+    expected = max(
+        stats.poisson.logpmf(math.floor(lam), lam) - stats.poisson.logpmf(big, lam)
+        for lam in (0.5, 4.0)
+    )
+    assert analyze(poisson).record_lipschitz == pytest.approx(expected, rel=1e-12)
+    with pm.Model() as binomial:
+        y_obs = PrivateData("y_obs", np.arange(N), bounds=(0, big))
+        pm.Binomial("y", big, TruncatedBeta("p", 2, 2, lower=0.2, upper=0.8), observed=y_obs)
+    expected = stats.binom.logpmf(round(0.8 * big), big, 0.8) - stats.binom.logpmf(0, big, 0.8)
+    assert analyze(binomial).record_lipschitz == pytest.approx(expected, rel=1e-9)
+    with pytest.raises(UnsupportedModelError, match=r"holds 1e\+09 values.*tighter bounds"):
+        ElementDomain(1, big, True).values()

@@ -15,6 +15,7 @@ from pymc.model.fgraph import clone_model
 
 from pymc_private.data import (
     PrivateData,
+    check_private_data,
     private_data,
     private_data_domain,
     private_record_count,
@@ -230,3 +231,94 @@ def test_invalid_out_of_bounds_option_is_refused():
     assert_refused(
         np.zeros(3), match="out_of_bounds must be 'raise' or 'clip'", out_of_bounds="drop"
     )
+
+
+# -- values replaced after declaration (pm.set_data, set_value) ------------------------------
+
+
+def declared(values, bounds=(0.0, 1.0), **kwargs) -> pm.Model:
+    with pm.Model() as model:
+        PrivateData("secret", values, bounds, dims=("obs", "feature"), **kwargs)
+    return model
+
+
+@SETTINGS
+@given(
+    n=st.integers(2, 20),
+    d=st.integers(1, 4),
+    excess=st.floats(1.001, 1e6, allow_nan=False),
+    data=st.data(),
+)
+def test_set_data_out_of_bounds_is_refused_without_quoting_the_value(n, d, excess, data):
+    """pm.set_data keeps the shape, so only a re-check of the values catches this."""
+    row = data.draw(st.integers(0, n - 1))
+    column = data.draw(st.integers(0, d - 1))
+    model = declared(np.full((n, d), 0.5))
+    replaced = np.full((n, d), 0.5)
+    value = 1.0 + excess
+    replaced[row, column] = value
+    with model:
+        pm.set_data({"secret": replaced})
+    with pytest.raises(
+        DataBoundsError,
+        match=rf"`secret`: row {row}, column {column} \(dims \('feature',\)\) lies outside the "
+        r"declared bounds \[0, 1\]",
+    ) as info:
+        check_private_data(model)
+    for text in (repr(value), str(value), f"{value:g}", f"{value:.6g}"):
+        assert text not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("replace", "match"),
+    [
+        (lambda v: pm.set_data({"secret": np.array([[0.5], [np.nan], [0.5]])}), "row 1, column 0"),
+        (lambda v: v.set_value(np.array([[0.5], [0.5], [-np.inf]])), "row 2, column 0"),
+    ],
+    ids=["set_data NaN (masked)", "set_value inf"],
+)
+@pytest.mark.parametrize("mode", ["raise", "clip"])
+def test_non_finite_replacements_are_refused_in_both_modes(replace, match, mode):
+    model = declared(np.full((3, 1), 0.5), out_of_bounds=mode)
+    with model:
+        replace(model["secret"])
+    with pytest.raises(DataBoundsError, match=rf"`secret`: {match} .*is not a finite number"):
+        check_private_data(model)
+
+
+def test_clip_mode_clips_the_replaced_value_in_place():
+    """The declared mechanism applies to the value the model holds now: out-of-bounds
+    entries are clipped into the bounds, the rest are untouched, the caller's array is not
+    modified, and checking again changes nothing."""
+    model = declared(np.full((3, 2), 0.5), bounds=([0, -1], [1, 1]), out_of_bounds="clip")
+    replaced = np.array([[-3.0, 0.25], [0.75, 9.0], [1.5, -1.0]])
+    with model:
+        pm.set_data({"secret": replaced})
+    check_private_data(model)
+    expected = [[0.0, 0.25], [0.75, 1.0], [1.0, -1.0]]
+    np.testing.assert_array_equal(model["secret"].get_value(), expected)
+    assert replaced[0, 0] == -3.0
+    check_private_data(model)
+    np.testing.assert_array_equal(model["secret"].get_value(), expected)
+
+
+def test_valid_replacements_pass_unchanged_and_shape_changes_are_refused():
+    model = declared(np.full((3, 1), 0.5))
+    with model:
+        pm.set_data({"secret": np.array([[0.0], [1.0], [0.25]])})
+    check_private_data(model)
+    np.testing.assert_array_equal(model["secret"].get_value(), [[0.0], [1.0], [0.25]])
+    with model:
+        pm.set_data({"secret": np.full((4, 1), 0.5)})
+    with pytest.raises(DataBoundsError, match=r"`secret` no longer has the shape.*pm\.set_data"):
+        check_private_data(model)
+
+
+def test_a_value_of_another_dtype_is_refused():
+    """PyTensor's type refuses a float value for integer data through set_value; a value
+    stored behind its back is still caught."""
+    with pm.Model() as model:
+        labels = PrivateData("labels", np.array([0, 1, 1]), bounds=(0, 1))
+    labels.container.storage[0] = np.array([0.0, 0.5, 1.0])
+    with pytest.raises(DataBoundsError, match="`labels` now holds dtype float64 but was declared"):
+        check_private_data(model)
