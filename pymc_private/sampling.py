@@ -11,6 +11,7 @@ import pymc as pm
 import xarray as xr
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
+from pymc_private.data import check_private_data
 from pymc_private.errors import BudgetExceededError, UnsupportedModelError
 from pymc_private.privatize import Privatisation, privatisation_of
 from pymc_private.steps.base import PrivateStep
@@ -77,6 +78,8 @@ def sample(
     """
     model = pm.modelcontext(model)
     privatisation = privatisation_of(model)
+    if privatisation is None:
+        check_private_data(model)
     steps = _steps_for(model, step, privatisation)
     private_steps = [s for s in steps if isinstance(s, PrivateStep)]
     if tune is None:
