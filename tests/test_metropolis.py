@@ -16,14 +16,16 @@ from pymc.step_methods.arraystep import metrop_select
 from scipy import stats
 
 import pymc_private.steps.metropolis as metropolis_module
+from pymc_private.accounting import PrivacyLedger
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.errors import (
+    DataBoundsError,
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.priors import TruncatedBeta, TruncatedMvNormal
+from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
 from pymc_private.sampling import ledger_of
 from pymc_private.sampling import sample as pmp_sample
 from pymc_private.steps.metropolis import PrivateMetropolis
@@ -58,7 +60,8 @@ def model():
 
 @pytest.fixture(scope="module")
 def runs(model):
-    """pmp.sample at T = 1 and T = 3, and with clip = L (no record is ever clipped)."""
+    """pmp.sample at T = 1 and T = 3, and with clip = L (no record is ever clipped), each run
+    recorded in a ledger of its own."""
     steps = {
         "T=1": PrivateMetropolis(temperature=1.0, model=model),
         "T=3": PrivateMetropolis(temperature=3.0, model=model),
@@ -73,6 +76,7 @@ def runs(model):
             cores=1,
             random_seed=11,
             progressbar=False,
+            ledger=PrivacyLedger(),
             model=model,
         )
         for key, step in steps.items()
@@ -139,6 +143,114 @@ def test_per_record_log_likelihoods_add_up_to_the_likelihood(likelihood, make_na
         assert lam == pytest.approx(exact(q1) - exact(q0), rel=1e-9, abs=1e-9)
 
 
+def _uniform_lambda(records, clip):
+    """Λ_c(θ → θ') of the reviewer's model: x_i ~ Uniform(0, θ), a support that depends on θ."""
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", np.array(records), bounds=(0.0, 10.0))
+        theta_rv = TruncatedNormal("theta", 5.0, 3.0, lower=0.5, upper=10.0)
+        pm.Uniform("x", 0.0, theta_rv, observed=x_obs)
+    step = PrivateMetropolis([theta_rv], clip=clip, model=model)
+
+    def u(value):  # the interval transform of [0.5, 10]
+        return np.array([math.log((value - 0.5) / (10.0 - value))])
+
+    return lambda theta, theta_new: step.log_acceptance_ratio(u(theta_new), u(theta))
+
+
+def test_clipped_ratio_of_records_outside_the_support_is_bounded():
+    # ℓ(x; θ) = −log θ on x ≤ θ, −∞ beyond. From θ = 3 to θ' = 4 the record 5 is impossible
+    # under both (−∞ − (−∞) = NaN before the fix: Λ = NaN, always rejected under D and not
+    # under D' = (1, 1), an infinite ε). It must count 0; the record 1 counts log(3/4);
+    # the record 3.5 goes from impossible to possible (+∞, clipped to +c) and back (−c).
+    clip = 1.0
+    lam = {
+        records: _uniform_lambda(records, clip) for records in ((5.0, 1.0), (1.0, 1.0), (3.5, 1.0))
+    }
+    up = {records: lam[records](3.0, 4.0) for records in lam}
+    down = {records: lam[records](4.0, 3.0) for records in lam}
+    assert all(math.isfinite(value) for value in [*up.values(), *down.values()])
+    assert up[5.0, 1.0] - up[1.0, 1.0] == pytest.approx(-math.log(3 / 4), rel=1e-9)
+    assert abs(up[5.0, 1.0] - up[1.0, 1.0]) <= 2 * clip
+    assert up[3.5, 1.0] - up[5.0, 1.0] == pytest.approx(clip, rel=1e-9)
+    assert down[3.5, 1.0] - down[5.0, 1.0] == pytest.approx(-clip, rel=1e-9)
+
+
+def test_block_no_likelihood_depends_on_costs_nothing_and_samples_its_prior_ratio():
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", np.array([0.2, 0.5, 0.9]), bounds=(0.0, 1.0))
+        scale = TruncatedGamma("s", 2.0, 2.0, lower=0.1, upper=3.0)
+        mu = TruncatedNormal("mu", 0.0, scale, lower=-1.0, upper=1.0)
+        pm.Normal("y", mu, 1.0, observed=x_obs)
+    compound = PrivateMetropolis([scale, mu], blocked=False, model=model)
+    hyper, location = compound.methods
+    assert hyper.privacy_epsilon_per_draw == 0.0 and not hyper.touches_raw_data
+    # L of Normal(μ, 1) on x ∈ [0, 1], μ ∈ [−1, 1]: max over μ = ±1 of the range of (x−μ)²/2.
+    assert location.privacy_epsilon_per_draw == pytest.approx(2 * 1.5)
+    # Λ of the hyperprior block is the change of the model's log density (the likelihood,
+    # which does not involve s, cancels).
+    logp = model.compile_logp(jacobian=True)
+    point = model.initial_point()
+    moved = {**point, "s_interval__": point["s_interval__"] + 0.7}
+    lam = hyper.log_acceptance_ratio(
+        np.atleast_1d(moved["s_interval__"]), np.atleast_1d(point["s_interval__"])
+    )
+    assert lam == pytest.approx(logp(moved) - logp(point), rel=1e-9)
+    idata = pmp_sample(
+        10,
+        tune=0,
+        step=compound,
+        chains=1,
+        cores=1,
+        random_seed=3,
+        progressbar=False,
+        ledger=PrivacyLedger(),
+        model=model,
+    )
+    np.testing.assert_allclose(idata.sample_stats["privacy_epsilon"], 2 * 1.5)
+    assert ledger_of(idata).epsilon() == pytest.approx(10 * 2 * 1.5)
+
+
+@pytest.fixture(scope="module")
+def esjd_optimal_scale() -> float:
+    """The proposal scale maximising the expected squared jump of the Barker walk on the
+    Beta–Bernoulli posterior of LABELS in the sampling space u (quadrature in u and z)."""
+
+    def log_target(u):
+        theta = A + (1 - 2 * A) / (1 + np.exp(-u))
+        jacobian = -np.logaddexp(0, -u) - np.logaddexp(0, u)
+        return 9 * np.log(theta) + np.log(1 - theta) + jacobian
+
+    u = np.linspace(-15, 15, 801)[:, None, None]
+    weights = np.exp(log_target(u))
+    z, z_weights = np.polynomial.hermite_e.hermegauss(40)
+    scales = np.exp(np.linspace(-1, 2.5, 141))[:, None, None, None]
+    accept = 1 / (1 + np.exp(log_target(u) - log_target(u + scales * z)))
+    esjd = np.sum(weights * z_weights * accept * (scales * z) ** 2, axis=(1, 2, 3))
+    return float(scales.ravel()[np.argmax(esjd)])
+
+
+@pytest.mark.parametrize("start", [0.001, 5.0])
+def test_tuning_reaches_the_barker_scale_from_far_away(model, esjd_optimal_scale, start):
+    optimum = esjd_optimal_scale
+    assert 2.5 < optimum < 5.0  # inside the quadrature's range of scales
+    step = PrivateMetropolis(proposal_scale=start, model=model)
+    step.set_rng(np.random.default_rng(1))
+    point = model.initial_point()
+    for _ in range(500):
+        point, _ = step.step(point)
+    tuned = step.scaling * start
+    assert optimum / 2 < tuned < 2 * optimum
+    step.stop_tuning()
+    accepted = []
+    for _ in range(400):
+        point, [stats] = step.step(point)
+        accepted.append(stats["accepted"])
+    assert step.scaling * start == tuned  # fixed once tuning stops
+    # The tuned walk accepts near α*(1) = 0.268 (binomial sd ≈ 0.02, inflated by correlation).
+    assert step.target_accept == pytest.approx(0.268)
+    assert 0.17 < np.mean(accepted) < 0.37
+
+
 # --- audits: one step from a fixed public state on neighbouring data sets -------------------
 
 U0 = 6.0  # public state θ = A + (1 − 2A)σ(−U0) ≈ A; the proposal jumps to +U0, θ' ≈ 1 − A
@@ -158,27 +270,34 @@ class _Jump:
         return np.array([2 * U0])
 
 
+AUDIT_DATA = ([1, 0, 0], [0, 0, 0], [1, 1, 0])
+
+
 @pytest.fixture(scope="module")
 def audit_step():
-    model = beta_bernoulli_model(np.array([1, 0, 0]))
-    step = PrivateMetropolis(tune=False, model=model)
-    step.proposal_dist = _Jump()
-    data = model["y_obs"]
+    """One step per audited data set, each built on its own model: a step keeps the data it
+    was built with, so neighbouring data sets need neighbouring steps."""
+    steps, models = {}, {}
+    for labels in AUDIT_DATA:
+        models[tuple(labels)] = beta_bernoulli_model(np.array(labels))
+        step = PrivateMetropolis(tune=False, model=models[tuple(labels)])
+        step.proposal_dist = _Jump()
+        steps[tuple(labels)] = step
 
     def one_step(labels, rng):
-        data.set_value(np.asarray(labels, dtype=data.dtype))
+        step = steps[tuple(labels)]
         step.set_rng(rng)
         point, _ = step.step({"theta_interval__": np.array(-U0)})
         return float(point["theta_interval__"])
 
-    return step, one_step
+    return steps, one_step, models
 
 
 @pytest.fixture(scope="module")
 def barker_audit(audit_step):
     # D = (1, 0, 0): Λ = −L'; D' = (0, 0, 0): Λ = −3L', with L' = ln(θ'/θ) ≈ L. The gap 2L'
     # nearly attains the bound 2L, and acceptance is the event with the largest ratio.
-    _, one_step = audit_step
+    _, one_step, _ = audit_step
     return epsilon_lower_bound(
         one_step, [1, 0, 0], [0, 0, 0], n=40_000, event=lambda q: q > 0, random_seed=5
     )
@@ -195,27 +314,53 @@ def test_barker_step_acceptance_is_logistic_in_lambda(barker_audit):
 def test_audit_of_barker_step_is_within_two_l_over_t_and_nearly_attains_it(
     audit_step, barker_audit
 ):
-    step, _ = audit_step
+    step = audit_step[0][1, 0, 0]
     assert step.privacy_epsilon_per_draw == pytest.approx(2 * L_BERNOULLI, rel=1e-12)
     assert barker_audit.passes(step.privacy_epsilon_per_draw)
     assert barker_audit.epsilon_lower_bound > 0.8 * step.privacy_epsilon_per_draw
 
 
 def test_audit_catches_barker_step_charged_l_over_t(audit_step, barker_audit):
-    step, _ = audit_step
+    step = audit_step[0][1, 0, 0]
     assert not barker_audit.passes(step.privacy_epsilon_per_draw / 2)
 
 
 def test_audit_shows_min_one_acceptance_is_not_private(audit_step, monkeypatch):
     # The same step with PyMC's min(1, e^Λ) rule. D = (1, 1, 0): Λ = +L' > 0, never
     # rejected; D' = (1, 0, 0): Λ = −L', rejected with probability 1 − e^−L' ≈ 0.75.
-    step, one_step = audit_step
+    steps, one_step, _ = audit_step
     monkeypatch.setattr(metropolis_module, "barker_select", metrop_select)
     result = epsilon_lower_bound(
         one_step, [1, 1, 0], [1, 0, 0], n=3000, event=lambda q: q < 0, random_seed=6
     )
     assert result.counts[0] == 0
-    assert not result.passes(step.privacy_epsilon_per_draw)
+    assert not result.passes(steps[1, 1, 0].privacy_epsilon_per_draw)
+
+
+def test_step_keeps_the_checked_data_it_was_built_with(audit_step):
+    # Λ from −U0 to +U0 is the log-likelihood ratio: −L' on (1, 0, 0), −3L' on (0, 0, 0).
+    steps, _, models = audit_step
+    step, neighbour = steps[1, 0, 0], steps[0, 0, 0]
+    q1, q0 = np.array([U0]), np.array([-U0])
+    before = step.log_acceptance_ratio(q1, q0)
+    assert neighbour.log_acceptance_ratio(q1, q0) == pytest.approx(3 * before, rel=1e-9)
+    data = models[1, 0, 0]["y_obs"]
+    original = data.get_value()
+    try:
+        for replacement in ([0, 0, 0], [5, -3, 9]):  # in bounds; out of bounds
+            data.set_value(np.array(replacement, dtype=data.dtype))
+            assert step.log_acceptance_ratio(q1, q0) == before
+    finally:
+        data.set_value(original)
+
+
+@pytest.mark.parametrize("clip", [None, 1.0])
+def test_data_changed_out_of_bounds_before_the_step_is_built_are_refused(clip):
+    model = beta_bernoulli_model(LABELS)
+    with model:
+        pm.set_data({"y_obs": np.where(LABELS == 1, 7, 0)})
+    with pytest.raises(DataBoundsError, match=r"`y_obs`.*outside the declared bounds"):
+        PrivateMetropolis(clip=clip, model=model)
 
 
 # --- the chain targets the (tempered, clipped) truncated posterior --------------------------
@@ -409,6 +554,18 @@ def _deterministic_from_data(y_obs):
     pm.Bernoulli("y", theta, observed=y_obs)
 
 
+def _potential_from_observed(y_obs):
+    theta = TruncatedBeta("theta", 1.0, 1.0, lower=A, upper=1 - A)
+    y = pm.Bernoulli("y", theta, observed=y_obs)
+    pm.Potential("pot", 50.0 * y.sum() * theta)  # PyMC evaluates y at y_obs
+
+
+def _deterministic_from_observed(y_obs):
+    theta = TruncatedBeta("theta", 1.0, 1.0, lower=A, upper=1 - A)
+    y = pm.Bernoulli("y", theta, observed=y_obs)
+    pm.Deterministic("leak", y.sum() + 0.0 * theta)  # released: the sum of y_obs
+
+
 def _records_mixed(y_obs):
     theta = TruncatedBeta("theta", 1.0, 1.0, lower=A, upper=1 - A)
     pm.Bernoulli("y", theta + 0 * y_obs.mean(), observed=y_obs)  # row i reads every row
@@ -417,9 +574,13 @@ def _records_mixed(y_obs):
 @pytest.mark.parametrize(
     ("build", "clip", "message"),
     [
-        (_prior_from_data, None, "prior of `theta` depends on PrivateData"),
-        (_prior_from_data, 1.0, "prior of `theta` depends on PrivateData"),
-        (_deterministic_from_data, 1.0, "Deterministic `share` depends on PrivateData"),
+        (_prior_from_data, None, "prior of `theta` depends on PrivateData `y_obs`"),
+        (_prior_from_data, 1.0, "prior of `theta` depends on PrivateData `y_obs`"),
+        (_deterministic_from_data, 1.0, "Deterministic `share` depends on PrivateData `y_obs`"),
+        (_potential_from_observed, None, "Potential `pot` depends on the observed variable `y`"),
+        (_potential_from_observed, 1.0, "Potential `pot` depends on the observed variable `y`"),
+        (_deterministic_from_observed, None, "Deterministic `leak` depends on the observed"),
+        (_deterministic_from_observed, 1.0, "Deterministic `leak` depends on the observed"),
         (_records_mixed, 1.0, "does not observe PrivateData row by row"),
     ],
 )

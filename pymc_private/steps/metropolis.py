@@ -20,9 +20,9 @@ from pymc.initial_point import PointType
 from pymc.pytensorf import CallableTensor, compile, floatX, join_nonshared_inputs
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
-from pymc.step_methods.metropolis import tune as tune_scaling
 from pymc.step_methods.state import dataclass_state
 from pytensor.graph.basic import Variable
+from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -31,8 +31,8 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 
-from pymc_private.analysis import analyze
-from pymc_private.data import private_data
+from pymc_private.analysis import analyze, refuse_private_paths
+from pymc_private.data import check_private_data, private_data
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.steps.base import PrivateStep
 
@@ -78,8 +78,7 @@ def barker_select(
 class PrivateMetropolisState(StepMethodState):
     scaling: float
     tune: bool
-    steps_until_tune: int
-    accepted_sum: int
+    tuning_steps: int
 
 
 class PrivateMetropolis(ArrayStepShared, PrivateStep):
@@ -105,8 +104,11 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
 
         L = sup_{θ ∈ Θ} sup_{x, x'} |ℓ(x; θ) − ℓ(x'; θ)|.
 
-    *Why 2L and not L.* Let D and D' differ in one record, x in D and x' in D'. Every other
-    term of Λ is the same for both, so
+    *Why 2L and not L.* Let D and D' differ in one record, x in D and x' in D'. The data
+    reach Λ only through the observed likelihoods: `pmp.refuse_private_paths` refuses a
+    prior, Potential or Deterministic that reads `PrivateData` or an observed variable
+    (which PyMC evaluates at its observed data). Every other term of Λ is the same for
+    both, so
 
         T·(Λ_D − Λ_D') = [ℓ(x; θ') − ℓ(x'; θ')] − [ℓ(x; θ) − ℓ(x'; θ)],
 
@@ -123,8 +125,21 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     P[outcome | D] ≤ e^{2L/T} P[outcome | D']. The proposal is data-independent, so the law
     of the next state, a mixture over θ' of these two outcomes, obeys the same bound, given
     the current (already released) state. The chain composes sequentially: N steps cost
-    N·2L/T, tuning steps included, converged or not. Outside the prior support the log
-    prior ratio is −∞ and the proposal is rejected whatever the data.
+    N·2L/T, tuning steps included, converged or not.
+
+    *Why Λ is always defined where the data matter.* If θ or θ' lies outside the prior
+    support (log prior ratio ±∞ or undefined), Λ is the log prior ratio alone: θ' outside
+    is rejected and a θ outside left for a θ' inside, whatever the data. Inside the support,
+    ℓ(x; θ) is finite for every x of the declared record domain X: a finite L excludes a
+    log-likelihood finite at one x ∈ X and ±∞ at another, and the analysis bounds only
+    families whose density is positive and finite on the whole declared domain (a support
+    that depends on θ, as for Uniform(0, θ), is refused without ``clip``). The step reads a
+    copy of the data checked against the declared bounds when it is built
+    (`pmp.check_private_data`), so later ``pm.set_data`` calls cannot put a record outside
+    X. Hence Λ is finite there.
+
+    A block on which no likelihood depends (a hyperprior) has a Λ made of prior terms only:
+    it reads no data and costs ``ε = 0``.
 
     The usual min(1, e^Λ) rule is *not* ε-DP for any finite ε: where Λ_D ≥ 0 > Λ_D' a
     rejection has probability 0 under D and a positive one under D'. It is never offered.
@@ -136,9 +151,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         Λ_c = [log ξ(θ') − log ξ(θ)] + (1/T) Σ_i clip(ℓ(x_i; θ') − ℓ(x_i; θ), −c, c),
 
     so replacing one record moves Λ_c by at most 2c/T and one step costs ``ε = 2c/T``,
-    whatever the likelihood. A record is row i of every `PrivateData` of the model (axis 0);
-    ℓ(x_i; ·) sums the elementwise log-likelihood of the observed nodes over their other
-    axes, and the step checks that each observed node depends on row i of the data only.
+    whatever the likelihood. A ratio that is undefined, as when ℓ(x_i; θ) = ℓ(x_i; θ') = −∞
+    for a likelihood whose support depends on θ, counts as 0 and ±∞ clips to ±c, so every
+    record contributes a number in [−c, c]. A record is row i of every `PrivateData` of the
+    model (axis 0); ℓ(x_i; ·) sums the elementwise log-likelihood of the observed nodes over
+    their other axes, and the step checks that each observed node depends on row i of the
+    data only.
     The price is the target. Where no record's ratio reaches ±c for the moves proposed,
     Λ_c = Λ and the chain is the exact Barker chain of the tempered posterior. Where a clip
     binds, Λ_c(θ, θ') is no longer log π(θ') − log π(θ) for any density π, so the kernel is
@@ -152,10 +170,26 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
 
     Tuning
     ------
-    With ``tune=True`` the proposal scale is adapted during ``pm.sample``'s tuning phase from
-    the acceptance rate over every 100 steps, as `pm.Metropolis` does. The adaptation uses
-    the data (through the accept decisions), which is why tuning steps are charged exactly
-    like draws: `pmp.sample` plans ``chains × (tune + draws)`` releases of ε each.
+    With ``tune=True`` the proposal scale s is adapted during ``pm.sample``'s tuning phase by
+    the Robbins–Monro recursion on log s of adaptive scaling (Andrieu & Thoms, "A tutorial
+    on adaptive MCMC", Statistics and Computing 18:343–373, 2008), with the accept
+    indicator a_k ∈ {0, 1} in place of the acceptance probability:
+
+        log s_k = log s_{k−1} + 5·k^(−3/4) · (a_k − α*(d)),   α*(d) = 0.158 + 0.11/d,
+
+    for a block of d sampled elements. The gains γ_k = 5·k^(−3/4) satisfy Σγ_k = ∞,
+    Σγ_k² < ∞; the factor 5 brings a starting scale wrong by a factor 10³ to within a factor
+    2 of the target in a few hundred steps. The target is Barker's, not Metropolis's:
+    Barker's acceptance σ(Λ) is at most about 1/2 for small moves, so PyMC's thresholds for
+    min(1, e^Λ) barely grow the scale. α*(d) is the acceptance rate at which the Barker
+    random walk has its largest expected squared jump on a standard Gaussian target (0.27,
+    0.22, 0.20, 0.17 at d = 1, 2, 3, 10, computed for this step), tending to the 0.158 of
+    Agrawal, Vats, Łatuszyński & Roberts, "Optimal scaling of MCMC beyond Metropolis",
+    Advances in Applied Probability 55, 2023, as d grows. The recursion reads only the
+    accept decisions, which are released with the chain, never σ(Λ), which is computed from
+    raw data. The decisions depend on the data, which is why tuning steps are charged
+    exactly like draws: `pmp.sample` plans ``chains × (tune + draws)`` releases of ε each.
+    Every chain starts from the public starting scale ``proposal_scale``.
 
     Released sample stats: ``privacy_epsilon`` (the ε of the step) and ``accepted`` (the
     private decision itself, a function of the released chain). Never the acceptance
@@ -185,7 +219,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         ``stop_tuning`` is called). ``False`` keeps the scale fixed.
     model
         The model (defaults to the context model). It must observe its data through
-        `pmp.PrivateData`.
+        `pmp.PrivateData`. The step keeps the checked values the data hold when it is built:
+        to sample other data, change them with ``pm.set_data`` and build a new step.
     rng
         Seed or generator of the step's randomness (``pm.sample`` replaces it per chain).
     initial_point, compile_kwargs
@@ -203,9 +238,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         read.
     UnsupportedModelError
         ``vars`` that are not continuous free random variables of the model, a model without
-        `PrivateData`, private data read by a prior, a `Potential` or a `Deterministic`, a
-        likelihood the privacy analysis cannot bound (without ``clip``), or one whose
-        records cannot be separated (with ``clip``).
+        `PrivateData`, private data read by a prior, a `Potential` or a `Deterministic`
+        (directly or through an observed variable), a likelihood the privacy analysis cannot
+        bound (without ``clip``), or one whose records cannot be separated (with ``clip``).
+    DataBoundsError
+        `PrivateData` whose current value fails its declaration's checks (shape, dtype,
+        finite, within bounds), as after a ``pm.set_data`` that broke them.
     UnboundedSensitivityError
         Without ``clip``, when L is infinite (from `pmp.analyze`, naming what to bound).
     """
@@ -218,7 +256,6 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         "accepted": (bool, []),
     }
     released_stats = ("privacy_epsilon", "accepted")
-    tune_interval = 100
 
     _state_class = PrivateMetropolisState
 
@@ -244,8 +281,14 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         vars = _checked_vars(model, model.value_vars if vars is None else vars)
         names = [model.values_to_rvs[v].name for v in vars]
         private = _private_data_vars(model)
-        log_prior, observed = _split_logp(model, vars, private)
-        if self.clip is None:
+        refuse_private_paths(model)
+        check_private_data(model)
+        log_prior, observed = _split_logp(model, vars)
+        if not observed:
+            self.sensitivity = 0.0
+            self.touches_raw_data = False
+            log_likelihood = None
+        elif self.clip is None:
             analysis = analyze(model)
             charged = {t.node for t in analysis.terms if set(t.free_variables) & set(names)}
             if {rv.name for rv in observed} - charged:
@@ -254,11 +297,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                     f"{names}, so it cannot bound their sensitivity; pass clip=c instead."
                 )
             self.sensitivity = analysis.lipschitz_for(names)
-            log_likelihood = model.logp(observed) if observed else pt.constant(0.0)
+            log_likelihood = model.logp(observed)
         else:
-            self.mechanism = "clipped_barker_metropolis"
             self.sensitivity = self.clip
             log_likelihood = _record_log_likelihood(model, observed, private)
+        if self.clip is not None:
+            self.mechanism = "clipped_barker_metropolis"
         self.privacy_epsilon_per_draw = 2.0 * self.sensitivity / self.temperature
 
         if initial_point is None:
@@ -270,11 +314,11 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                 f"{size} elements: pass a scalar or one scale per element."
             )
         self.proposal_dist = GaussianRandomWalk(np.broadcast_to(proposal_scale, (size,)))
+        self.target_accept = 0.158 + 0.11 / size
         self.scaling = 1.0
         self.tune = bool(tune)
         self.adaptive = bool(tune)
-        self.steps_until_tune = self.tune_interval
-        self.accepted_sum = 0
+        self.tuning_steps = 0
 
         shared = pm.make_shared_replacements(initial_point, vars, model)
         self.log_acceptance_ratio = _tempered_log_ratio(
@@ -283,29 +327,39 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             log_likelihood,
             vars,
             shared,
+            frozen_data=_frozen(private),
             temperature=self.temperature,
             clip=self.clip,
             compile_kwargs=compile_kwargs,
         )
         super().__init__(vars, shared, blocked=blocked, rng=rng)
 
-    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
-        if self.adaptive and self.tune and not self.steps_until_tune:
-            rate = self.accepted_sum / self.tune_interval
-            self.scaling = float(tune_scaling(self.scaling, rate))
-            self.steps_until_tune = self.tune_interval
-            self.accepted_sum = 0
+    def set_rng(self, rng) -> None:
+        """Seed the step for a new chain, which starts from the public starting scale.
 
+        PyMC seeds every chain through ``set_rng`` (``cores=1`` or not), so a step reused
+        across ``pm.sample`` calls gives the same chains for the same seed.
+        """
+        super().set_rng(rng)
+        self.scaling = 1.0
+        self.tuning_steps = 0
+        self.tune = self.adaptive
+
+    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
         q = floatX(q0.data + self.proposal_dist(self.rng) * self.scaling)
         log_ratio = self.log_acceptance_ratio(q, q0.data) + self.proposal_dist.log_proposal_ratio
         q_new, accepted = barker_select(log_ratio, q, q0.data, self.rng)
-        self.steps_until_tune -= 1
-        self.accepted_sum += accepted
+        if self.adaptive and self.tune:
+            self.tuning_steps += 1
+            gain = 5.0 * self.tuning_steps**-0.75
+            self.scaling *= math.exp(gain * (accepted - self.target_accept))
 
         stats = {**self.privacy_stats(), "accepted": accepted}
         return RaveledVars(q_new, q0.point_map_info), [stats]
 
     def release_note(self) -> str:
+        if not self.touches_raw_data:
+            return "Barker acceptance on prior terms only (no likelihood depends on vars); ε = 0."
         if self.clip is None:
             return f"Barker acceptance at T={self.temperature:g}; ε per step = 2L/T."
         return (
@@ -390,28 +444,9 @@ def _private_data_vars(model: pm.Model) -> set[Variable]:
     return {v for v in model.data_vars if v.name in specs}
 
 
-def _split_logp(
-    model: pm.Model, vars: list[Variable], private: set[Variable]
-) -> tuple[Variable, list[Variable]]:
+def _split_logp(model: pm.Model, vars: list[Variable]) -> tuple[Variable, list[Variable]]:
     """The log prior (Jacobians and public Potentials included) and the observed variables of
-    Λ that involve ``vars``; terms that do not involve them cancel in Λ and are left out.
-
-    Private data may reach the model only through observed variables: a prior, Potential or
-    Deterministic computed from it is refused (a Deterministic would even be released with
-    the draws).
-    """
-    sources = [
-        *((f"prior of `{rv.name}`", rv.owner.inputs) for rv in model.free_RVs),
-        *((f"Potential `{p.name}`", [p]) for p in model.potentials),
-        *((f"Deterministic `{d.name}`", [d]) for d in model.deterministics),
-    ]
-    for what, outputs in sources:
-        if _reads_private_values(outputs, private):
-            raise UnsupportedModelError(
-                f"The {what} depends on PrivateData: private data may enter a model only "
-                "through observed variables. Give priors public parameters and drop "
-                "Potentials or Deterministics computed from the data."
-            )
+    Λ that involve ``vars``; terms that do not involve them cancel in Λ and are left out."""
 
     def involves(term: Variable) -> bool:
         return any(a in vars for a in ancestors([term]))
@@ -432,19 +467,9 @@ def _split_logp(
     return model.logp(priors, jacobian=True), observed
 
 
-def _reads_private_values(outputs: list[Variable], private: set[Variable]) -> bool:
-    """Whether ``outputs`` depend on the values (not just the public shapes) of private data."""
-    stack, seen = list(outputs), set()
-    while stack:
-        variable = stack.pop()
-        if variable in private:
-            return True
-        if variable in seen or variable.owner is None:
-            continue
-        seen.add(variable)
-        if not isinstance(variable.owner.op, Shape | Shape_i):
-            stack.extend(variable.owner.inputs)
-    return False
+def _frozen(private: set[Variable]) -> dict[Variable, Variable]:
+    """A constant copy of each private shared variable's current (checked) value."""
+    return {v: pt.constant(v.get_value(), name=v.name, dtype=v.dtype) for v in private}
 
 
 def _record_log_likelihood(
@@ -481,8 +506,6 @@ def _record_log_likelihood(
                 "parameters public or built from the same row of the data by elementwise "
                 "operations, indexing of public tensors and x @ w)."
             )
-    if not observed:
-        return pt.zeros((1,))
     per_record = [
         term.sum(axis=tuple(range(1, term.ndim))) if term.ndim > 1 else term
         for term in model.logp(observed, sum=False)
@@ -551,28 +574,40 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
 def _tempered_log_ratio(
     point: PointType,
     log_prior: Variable,
-    log_likelihood: Variable,
+    log_likelihood: Variable | None,
     vars: list[Variable],
     shared: dict,
     *,
+    frozen_data: dict[Variable, Variable],
     temperature: float,
     clip: float | None,
     compile_kwargs: dict | None,
 ):
     """Compile Λ(q', q) on raveled sampling-space vectors, the other variables shared.
 
-    ``log_likelihood`` is the summed log-likelihood, or with ``clip`` the per-record vector.
+    ``log_likelihood`` is the summed log-likelihood, with ``clip`` the per-record vector, or
+    None when no likelihood depends on ``vars``. The private data are replaced by the
+    constants ``frozen_data``. Where the log prior ratio is not finite it alone is Λ; with
+    ``clip`` an undefined record ratio counts as 0 and ±∞ clips to ±c.
     """
-    [prior0, likelihood0], q0 = join_nonshared_inputs(
-        point=point, outputs=[log_prior, log_likelihood], inputs=vars, shared_inputs=shared
+    outputs = [log_prior] if log_likelihood is None else [log_prior, log_likelihood]
+    outputs, q0 = join_nonshared_inputs(
+        point=point,
+        outputs=graph_replace(outputs, frozen_data, strict=False),
+        inputs=vars,
+        shared_inputs=shared,
     )
     q1 = q0.type("q1")
-    prior1 = CallableTensor(prior0)(q1)
-    likelihood1 = CallableTensor(likelihood0)(q1)
-    ratio = likelihood1 - likelihood0
-    if clip is not None:
-        ratio = pt.clip(ratio, -clip, clip)
-    log_ratio = (prior1 - prior0) + pt.sum(ratio) / temperature
+    prior0, *likelihood0 = outputs
+    prior_ratio = CallableTensor(prior0)(q1) - prior0
+    log_ratio = prior_ratio
+    if likelihood0:
+        ratio = CallableTensor(likelihood0[0])(q1) - likelihood0[0]
+        if clip is not None:
+            ratio = pt.clip(pt.switch(pt.isnan(ratio), 0.0, ratio), -clip, clip)
+        log_ratio = pt.switch(
+            pt.isinf(prior_ratio), prior_ratio, prior_ratio + pt.sum(ratio) / temperature
+        )
     function = compile([q1, q0], log_ratio, **(compile_kwargs or {}))
     function.trust_input = True
     return function
