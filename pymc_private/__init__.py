@@ -1,9 +1,9 @@
 """pymc-private: differentially private posterior sampling for PyMC models."""
 
-from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release
-from pymc_private.analysis import PrivacyAnalysis, analyze
+from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release, ledger_for
+from pymc_private.analysis import PrivacyAnalysis, analyze, refuse_private_paths
 from pymc_private.audit import AuditResult, epsilon_lower_bound
-from pymc_private.data import PrivateData, private_data
+from pymc_private.data import PrivateData, check_private_data, private_data
 from pymc_private.errors import (
     BudgetExceededError,
     DataBoundsError,
@@ -13,6 +13,11 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.mechanisms import discrete_laplace, exponential_mechanism, laplace
+from pymc_private.posterior import (
+    PosteriorSampleResponder,
+    psaqr_utility_bound,
+    sample_posterior,
+)
 from pymc_private.priors import (
     ParameterSupport,
     TruncatedBeta,
@@ -23,8 +28,10 @@ from pymc_private.priors import (
     TruncatedNormal,
     parameter_support,
 )
+from pymc_private.privatize import privatised_statistics, privatize
 from pymc_private.report import plot_privacy, privacy_report
 from pymc_private.sampling import ledger_of, sample
+from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 
 __version__ = "0.1.0"
@@ -37,10 +44,12 @@ __all__ = [
     "DataBoundsError",
     "InvalidPrivacyParameterError",
     "ParameterSupport",
+    "PosteriorSampleResponder",
     "PrivacyAnalysis",
     "PrivacyError",
     "PrivacyLedger",
     "PrivateData",
+    "PrivateGibbs",
     "PrivateMetropolis",
     "Release",
     "TruncatedBeta",
@@ -52,14 +61,21 @@ __all__ = [
     "UnboundedSensitivityError",
     "UnsupportedModelError",
     "analyze",
+    "check_private_data",
     "discrete_laplace",
     "epsilon_lower_bound",
     "exponential_mechanism",
     "laplace",
+    "ledger_for",
     "ledger_of",
     "parameter_support",
     "plot_privacy",
     "privacy_report",
     "private_data",
+    "privatised_statistics",
+    "privatize",
+    "psaqr_utility_bound",
+    "refuse_private_paths",
     "sample",
+    "sample_posterior",
 ]

@@ -40,8 +40,8 @@ def sample(
     Two routes (DESIGN.md §2):
 
     - a model returned by `pmp.privatize` depends on privatised statistics only, so any step
-      method is post-processing and every draw costs ε = 0; without ``step`` the private
-      conjugate Gibbs sampler is assigned;
+      method is post-processing and every draw costs ε = 0; without ``step`` PyMC assigns
+      `pmp.PrivateGibbs` to the conjugate variables and NUTS to the others;
     - a model on raw `pmp.PrivateData` must be sampled entirely by private step methods
       (`pmp.PrivateGibbs`, `pmp.PrivateMetropolis`), each draw charged its stated ε.
 
@@ -120,10 +120,8 @@ def _steps_for(model: pm.Model, step, privatisation: Privatisation | None) -> li
     steps = list(step) if isinstance(step, Sequence) else ([] if step is None else [step])
     steps = [method for s in steps for method in getattr(s, "methods", [s])]
     if privatisation is not None:
-        if not steps:
-            from pymc_private.steps.gibbs import PrivateGibbs
-
-            steps = [PrivateGibbs(model=model)]
+        # Post-processing: any sampler is private. Without a step, PyMC assigns PrivateGibbs
+        # to the conjugate variables (its competence) and NUTS to the others.
         return steps
     if not steps:
         raise UnsupportedModelError(

@@ -1,0 +1,640 @@
+"""Exact draws from conjugate posteriors truncated to a prior's support.
+
+Posterior sampling is private only when each draw comes *exactly* from the (tempered)
+posterior restricted to the prior's support Θ (Dimitrakakis et al. 2017, Theorem 8; Foulds
+et al. 2016, §4.1): an approximate sampler voids the 2L/T guarantee. The closed-form
+conditionals of the supported families are truncated Beta, Gamma, Normal, Dirichlet and
+MvNormal distributions; this module draws from them exactly, vectorised over batches of
+parameters, using only the numpy ``Generator`` it is handed.
+
+Functions
+---------
+truncated_beta(rng, alpha, beta, lower=0, upper=1, size=None)
+    Beta(α, β) on [lower, upper].
+truncated_gamma(rng, alpha, beta, lower=0, upper=inf, size=None)
+    Gamma(α, rate β) on [lower, upper].
+truncated_normal(rng, mu, sigma, lower=-inf, upper=inf, size=None)
+    Normal(μ, σ) on [lower, upper].
+truncated_dirichlet(rng, a, min_prob=0, size=None, *, name=..., return_acceptance_rate=False)
+    Dirichlet(a) on {p : every p_k ≥ min_prob}.
+mvnormal_in_ball(rng, mu, cov, radius=inf, size=None, *, name=..., return_acceptance_rate=False)
+    MvNormal(μ, Σ) on {w : ‖w‖₂ ≤ radius}.
+draw_conjugate(rng, family, parameters, support, *, name, size=None)
+    Dispatch on the conjugate family name used by `pymc_private.families` ("beta", "gamma",
+    "normal", "dirichlet", "mvnormal") with the support read by
+    `pymc_private.priors.parameter_support`.
+
+Methods
+-------
+Scalar families use the inverse CDF on the truncated interval, in whichever tail (lower,
+through the CDF, or upper, through the survival function) keeps the interval's
+probabilities small, so that far-tail truncations keep their precision. When the interval's
+probability underflows or is too small relative to its endpoints' for the inverse CDF to
+resolve it (a far tail beyond double precision, or a very narrow interval), they fall back
+to rejection from an exponential envelope: the log density is split into concave terms,
+bounded above by their tangent at the endpoint of larger density, and monotone terms,
+bounded by their larger endpoint value; the envelope is then a truncated exponential drawn
+by its own inverse CDF, and the accepted draw is exact.
+
+Dirichlet and MvNormal use rejection: a proposal is accepted when it lies in the support,
+and the first accepted proposal of a sequence of independent proposals is an exact draw.
+For the Dirichlet the better of two proposals is used per draw: the untruncated
+Dirichlet(a), or p = m + (1 − Km)·q with q ~ Dirichlet(min(a, 1)) and an acceptance
+probability ≤ 1 (exact for a = 1, where the untruncated proposal is hopeless for large K).
+After ``max_proposals`` proposals per draw without acceptance, `UnsupportedModelError`.
+
+Acceptance rates and error messages: when the parameters come from raw private data, the
+acceptance rate is a function of private data; it is returned only on request and never
+quoted in an error message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from pymc_private.errors import UnsupportedModelError
+
+__all__ = [
+    "draw_conjugate",
+    "mvnormal_in_ball",
+    "truncated_beta",
+    "truncated_dirichlet",
+    "truncated_gamma",
+    "truncated_normal",
+]
+
+# The inverse CDF is used when the interval's probability Δ is at least this fraction of the
+# larger endpoint probability (so the uniform resolves the interval to ~1e-10 of its mass)
+# and above the smallest probability that keeps full precision.
+_RELATIVE_MASS = 1e-6
+_SMALLEST_MASS = 1e-280
+# Rejection gives up after this many proposals per draw (acceptance below ~1e-5).
+_MAX_PROPOSALS = 100_000
+# Memory cap on the floats proposed in one round of rejection.
+_MAX_ROUND_FLOATS = 2_000_000
+
+
+# ---------------------------------------------------------------------------------------
+# Rejection rounds (shared by every rejection sampler of this module)
+# ---------------------------------------------------------------------------------------
+
+
+def _rejection(
+    propose: Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]],
+    n_draws: int,
+    core_shape: tuple[int, ...],
+    *,
+    name: str,
+    hint: str,
+    max_proposals: int,
+) -> tuple[np.ndarray, float]:
+    """Collect one accepted proposal per draw; return the draws and the acceptance rate.
+
+    ``propose(rows, k)`` returns candidates of shape (len(rows), k, *core_shape) for the
+    draws indexed by ``rows`` and their acceptance mask of shape (len(rows), k). Rounds grow
+    with the observed acceptance rate; a draw that saw ``max_proposals`` proposals without
+    acceptance raises `UnsupportedModelError` (no rate is quoted: it may be private).
+    """
+    out = np.empty((n_draws, *core_shape))
+    pending = np.arange(n_draws)
+    proposed = accepted = tried = 0
+    per_draw = 1
+    floats = max(1, math.prod(core_shape))
+    while pending.size:
+        if tried >= max_proposals:
+            raise UnsupportedModelError(
+                f"Exact sampling of `{name}`: no proposal was accepted after {max_proposals} "
+                f"proposals per draw, so almost none of the untruncated posterior lies in the "
+                f"prior's support. {hint}"
+            )
+        per_draw = max(
+            1, min(per_draw, max_proposals - tried, _MAX_ROUND_FLOATS // (pending.size * floats))
+        )
+        candidates, ok = propose(pending, per_draw)
+        proposed += ok.size
+        accepted += int(ok.sum())
+        hit = ok.any(axis=1)
+        first = ok.argmax(axis=1)
+        out[pending[hit]] = candidates[hit, first[hit]]
+        pending = pending[~hit]
+        tried += per_draw
+        per_draw = 8 * per_draw if accepted == 0 else math.ceil(2.0 * proposed / accepted)
+    return out, accepted / proposed if proposed else 1.0
+
+
+def _batch_shape(size, batch: tuple[int, ...]) -> tuple[int, ...]:
+    if size is None:
+        return batch
+    return (int(size),) if isinstance(size, int | np.integer) else tuple(size)
+
+
+# ---------------------------------------------------------------------------------------
+# Scalar families: inverse CDF in the better tail, exponential-envelope rejection fallback
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Scalar:
+    """A scalar family, vectorised over its parameters: CDF, survival function and their
+    inverses, and ``terms(*params)``, its unnormalised log density as a list of
+    (value(x), derivative(x), concave) with ``concave`` a boolean array; a term that is not
+    concave is monotone on the interval."""
+
+    cdf: Callable
+    sf: Callable
+    ppf: Callable
+    isf: Callable
+    terms: Callable
+
+
+def _beta_terms(alpha, beta):
+    def first(x):
+        return special.xlogy(alpha - 1.0, x)
+
+    def second(x):
+        return special.xlog1py(beta - 1.0, -x)
+
+    return [
+        (first, lambda x: (alpha - 1.0) / x, alpha >= 1.0),
+        (second, lambda x: -(beta - 1.0) / (1.0 - x), beta >= 1.0),
+    ]
+
+
+def _gamma_terms(alpha, beta):
+    return [
+        (lambda x: special.xlogy(alpha - 1.0, x), lambda x: (alpha - 1.0) / x, alpha >= 1.0),
+        (lambda x: -beta * x, lambda x: -beta + 0.0 * x, np.ones_like(beta, dtype=bool)),
+    ]
+
+
+def _normal_terms(mu, sigma):
+    return [
+        (
+            lambda x: -0.5 * ((x - mu) / sigma) ** 2,
+            lambda x: -(x - mu) / sigma**2,
+            np.ones_like(mu, dtype=bool),
+        )
+    ]
+
+
+_BETA = _Scalar(
+    cdf=lambda x, a, b: special.betainc(a, b, x),
+    sf=lambda x, a, b: special.betaincc(a, b, x),
+    ppf=lambda p, a, b: special.betaincinv(a, b, p),
+    isf=lambda q, a, b: special.betainccinv(a, b, q),
+    terms=_beta_terms,
+)
+_GAMMA = _Scalar(
+    cdf=lambda x, a, b: special.gammainc(a, b * x),
+    sf=lambda x, a, b: special.gammaincc(a, b * x),
+    ppf=lambda p, a, b: special.gammaincinv(a, p) / b,
+    isf=lambda q, a, b: special.gammainccinv(a, q) / b,
+    terms=_gamma_terms,
+)
+_NORMAL = _Scalar(
+    cdf=lambda x, m, s: special.ndtr((x - m) / s),
+    sf=lambda x, m, s: special.ndtr((m - x) / s),
+    ppf=lambda p, m, s: m + s * special.ndtri(p),
+    isf=lambda q, m, s: m - s * special.ndtri(q),
+    terms=_normal_terms,
+)
+
+
+def _envelope_draws(rng, family: _Scalar, params, lower, upper, name: str) -> np.ndarray:
+    """Exact draws by rejection from a truncated-exponential envelope (see module docstring)."""
+    terms = family.terms(*params)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+
+        def log_density(x):
+            return sum(value(x) for value, _, _ in terms)
+
+        f_lower, f_upper = log_density(lower), log_density(upper)
+        at_lower = ~(f_upper > f_lower)
+        anchor = np.where(at_lower, lower, upper)
+        slope = sum(np.where(concave, derivative(anchor), 0.0) for _, derivative, concave in terms)
+        offset = sum(
+            np.where(concave, value(anchor), np.maximum(value(lower), value(upper)))
+            for value, _, concave in terms
+        )
+    slope = np.asarray(np.broadcast_to(slope, lower.shape), dtype=float)
+    offset = np.asarray(np.broadcast_to(offset, lower.shape), dtype=float)
+    width = upper - lower
+    params = [np.asarray(p) for p in params]
+
+    def propose(rows, k):
+        s = slope[rows][:, None]
+        lo, hi, w = lower[rows][:, None], upper[rows][:, None], width[rows][:, None]
+        u = rng.uniform(size=(rows.size, k))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            from_lower = lo + np.log1p(u * np.expm1(s * w)) / s
+            from_upper = hi + np.log1p(u * np.expm1(-s * w)) / s
+            x = np.where(s == 0.0, lo + u * w, np.where(s < 0.0, from_lower, from_upper))
+            x = np.clip(x, lo, hi)
+            row_terms = family.terms(*(p[rows][:, None] for p in params))
+            log_target = sum(value(x) for value, _, _ in row_terms)
+            envelope = offset[rows][:, None] + s * (x - anchor[rows][:, None])
+            accept = np.log(rng.uniform(size=(rows.size, k))) <= log_target - envelope
+        return x, accept
+
+    draws, _ = _rejection(
+        propose,
+        lower.size,
+        (),
+        name=name,
+        hint="Check that the posterior parameters are finite and positive.",
+        max_proposals=_MAX_PROPOSALS,
+    )
+    return draws
+
+
+def _truncated_scalar(
+    rng: np.random.Generator,
+    family: _Scalar,
+    params: tuple[np.ndarray, ...],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    size,
+    name: str,
+) -> np.ndarray:
+    if size is None:
+        arrays = np.broadcast_arrays(*params, lower, upper)
+    else:
+        shape = _batch_shape(size, ())
+        arrays = [np.broadcast_to(a, shape) for a in (*params, lower, upper)]
+    shape = arrays[0].shape
+    *params_flat, low, high = (a.reshape(-1) for a in arrays)
+    with np.errstate(all="ignore"):
+        cdf_low, cdf_high = family.cdf(low, *params_flat), family.cdf(high, *params_flat)
+        sf_low, sf_high = family.sf(low, *params_flat), family.sf(high, *params_flat)
+        lower_tail = cdf_high <= sf_low
+        p_low = np.where(lower_tail, cdf_low, sf_high)
+        p_high = np.where(lower_tail, cdf_high, sf_low)
+        mass = p_high - p_low
+        usable = (mass >= _RELATIVE_MASS * p_high) & (mass > _SMALLEST_MASS)
+        v = p_low + rng.uniform(size=low.shape) * mass
+        inverse = np.where(lower_tail, family.ppf(v, *params_flat), family.isf(v, *params_flat))
+    out = np.clip(inverse, low, high)
+    if not usable.all():
+        rest = ~usable
+        out[rest] = _envelope_draws(
+            rng, family, [p[rest] for p in params_flat], low[rest], high[rest], name
+        )
+    return out.reshape(shape)
+
+
+def _checked(function: str, positive: dict, finite: dict, lower, upper, limits) -> tuple:
+    """The arguments as float arrays, checked: ``positive`` finite and > 0, ``finite``
+    finite, limits[0] ≤ lower < upper ≤ limits[1] (bounds are public and may be quoted)."""
+    out = []
+    for argument, value in (*positive.items(), *finite.items()):
+        array = np.asarray(value, dtype=np.float64)
+        if not np.isfinite(array).all() or (argument in positive and not (array > 0.0).all()):
+            condition = "finite and > 0" if argument in positive else "finite"
+            raise ValueError(f"{function}: `{argument}` must be {condition}.")
+        out.append(array)
+    lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    if not (lower < upper).all() or (lower < limits[0]).any() or (upper > limits[1]).any():
+        raise ValueError(
+            f"{function}: need {limits[0]} <= lower < upper <= {limits[1]}; got lower={lower}, "
+            f"upper={upper}."
+        )
+    return (*out, lower, upper)
+
+
+def truncated_beta(
+    rng: np.random.Generator,
+    alpha: Any,
+    beta: Any,
+    lower: Any = 0.0,
+    upper: Any = 1.0,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    name: str = "the variable",
+) -> np.ndarray:
+    """Exact draws from Beta(α, β) restricted to [lower, upper] ⊂ [0, 1].
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    alpha, beta : array_like
+        Positive shape parameters (broadcast with the bounds).
+    lower, upper : array_like
+        The truncation interval, 0 ≤ lower < upper ≤ 1.
+    size : int or tuple of int, optional
+        Output shape; the parameters broadcast to it. Default: their broadcast shape.
+    name : str
+        The variable's name, for error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        Draws in [lower, upper].
+    """
+    alpha, beta, lower, upper = _checked(
+        "truncated_beta", {"alpha": alpha, "beta": beta}, {}, lower, upper, (0.0, 1.0)
+    )
+    return _truncated_scalar(rng, _BETA, (alpha, beta), lower, upper, size, name)
+
+
+def truncated_gamma(
+    rng: np.random.Generator,
+    alpha: Any,
+    beta: Any,
+    lower: Any = 0.0,
+    upper: Any = np.inf,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    name: str = "the variable",
+) -> np.ndarray:
+    """Exact draws from Gamma(α, rate β) restricted to [lower, upper] ⊂ [0, ∞].
+
+    Parameters as `truncated_beta`; ``beta`` is the rate (mean α/β).
+    """
+    alpha, beta, lower, upper = _checked(
+        "truncated_gamma", {"alpha": alpha, "beta": beta}, {}, lower, upper, (0.0, np.inf)
+    )
+    return _truncated_scalar(rng, _GAMMA, (alpha, beta), lower, upper, size, name)
+
+
+def truncated_normal(
+    rng: np.random.Generator,
+    mu: Any,
+    sigma: Any,
+    lower: Any = -np.inf,
+    upper: Any = np.inf,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    name: str = "the variable",
+) -> np.ndarray:
+    """Exact draws from Normal(μ, σ) restricted to [lower, upper].
+
+    Parameters as `truncated_beta`; ``mu`` finite, ``sigma`` > 0.
+    """
+    sigma, mu, lower, upper = _checked(
+        "truncated_normal", {"sigma": sigma}, {"mu": mu}, lower, upper, (-np.inf, np.inf)
+    )
+    return _truncated_scalar(rng, _NORMAL, (mu, sigma), lower, upper, size, name)
+
+
+# ---------------------------------------------------------------------------------------
+# Dirichlet with every entry ≥ min_prob, MvNormal in a ball: rejection
+# ---------------------------------------------------------------------------------------
+
+
+def _log_multivariate_beta(a: np.ndarray) -> np.ndarray:
+    return special.gammaln(a).sum(-1) - special.gammaln(a.sum(-1))
+
+
+def truncated_dirichlet(
+    rng: np.random.Generator,
+    a: Any,
+    min_prob: float = 0.0,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    name: str = "the variable",
+    max_proposals: int = _MAX_PROPOSALS,
+    return_acceptance_rate: bool = False,
+) -> np.ndarray | tuple[np.ndarray, float]:
+    """Exact draws from Dirichlet(a) restricted to {p : every p_k ≥ min_prob}.
+
+    Rejection, per draw from the better of two proposals (module docstring): the
+    untruncated Dirichlet(a), accepted when min_k p_k ≥ m; or p = m + c·q, c = 1 − Km,
+    q ~ Dirichlet(b), b = min(a, 1), accepted with probability
+    Π_k ((m + c q_k)/(m + c))^{a_k − 1} q_k^{1 − b_k} ≤ 1. Their acceptance ratio (second over
+    first) is B(a) / (c^{K−1} B(b) (m + c)^{Σ(a_k − 1)}), B the multivariate Beta function.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    a : array_like, shape (..., K)
+        Positive concentrations.
+    min_prob : float
+        The smallest allowed probability m, 0 ≤ m < 1/K.
+    size : int or tuple of int, optional
+        Batch shape of the output (the batch shape of ``a`` broadcasts to it).
+    name : str
+        The variable's name, for the error message.
+    max_proposals : int
+        Proposals per draw before giving up.
+    return_acceptance_rate : bool
+        Also return the fraction of proposals accepted (private when ``a`` is).
+
+    Returns
+    -------
+    numpy.ndarray, shape (*size, K)
+        Draws (and the acceptance rate when asked).
+
+    Raises
+    ------
+    UnsupportedModelError
+        No proposal accepted after ``max_proposals`` per draw.
+    """
+    a = np.asarray(a, dtype=float)
+    if a.ndim == 0 or a.shape[-1] < 2:
+        raise ValueError("truncated_dirichlet: `a` needs a last axis of ≥ 2 categories.")
+    if not (np.isfinite(a).all() and (a > 0.0).all()):
+        raise ValueError("truncated_dirichlet: `a` must be finite and > 0.")
+    n_categories = a.shape[-1]
+    if not (0.0 <= min_prob < 1.0 / n_categories):
+        raise ValueError(
+            f"truncated_dirichlet: `min_prob` must be in [0, 1/K) = [0, {1.0 / n_categories:g})."
+        )
+    shape = _batch_shape(size, a.shape[:-1])
+    rows = np.broadcast_to(a, (*shape, n_categories)).reshape(-1, n_categories)
+    m = float(min_prob)
+    width = 1.0 - n_categories * m
+    b = np.minimum(rows, 1.0)
+    if m > 0.0:
+        log_ratio = (
+            _log_multivariate_beta(rows)
+            - (n_categories - 1) * math.log(width)
+            - _log_multivariate_beta(b)
+            - (rows - 1.0).sum(-1) * math.log(m + width)
+        )
+        shifted = log_ratio > 0.0
+    else:
+        shifted = np.zeros(rows.shape[0], dtype=bool)
+
+    def propose(index, k):
+        use_shift = shifted[index][:, None]
+        concentration = np.where(
+            use_shift[..., None], b[index][:, None, :], rows[index][:, None, :]
+        )
+        gammas = rng.standard_gamma(np.broadcast_to(concentration, (index.size, k, n_categories)))
+        q = gammas / gammas.sum(-1, keepdims=True)
+        a_rows, b_rows = rows[index][:, None, :], b[index][:, None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_accept = ((a_rows - 1.0) * np.log((m + width * q) / (m + width))).sum(-1)
+            log_accept += np.where(b_rows < 1.0, (1.0 - b_rows) * np.log(q), 0.0).sum(-1)
+        accept_shift = np.log(rng.uniform(size=(index.size, k))) <= log_accept
+        accept_plain = (q >= m).all(-1)
+        accepted = np.where(use_shift, accept_shift, accept_plain)
+        return np.where(use_shift[..., None], m + width * q, q), accepted
+
+    draws, rate = _rejection(
+        propose,
+        rows.shape[0],
+        (n_categories,),
+        name=name,
+        hint=f"Use a smaller `min_prob` than {m:g} for `{name}`, or a prior closer to the data.",
+        max_proposals=max_proposals,
+    )
+    draws = draws.reshape((*shape, n_categories))
+    return (draws, rate) if return_acceptance_rate else draws
+
+
+def mvnormal_in_ball(
+    rng: np.random.Generator,
+    mu: Any,
+    cov: Any,
+    radius: float = np.inf,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    name: str = "the variable",
+    max_proposals: int = _MAX_PROPOSALS,
+    return_acceptance_rate: bool = False,
+) -> np.ndarray | tuple[np.ndarray, float]:
+    """Exact draws from MvNormal(μ, Σ) restricted to the ball ‖w‖₂ ≤ radius (centred at 0).
+
+    Rejection from the untruncated MvNormal (accepted when inside the ball).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    mu : array_like, shape (..., d)
+        Mean.
+    cov : array_like, shape (..., d, d)
+        Positive-definite covariance.
+    radius : float
+        The ball's radius R > 0 (inf: no truncation).
+    size, name, max_proposals, return_acceptance_rate
+        As in `truncated_dirichlet`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (*size, d)
+        Draws (and the acceptance rate when asked).
+
+    Raises
+    ------
+    UnsupportedModelError
+        No proposal accepted after ``max_proposals`` per draw.
+    """
+    mu = np.asarray(mu, dtype=float)
+    cov = np.asarray(cov, dtype=float)
+    if mu.ndim == 0 or cov.shape[-2:] != (mu.shape[-1], mu.shape[-1]):
+        raise ValueError("mvnormal_in_ball: `mu` must be (..., d) and `cov` (..., d, d).")
+    if not np.all(np.isfinite(mu)) or not np.all(np.isfinite(cov)):
+        raise ValueError("mvnormal_in_ball: `mu` and `cov` must be finite.")
+    if not radius > 0.0:
+        raise ValueError("mvnormal_in_ball: `radius` must be > 0.")
+    try:
+        chol = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError as error:
+        raise ValueError("mvnormal_in_ball: `cov` must be positive definite.") from error
+    d = mu.shape[-1]
+    shape = _batch_shape(size, np.broadcast_shapes(mu.shape[:-1], cov.shape[:-2]))
+    means = np.broadcast_to(mu, (*shape, d)).reshape(-1, d)
+    factors = np.broadcast_to(chol, (*shape, d, d)).reshape(-1, d, d)
+
+    def propose(index, k):
+        z = rng.standard_normal((index.size, k, d))
+        w = means[index][:, None, :] + np.einsum("rij,rkj->rki", factors[index], z)
+        return w, np.linalg.norm(w, axis=-1) <= radius
+
+    draws, rate = _rejection(
+        propose,
+        means.shape[0],
+        (d,),
+        name=name,
+        hint=f"Use a larger `radius` than {radius:g} for `{name}`, or a prior closer to the data.",
+        max_proposals=max_proposals,
+    )
+    draws = draws.reshape((*shape, d))
+    return (draws, rate) if return_acceptance_rate else draws
+
+
+# ---------------------------------------------------------------------------------------
+# Dispatch on the conjugate family of `pymc_private.families`
+# ---------------------------------------------------------------------------------------
+
+
+def draw_conjugate(
+    rng: np.random.Generator,
+    family: str,
+    parameters: Mapping[str, Any],
+    support: Any,
+    *,
+    name: str,
+    size: int | tuple[int, ...] | None = None,
+) -> np.ndarray:
+    """One exact draw per element from a conjugate posterior truncated to a prior's support.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    family : {"beta", "gamma", "normal", "dirichlet", "mvnormal"}
+        The conjugate family, as in ``LikelihoodFamily.conjugate_priors``.
+    parameters : Mapping
+        Its parameters as returned by ``LikelihoodFamily.conjugate_update``: beta (alpha,
+        beta), gamma (alpha, beta = rate), normal (mu, sigma), dirichlet (a), mvnormal (mu,
+        cov).
+    support : ParameterSupport
+        From `pymc_private.priors.parameter_support`: ``lower``/``upper`` for the scalar
+        families, ``simplex_min_prob`` for the Dirichlet, ``radius`` for the MvNormal.
+    name : str
+        The variable's name, for error messages.
+    size : optional
+        As in the functions above.
+    """
+    if family == "beta":
+        return truncated_beta(
+            rng,
+            parameters["alpha"],
+            parameters["beta"],
+            support.lower,
+            support.upper,
+            size,
+            name=name,
+        )
+    if family == "gamma":
+        return truncated_gamma(
+            rng,
+            parameters["alpha"],
+            parameters["beta"],
+            support.lower,
+            support.upper,
+            size,
+            name=name,
+        )
+    if family == "normal":
+        return truncated_normal(
+            rng,
+            parameters["mu"],
+            parameters["sigma"],
+            support.lower,
+            support.upper,
+            size,
+            name=name,
+        )
+    if family == "dirichlet":
+        return truncated_dirichlet(
+            rng, parameters["a"], support.simplex_min_prob or 0.0, size, name=name
+        )
+    if family == "mvnormal":
+        radius = support.radius if support.radius is not None else np.inf
+        return mvnormal_in_ball(rng, parameters["mu"], parameters["cov"], radius, size, name=name)
+    raise UnsupportedModelError(
+        f"`{name}`: no exact sampler for the conjugate family {family!r}; supported: beta, "
+        f"gamma, normal, dirichlet, mvnormal."
+    )

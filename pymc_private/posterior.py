@@ -1,0 +1,412 @@
+"""Exact posterior draws (OPS / BAPS) and answering queries from them (PSAQR).
+
+`sample_posterior` is Dimitrakakis et al. (JMLR 2017) Algorithm 1, BAPS: compute the
+posterior ξ(θ | x) and return N independent exact draws Θ̂ from it. It applies to models whose
+(tempered) joint posterior is a product of closed-form conjugate blocks truncated to the prior
+supports, so every draw is exact: an approximate sampler would void the guarantee.
+
+`PosteriorSampleResponder` is their Algorithm 2, PSAQR: every later query is answered from
+the fixed sample set Θ̂ alone, so any number of queries costs nothing beyond the draws
+(post-processing), and `psaqr_utility_bound` is the utility bound of their Lemma 11.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
+from pymc_private.analysis import PrivacyAnalysis, analyze
+from pymc_private.conjugate import draw_conjugate
+from pymc_private.errors import (
+    BudgetExceededError,
+    InvalidPrivacyParameterError,
+    UnsupportedModelError,
+)
+from pymc_private.privatize import POTENTIAL_SUFFIX, privatisation_of, term_statistics
+from pymc_private.sampling import LEDGER_ATTR
+from pymc_private.steps.gibbs import ConjugateBlock, conjugate_block, raw_statistics
+
+__all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
+
+MECHANISM = "posterior_sampling"
+MECHANISM_ON_PRIVATISED = "posterior_sampling_on_privatised_statistics"
+
+
+def sample_posterior(
+    model: pm.Model | None = None,
+    n: int = 1,
+    *,
+    temperature: float = 1.0,
+    budget: Budget | None = None,
+    ledger: PrivacyLedger | None = None,
+    random_seed: int | np.random.Generator | None = None,
+) -> az.InferenceData:
+    r"""``n`` independent exact draws from the (tempered) posterior: BAPS.
+
+    Dimitrakakis et al. (2017), Algorithm 1: each draw is
+
+        θ ~ ξ(θ) · Π_i p(x_i | θ)^{1/T}   on the prior's support Θ,
+
+    drawn exactly from its closed form (`pymc_private.conjugate`: inverse CDF, or rejection
+    whose first accepted proposal is exact), independently of the others.
+
+    Privacy cost
+    ------------
+    ε = n · 2L/T, with L the record Lipschitz constant over the prior supports and the
+    declared bounds (`pmp.analyze(model).record_lipschitz`) and T the temperature. One draw
+    from the posterior is 2L-DP (Dimitrakakis et al. 2017, Theorem 8, part 1); a draw from the
+    tempered posterior is the exponential mechanism with utility Σ_i ℓ(x_i; θ), whose
+    sensitivity is L, scaled by 1/T, hence 2L/T-DP; n independent draws compose to n · 2L/T
+    (their Corollary 10, part 1: 2NL at T = 1). The cost is a function of public quantities,
+    so ``budget`` is checked before the data is read: over budget, `BudgetExceededError`
+    says how many draws fit, nothing is drawn and the ledger is unchanged. The spend is
+    recorded as one `Release` (mechanism ``"posterior_sampling"``, ε = 2L/T each,
+    ``count = n``) once the budget check has passed, before the data is read, so an error
+    while drawing still counts as a release.
+
+    On a model returned by `pmp.privatize` the posterior is the one given the privatised
+    statistics: the draws are post-processing and cost ε = 0 (recorded as a free release in
+    the privatisation's ledger by default).
+
+    Supported models: every free variable is one conjugate block (Beta for Bernoulli or
+    Binomial probabilities, Dirichlet for Categorical ones, Gamma for Poisson or Exponential
+    rates, Normal for a Normal mean with σ a constant, MvNormal for regression weights with σ
+    a constant) with constant prior parameters, and every observed node depends on a single
+    free variable, so the joint posterior is the product of the blocks' posteriors. Naive
+    Bayes qualifies: the class prior and the class-conditional tables are separate blocks,
+    given the data. No Potentials.
+
+    Parameters
+    ----------
+    model
+        The model (default: the context model), with raw `pmp.PrivateData`.
+    n
+        Number of draws N ≥ 1.
+    temperature
+        T ≥ 1, finite: the likelihood is raised to 1/T.
+    budget
+        A `pmp.Budget` the ledger plus these n releases must fit.
+    ledger
+        The ledger to record in (default: the model's own, `pmp.ledger_for(model)`, so that
+        calls on the same model compose under a budget).
+    random_seed
+        An int seed or a `numpy.random.Generator` (used as is).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` with one chain of ``n`` draws of every free variable (and the model's
+        Deterministics), ``sample_stats["privacy_epsilon"]`` (2L/T per draw), the ledger as
+        JSON in ``attrs["privacy_ledger"]`` (`pmp.sampling.ledger_of`), and nothing else
+        derived from the data.
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        ``n`` not an integer ≥ 1; ``temperature`` below 1, NaN or infinite.
+    UnsupportedModelError
+        A model whose posterior is not a product of exact conjugate blocks (use
+        `pmp.PrivateGibbs` or `pmp.PrivateMetropolis` with `pmp.sample`).
+    UnboundedSensitivityError, DataBoundsError
+        From `pmp.analyze`: L is infinite, or the data does not fit its declaration.
+    BudgetExceededError
+        The draws do not fit ``budget``; the message gives the largest affordable n.
+    """
+    n = _checked_count(n)
+    temperature = _checked_temperature(temperature)
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
+    if ledger is not None and not isinstance(ledger, PrivacyLedger):
+        raise TypeError(f"ledger must be a pmp.PrivacyLedger or None, got {type(ledger).__name__}.")
+    model = pm.modelcontext(model)
+    privatisation = privatisation_of(model)
+    privatised = privatisation is not None
+    analysis = privatisation.analysis if privatised else analyze(model)
+    blocks = _product_of_blocks(model, analysis, privatised=privatised)
+    epsilon = 0.0 if privatised else analysis.epsilon_per_draw("posterior_sampling", temperature)
+    release = Release(
+        mechanism=MECHANISM_ON_PRIVATISED if privatised else MECHANISM,
+        epsilon=epsilon,
+        count=n,
+        sensitivity=None if privatised else analysis.record_lipschitz,
+        statistic=", ".join(block.name for block in blocks),
+        chain=0,
+        draw=0,
+        note=(
+            f"exact posterior draws given privatised statistics at T={temperature:g}; free"
+            if privatised
+            else f"exact posterior draws (BAPS) at T={temperature:g}; ε per draw = 2L/T"
+        ),
+    )
+    if ledger is None:
+        ledger = privatisation.ledger if privatised else ledger_for(model)
+    if budget is not None:
+        _check_budget(budget, ledger, release, n)
+
+    ledger.record(release)
+    nodes = sorted({term.node for block in blocks for term, _, _ in block.updates})
+    if privatised:
+        released = dict(privatisation.statistics)
+    else:
+        released = raw_statistics(model, analysis, nodes)
+    statistics = {node: term_statistics(analysis, released, node) for node in nodes}
+    rng = np.random.default_rng(random_seed)
+    posterior = {}
+    for block in blocks:
+        parameters = block.conditional(statistics, {}, temperature)
+        batch = block.support.lower.shape
+        if block.family in ("dirichlet", "mvnormal"):
+            batch = batch[:-1]
+        draws = draw_conjugate(
+            rng, block.family, parameters, block.support, name=block.name, size=(n, *batch)
+        )
+        posterior[block.name] = draws[np.newaxis]
+    return _inference_data(model, posterior, epsilon, n, ledger, temperature)
+
+
+def _checked_count(n: Any) -> int:
+    if isinstance(n, bool | np.bool_) or not isinstance(n, numbers.Integral) or n < 1:
+        raise InvalidPrivacyParameterError(
+            f"n must be an integer >= 1 (the number of posterior draws), got {n!r}; every draw "
+            "costs 2L/T."
+        )
+    return int(n)
+
+
+def _checked_temperature(temperature: Any) -> float:
+    valid = isinstance(temperature, numbers.Real) and not isinstance(temperature, bool | np.bool_)
+    if not valid or not (math.isfinite(float(temperature)) and float(temperature) >= 1.0):
+        raise InvalidPrivacyParameterError(
+            f"temperature must be a finite number >= 1, got {temperature!r}; T = 1 samples "
+            "the posterior, larger T tempers the likelihood and lowers ε = 2L/T per draw."
+        )
+    return float(temperature)
+
+
+def _product_of_blocks(
+    model: pm.Model, analysis: PrivacyAnalysis, *, privatised: bool
+) -> list[ConjugateBlock]:
+    """One conjugate block per free variable, refusing models whose joint posterior is not
+    the product of the blocks' posteriors (the Potentials `pmp.privatize` puts in place of
+    the observed nodes are the likelihood the blocks already account for)."""
+    exact_only = (
+        "pmp.sample_posterior draws exactly from posteriors that are products of conjugate "
+        "blocks only"
+    )
+    if not model.free_RVs:
+        raise UnsupportedModelError(
+            "The model has no free random variables: there is no posterior to draw from."
+        )
+    likelihoods = {term.node + POTENTIAL_SUFFIX for term in analysis.terms} if privatised else set()
+    extra = [p.name for p in model.potentials if p.name not in likelihoods]
+    if extra:
+        names = ", ".join(f"`{name}`" for name in extra)
+        raise UnsupportedModelError(
+            f"Potential {names} reweights the posterior, so it has no closed form: "
+            f"{exact_only}. Sample this model with pmp.sample(step=pmp.PrivateMetropolis(...))."
+        )
+    blocks = []
+    for rv in model.free_RVs:
+        try:
+            block = conjugate_block(analysis, rv)
+        except UnsupportedModelError as error:
+            raise UnsupportedModelError(f"{exact_only}. {error}") from None
+        for term, _, state in block.updates:
+            if state:
+                others = ", ".join(f"`{name}`" for name in state.values())
+                raise UnsupportedModelError(
+                    f"`{term.node}` depends on `{rv.name}` and on {others}, so their joint "
+                    f"posterior is not a product of conjugate blocks: {exact_only}. Sample this "
+                    "model with pmp.sample(step=pmp.PrivateGibbs(temperature=...)), which "
+                    "draws each block from its conditional."
+                )
+        blocks.append(block)
+    return blocks
+
+
+def _check_budget(budget: Budget, ledger: PrivacyLedger, release: Release, n: int) -> None:
+    """Refuse before the data is read, saying how many draws fit."""
+    try:
+        budget.check(ledger, [release])
+    except BudgetExceededError as refusal:
+        affordable = budget.affordable_count(ledger, release.epsilon) if release.epsilon > 0 else 0
+        raise BudgetExceededError(
+            f"{refusal} At ε = 2L/T = {release.epsilon:.6g} per draw, at most n = "
+            f"{affordable} draws fit (asked for n = {n}); or raise the temperature."
+        ) from None
+
+
+def _inference_data(
+    model: pm.Model,
+    posterior: dict[str, np.ndarray],
+    epsilon: float,
+    n: int,
+    ledger: PrivacyLedger,
+    temperature: float,
+) -> az.InferenceData:
+    coords = {name: values for name, values in model.coords.items() if values is not None}
+    dims = {
+        name: list(model.named_vars_to_dims[name])
+        for name in posterior
+        if name in model.named_vars_to_dims
+    }
+    idata = az.from_dict(
+        posterior=posterior,
+        sample_stats={"privacy_epsilon": np.full((1, n), epsilon)},
+        coords=coords,
+        dims=dims,
+        attrs={
+            "inference_library": "pymc_private",
+            "sampler": "sample_posterior (BAPS, exact draws)",
+            "temperature": temperature,
+            LEDGER_ATTR: ledger.to_json(),
+        },
+    )
+    if model.deterministics:
+        idata.posterior = pm.compute_deterministics(
+            idata.posterior, model=model, merge_dataset=True, progressbar=False
+        )
+    return idata
+
+
+def psaqr_utility_bound(n_samples: int, delta: float, *, n_responses: int | None = None) -> float:
+    r"""The utility bound of Dimitrakakis et al. (2017), Lemma 11, for PSAQR on N samples.
+
+    With utilities u_θ(q, r) ∈ [0, 1], û(q, r) = (1/N) Σ_{θ∈Θ̂} u_θ(q, r) estimates the
+    posterior expected utility u(q, r) = ∫ u_θ(q, r) dξ(θ | x). The proof of Lemma 11 bounds
+    |û(q, r) − u(q, r)| < ε₀ = sqrt(ln(2/δ) / (2N)) with probability ≥ 1 − δ (Hoeffding's
+    inequality), and the response r̂ maximising û is then at most 2ε₀ from the optimum:
+
+        max_r u(q, r) − u(q, r̂) ≤ 2 · sqrt(ln(2/δ) / (2N)) = O(sqrt(ln(1/δ)/N)).
+
+    Hoeffding's inequality holds for one fixed (q, r); r̂ is chosen after seeing Θ̂, so the
+    deviation is needed uniformly over the candidate responses. With ``n_responses`` = |R|
+    a union bound gives that uniformity: ε₀ = sqrt(ln(2|R|/δ) / (2N)), a guarantee for
+    `PosteriorSampleResponder.respond` over |R| candidates. Without it the expression of the
+    paper's proof is returned as stated.
+
+    Parameters
+    ----------
+    n_samples
+        N, the size of the sample set Θ̂ (public: it is the n of `sample_posterior`).
+    delta
+        The failure probability δ ∈ (0, 1) (a confidence level, not a privacy δ).
+    n_responses
+        |R|, the number of candidate responses of a query (optional, see above).
+
+    Returns
+    -------
+    float
+        The bound on the utility lost to sampling: decreasing in N and in δ, increasing in
+        |R|. It does not depend on the data or on Θ̂.
+    """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
+        raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}.")
+    if not (isinstance(delta, numbers.Real) and 0.0 < delta < 1.0):
+        raise ValueError(f"delta must be a probability in (0, 1), got {delta!r}.")
+    responses = 1
+    if n_responses is not None:
+        if (
+            isinstance(n_responses, bool)
+            or not isinstance(n_responses, numbers.Integral)
+            or n_responses < 1
+        ):
+            raise ValueError(f"n_responses must be an integer >= 1, got {n_responses!r}.")
+        responses = int(n_responses)
+    return 2.0 * math.sqrt(math.log(2.0 * responses / float(delta)) / (2.0 * int(n_samples)))
+
+
+class PosteriorSampleResponder:
+    r"""PSAQR: answer queries from a fixed posterior sample set Θ̂ (Dimitrakakis et al. 2017,
+    Algorithm 2).
+
+    For each query q_t (which may depend on earlier queries and responses) the response is
+
+        r_t ∈ argmax_r Σ_{θ ∈ Θ̂} u_θ(q_t, r),
+
+    the candidate with the largest average utility over Θ̂ (ties: the first candidate).
+
+    Privacy cost: none beyond the draws. Responses are a function of Θ̂, of the query and of
+    the utility only, never of the data, so they are post-processing of the release that
+    produced Θ̂ (N · 2L/T for `sample_posterior`) and record nothing. Any number of queries,
+    even adaptive ones, cost nothing more; the most powerful query reveals Θ̂ itself, which
+    has already been paid for.
+
+    Parameters
+    ----------
+    samples
+        Θ̂: an InferenceData from `sample_posterior` (every chain and draw of its posterior),
+        or a mapping from variable names to arrays whose axis 0 indexes the N samples.
+    utility
+        ``utility(theta, query, response) -> float`` in [0, 1]: u_θ(q, r), with ``theta`` a
+        dict from variable names to one sample's values. Bounded utilities are what the
+        paper assumes and what `psaqr_utility_bound` needs.
+    """
+
+    def __init__(
+        self,
+        samples: az.InferenceData | Mapping[str, Any],
+        utility: Callable[[Mapping[str, np.ndarray], Any, Any], float],
+    ) -> None:
+        if not callable(utility):
+            raise TypeError("utility must be a callable utility(theta, query, response).")
+        self.samples = _sample_set(samples)
+        self.utility = utility
+
+    @property
+    def n_samples(self) -> int:
+        """N = |Θ̂|."""
+        return len(self.samples)
+
+    def expected_utility(self, query: Any, responses: Sequence) -> np.ndarray:
+        """û(q, r) = (1/N) Σ_{θ∈Θ̂} u_θ(q, r) for each candidate r in ``responses``."""
+        candidates = list(responses)
+        if not candidates:
+            raise ValueError("responses must hold at least one candidate response.")
+        values = np.array(
+            [[self.utility(theta, query, r) for r in candidates] for theta in self.samples],
+            dtype=np.float64,
+        )
+        if not (np.isfinite(values).all() and (values >= 0.0).all() and (values <= 1.0).all()):
+            raise ValueError(
+                "utility must return numbers in [0, 1] (Dimitrakakis et al. 2017 assume "
+                "u_θ: Q × R → [0, 1]); rescale it, e.g. 1 − loss / max_loss."
+            )
+        return values.mean(axis=0)
+
+    def respond(self, query: Any, responses: Sequence) -> Any:
+        """The response to ``query``: the candidate of ``responses`` maximising û(q, r)."""
+        candidates = list(responses)
+        return candidates[int(np.argmax(self.expected_utility(query, candidates)))]
+
+    def utility_bound(self, delta: float, *, n_responses: int | None = None) -> float:
+        """`psaqr_utility_bound` for this sample set's N."""
+        return psaqr_utility_bound(self.n_samples, delta, n_responses=n_responses)
+
+
+def _sample_set(samples: az.InferenceData | Mapping[str, Any]) -> tuple[dict, ...]:
+    """Θ̂ as a tuple of {name: value} dicts, one per sample."""
+    if isinstance(samples, az.InferenceData):
+        if "posterior" not in samples.groups():
+            raise ValueError("samples has no posterior group; pass sample_posterior's output.")
+        stacked = samples.posterior.stack(__sample__=("chain", "draw"))
+        arrays = {name: np.moveaxis(stacked[name].values, -1, 0) for name in stacked.data_vars}
+    elif isinstance(samples, Mapping):
+        arrays = {name: np.asarray(value) for name, value in samples.items()}
+    else:
+        raise TypeError(
+            "samples must be an InferenceData from sample_posterior or a mapping from names to "
+            f"arrays with the samples on axis 0, got {type(samples).__name__}."
+        )
+    sizes = {value.shape[0] if value.ndim else 0 for value in arrays.values()}
+    if not arrays or len(sizes) != 1 or 0 in sizes:
+        raise ValueError("samples must hold N >= 1 samples of every variable on axis 0.")
+    n_samples = sizes.pop()
+    return tuple({name: value[k] for name, value in arrays.items()} for k in range(n_samples))

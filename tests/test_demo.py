@@ -1,0 +1,60 @@
+"""Tests of the demo (``python -m pymc_private demo``) on its quickest settings."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer
+
+from pymc_private.__main__ import main
+from pymc_private.demo import class_probabilities, load_data
+
+ROW = re.compile(r"^\s*(\S+)\s+(\d\.\d+) ± (\d\.\d+)\s+(\d\.\d+)\s*$", re.MULTILINE)
+
+
+def test_demo_prints_utility_table_and_writes_plot(tmp_path, capsys):
+    png = tmp_path / "accuracy.png"
+    assert main(["demo", "--quick", "--out", str(png)]) == 0
+    out = capsys.readouterr().out
+
+    rows = ROW.findall(out)
+    assert [float(eps) for eps, *_ in rows] == [0.1, 1.0, 10.0]
+    for _, mean, sd, non_private in rows:
+        assert 0.0 <= float(mean) <= 1.0
+        assert float(sd) >= 0.0
+        assert 0.8 < float(non_private) <= 1.0
+    assert len({non_private for *_, non_private in rows}) == 1
+    assert "do not come from the private training rows" in out
+    assert "PrivacyAnalysis" in out
+    assert f"saved to {png.resolve()}" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_thresholds_are_public_medians_only():
+    data = load_data(n_public=60, n_test=150, seed=0)
+    bunch = load_breast_cancer()
+    public = np.random.default_rng(0).permutation(len(bunch.target))[:60]
+    np.testing.assert_array_equal(data.thresholds, np.median(bunch.data[public], axis=0))
+    assert data.x_train.shape == (569 - 60 - 150, 30)
+    assert data.x_test.shape == (150, 30)
+    assert set(np.unique(data.x_train)) == {0, 1}
+
+
+def test_class_probabilities_match_bayes_rule_for_one_draw():
+    pi = np.array([0.3])
+    theta = np.array([[[0.9, 0.2], [0.4, 0.6]]])
+    x = np.array([[1, 0], [0, 1]])
+    joint = np.array(
+        [
+            [0.7 * 0.9 * 0.8, 0.3 * 0.4 * 0.4],
+            [0.7 * 0.1 * 0.2, 0.3 * 0.6 * 0.6],
+        ]
+    )
+    expected = joint / joint.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(class_probabilities(pi, theta, x), expected, rtol=1e-12)
+
+
+def test_without_a_subcommand_prints_help(capsys):
+    assert main([]) == 0
+    assert "demo" in capsys.readouterr().out

@@ -1,0 +1,370 @@
+"""`PrivateGibbs`: exact conjugate Gibbs on privatised models (free) and on raw private data
+(2·L_j/T per block per sweep).
+
+Statistical checks use fixed seeds and state their tolerance: KS tests at α = 0.001 and
+audits at α = 0.01 (an ε-DP update fails its audit with probability ≤ α).
+"""
+
+from __future__ import annotations
+
+import math
+
+import arviz as az
+import cloudpickle
+import hypothesis.strategies as st
+import numpy as np
+import pymc as pm
+import pytest
+from hypothesis import given, settings
+from pymc.step_methods.compound import Competence
+from scipy import special, stats
+
+from pymc_private.accounting import PrivacyLedger, ledger_for
+from pymc_private.analysis import analyze
+from pymc_private.audit import epsilon_lower_bound
+from pymc_private.conjugate import draw_conjugate
+from pymc_private.data import PrivateData
+from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
+from pymc_private.privatize import privatize
+from pymc_private.report import privacy_report
+from pymc_private.sampling import ledger_of, sample
+from pymc_private.steps.gibbs import PrivateGibbs
+
+SENTINEL = 0.123456789
+
+
+def beta_bernoulli(y, *, alpha=2.0, beta=3.0, a=0.1):
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.asarray(y), bounds=(0, 1))
+        p = TruncatedBeta("p", alpha, beta, lower=a, upper=1 - a)
+        pm.Bernoulli("y", p, observed=y_obs)
+    return model
+
+
+def naive_bayes(labels, features, a=0.05):
+    d = np.shape(features)[1]
+    with pm.Model(coords={"cls": [0, 1], "feature": list(range(d))}) as model:
+        y_obs = PrivateData("y_obs", labels, bounds=(0, 1))
+        x_obs = PrivateData("x_obs", features, bounds=(0, 1))
+        pi = TruncatedBeta("pi", 1, 1, lower=a, upper=1 - a)
+        theta = TruncatedBeta("theta", 1, 1, lower=a, upper=1 - a, dims=("cls", "feature"))
+        pm.Bernoulli("y", pi, observed=y_obs)
+        pm.Bernoulli("x", theta[y_obs], observed=x_obs)
+    return model
+
+
+def normal_mean(x):
+    """Normal(μ, σ = 1) with μ ∈ [−1, 1] and data in [−2, 2]: L = max over μ ∈ {−1, 1} of
+    the range of (x − μ)²/2 over x, i.e. (2 + 1)²/2 − 0 = 4.5."""
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", x, bounds=(-2.0, 2.0))
+        mu = TruncatedNormal("mu", 0.0, 10.0, lower=-1.0, upper=1.0)
+        pm.Normal("x", mu, 1.0, observed=x_obs)
+    return model
+
+
+@pytest.fixture(scope="module")
+def bb_data():
+    return np.array([1] * 30 + [0] * 70)
+
+
+@pytest.fixture(scope="module")
+def bb_model(bb_data):
+    return beta_bernoulli(bb_data)
+
+
+@pytest.fixture(scope="module")
+def nb_data():
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 120)
+    features = (rng.random((120, 3)) < np.where(labels[:, None] == 1, 0.8, 0.3)).astype(int)
+    features[:7] = [[1, 0, 1], [0, 1, 1], [1, 1, 1], [0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]]
+    return labels, features
+
+
+@pytest.fixture(scope="module")
+def nb_model(nb_data):
+    return naive_bayes(*nb_data)
+
+
+@pytest.fixture(scope="module")
+def normal_data():
+    x = np.clip(np.random.default_rng(2).normal(0.4, 1.0, 80), -2.0, 2.0)
+    x[11] = SENTINEL
+    return x
+
+
+@pytest.fixture(scope="module")
+def normal_model(normal_data):
+    return normal_mean(normal_data)
+
+
+def _truncated_beta_cdf(a, b, lower, upper):
+    low, high = special.betainc(a, b, lower), special.betainc(a, b, upper)
+    return lambda x: (special.betainc(a, b, x) - low) / (high - low)
+
+
+# ---------------------------------------------------------------------------------------
+# Per-draw ε on raw data: Σ_j 2·L_j/T
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fixture", "temperature", "epsilon"),
+    [
+        ("bb_model", 3.0, 2 * math.log(0.9 / 0.1) / 3.0),
+        # blocks pi (L = ln 19) and theta (3 features, L = 3 ln 19)
+        ("nb_model", 5.0, 2 * (math.log(19) + 3 * math.log(19)) / 5.0),
+        ("normal_model", 2.0, 2 * 4.5 / 2.0),
+    ],
+)
+def test_privacy_epsilon_per_draw_is_the_formula(request, fixture, temperature, epsilon):
+    model = request.getfixturevalue(fixture)
+    with model:
+        step = PrivateGibbs(temperature=temperature)
+        idata = sample(
+            6,
+            step=step,
+            tune=4,
+            chains=1,
+            cores=1,
+            random_seed=3,
+            progressbar=False,
+            ledger=PrivacyLedger(),
+        )
+    per_draw = idata.sample_stats["privacy_epsilon"].values
+    np.testing.assert_allclose(per_draw, epsilon, rtol=1e-12)
+    assert step.touches_raw_data and step.mechanism == "gibbs_exponential"
+    ledger = ledger_of(idata)
+    assert ledger.epsilon() == pytest.approx(10 * epsilon, rel=1e-12)
+    assert list(idata.sample_stats.data_vars) == ["privacy_epsilon"]
+
+
+# ---------------------------------------------------------------------------------------
+# Targets: exact truncated posterior at T = 1, tempered one at T > 1
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("temperature", [1.0, 4.0])
+def test_raw_gibbs_targets_the_tempered_truncated_posterior(bb_model, temperature):
+    with bb_model:
+        idata = sample(
+            800,
+            step=PrivateGibbs(temperature=temperature),
+            chains=2,
+            cores=1,
+            random_seed=4,
+            progressbar=False,
+        )
+    draws = idata.posterior["p"].values.ravel()
+    assert draws.min() >= 0.1 and draws.max() <= 0.9
+    cdf = _truncated_beta_cdf(2 + 30 / temperature, 3 + 70 / temperature, 0.1, 0.9)
+    assert stats.kstest(draws, cdf).pvalue > 1e-3
+    wrong = _truncated_beta_cdf(2 + 30 / (2 * temperature), 3 + 70 / (2 * temperature), 0.1, 0.9)
+    assert stats.kstest(draws, wrong).pvalue < 1e-3
+
+
+def test_naive_bayes_blocks_target_their_exact_conditionals(nb_model, nb_data):
+    labels, features = nb_data
+    with nb_model:
+        idata = sample(
+            800, step=PrivateGibbs(), chains=2, cores=1, random_seed=5, progressbar=False
+        )
+    theta = idata.posterior["theta"].values.reshape(-1, 2, 3)
+    ones = int(features[labels == 1, 2].sum())
+    size = int((labels == 1).sum())
+    cdf = _truncated_beta_cdf(1 + ones, 1 + size - ones, 0.05, 0.95)
+    assert stats.kstest(theta[:, 1, 2], cdf).pvalue > 1e-3
+    pi = idata.posterior["pi"].values.ravel()
+    cdf = _truncated_beta_cdf(1 + size, 1 + len(labels) - size, 0.05, 0.95)
+    assert stats.kstest(pi, cdf).pvalue > 1e-3
+
+
+def test_conditionals_read_the_current_state_of_the_other_blocks():
+    """Normal(μ, τ): the μ block given τ and the τ block given μ are the textbook updates."""
+    x = np.clip(np.random.default_rng(6).normal(1.0, 0.5, 40), -3, 3)
+    with pm.Model():
+        x_obs = PrivateData("x_obs", x, bounds=(-3.0, 3.0))
+        mu = TruncatedNormal("mu", 0.0, 2.0, lower=-4.0, upper=4.0)
+        tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=20.0)
+        pm.Normal("x", mu, tau=tau, observed=x_obs)
+        step = PrivateGibbs(temperature=2.0)
+    mu_block, tau_block = step.blocks
+    n, s1, s2 = len(x), x.sum(), (x**2).sum()
+    mu_post = mu_block.conditional(step._statistics, {"tau": np.array(3.0)}, 2.0)
+    precision = 1 / 4 + n * 3.0 / 2.0
+    assert float(mu_post["sigma"]) == pytest.approx(precision**-0.5)
+    assert float(mu_post["mu"]) == pytest.approx((s1 * 3.0 / 2.0) / precision)
+    tau_post = tau_block.conditional(step._statistics, {"mu": np.array(0.7)}, 2.0)
+    assert float(tau_post["alpha"]) == pytest.approx(2.0 + n / 4.0)
+    assert float(tau_post["beta"]) == pytest.approx(1.0 + (s2 - 2 * 0.7 * s1 + n * 0.49) / 4.0)
+
+
+def test_regression_weights_and_precision_on_a_privatised_model():
+    rng = np.random.default_rng(7)
+    w_true = np.array([0.6, -0.4])
+    x = rng.uniform(-1, 1, (400, 2))
+    y = np.clip(x @ w_true + rng.normal(0, 0.2, 400), -2.0, 2.0)
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", x, bounds=(-1.0, 1.0))
+        y_obs = PrivateData("y_obs", y, bounds=(-2.0, 2.0))
+        w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=1.0)
+        tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=100.0)
+        pm.Normal("y", x_obs @ w, tau=tau, observed=y_obs)
+    private = privatize(model, 1e6, secure=False, random_seed=8)
+    with private:
+        step = PrivateGibbs()
+    assert [block.family for block in step.blocks] == ["mvnormal", "gamma"]
+    assert step.privacy_epsilon_per_draw == 0.0 and not step.touches_raw_data
+    weights_and_tau = private.compile_fn(
+        private.replace_rvs_by_values([private["w"], private["tau"]]),
+        inputs=private.value_vars,
+        on_unused_input="ignore",
+    )
+    point = private.initial_point()
+    step.set_rng(np.random.default_rng(9))
+    draws = []
+    for _ in range(300):
+        point, _ = step.step(point)
+        draws.append(weights_and_tau(point))
+    weights = np.array([w for w, _ in draws[50:]])
+    taus = np.array([t for _, t in draws[50:]])
+    assert np.linalg.norm(weights, axis=1).max() <= 1.0
+    assert taus.min() >= 0.1 and taus.max() <= 100.0
+    np.testing.assert_allclose(weights.mean(axis=0), w_true, atol=0.03)
+
+
+# ---------------------------------------------------------------------------------------
+# Step contract, competence, errors
+# ---------------------------------------------------------------------------------------
+
+
+def test_step_contract_and_pickling(nb_model):
+    with nb_model:
+        step = PrivateGibbs(temperature=2.0)
+    point = nb_model.initial_point()
+    frozen = {name: value.copy() for name, value in point.items()}
+    step.set_rng(np.random.default_rng(10))
+    new_point, stats_list = step.step(point)
+    assert [list(s) for s in stats_list] == [["privacy_epsilon"]]
+    for name, value in point.items():
+        np.testing.assert_array_equal(value, frozen[name])
+        assert new_point[name].dtype == value.dtype and new_point[name].shape == value.shape
+    clone = cloudpickle.loads(cloudpickle.dumps(step))
+    step.set_rng(np.random.default_rng(11))
+    clone.set_rng(np.random.default_rng(11))
+    original, copied = step.step(point)[0], clone.step(point)[0]
+    for name, value in original.items():
+        np.testing.assert_array_equal(value, copied[name])
+
+
+def test_competence_claims_privatised_conjugate_variables_only(bb_model):
+    assert PrivateGibbs in pm.STEP_METHODS
+    private = privatize(bb_model, 1.0, secure=False, random_seed=12)
+    assert PrivateGibbs.competence(private["p"], True) == Competence.IDEAL
+    assert PrivateGibbs.competence(bb_model["p"], True) == Competence.INCOMPATIBLE
+    with pm.Model():
+        public = pm.Beta("q", 1, 1)
+    assert PrivateGibbs.competence(public, True) == Competence.INCOMPATIBLE
+    with private:
+        idata = pm.sample(
+            30,
+            tune=10,
+            chains=1,
+            random_seed=13,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    assert np.all(idata.sample_stats["privacy_epsilon"].values == 0.0)
+
+
+def test_unsupported_block_names_the_variable_and_the_alternative(normal_data):
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", normal_data, bounds=(-2.0, 2.0))
+        mu = TruncatedNormal("mu", 0.0, 1.0, lower=-1.0, upper=1.0)
+        sigma = TruncatedGamma("sigma", 2.0, 2.0, lower=0.5, upper=2.0)
+        pm.Normal("x", mu, sigma, observed=x_obs)
+        with pytest.raises(UnsupportedModelError, match=r"`sigma`.*pmp\.PrivateMetropolis"):
+            PrivateGibbs()
+        step = PrivateGibbs([mu])
+    assert [v.name for v in step.vars] == ["mu_interval__"]
+    assert step.privacy_epsilon_per_draw == pytest.approx(2 * analyze(model).block_lipschitz["mu"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    temperature=st.one_of(
+        st.floats(max_value=0.999999),
+        st.sampled_from([math.nan, math.inf, True, "2", None]),
+    )
+)
+def test_invalid_temperature_is_refused_and_nothing_is_recorded(temperature):
+    with pytest.raises(InvalidPrivacyParameterError, match="temperature must be a finite number"):
+        with _TEMPERATURE_MODEL:
+            sample(5, step=PrivateGibbs(temperature=temperature), chains=1, progressbar=False)
+    assert len(ledger_for(_TEMPERATURE_MODEL)) == 0
+
+
+_TEMPERATURE_MODEL = beta_bernoulli(np.array([0, 1, 1]))
+
+
+# ---------------------------------------------------------------------------------------
+# Audit of one exponential-mechanism update, chains, canary
+# ---------------------------------------------------------------------------------------
+
+
+def test_audit_one_gibbs_update_and_catch_half_charge():
+    """Beta–Bernoulli, θ ∈ [0.3, 0.7], T = 1: L = ln(7/3), claimed ε = 2L/T. Neighbours
+    D = five 0s and D' = four 0s and a 1, where the posterior under D sits near 0.3 so that
+    the upper tail of θ is most sensitive (about 1.1·L/T is auditable there). The update is
+    the step's own conditional, drawn vectorised from the same generator calls as `step`."""
+    steps = {}
+    for successes in (0, 1):
+        with beta_bernoulli(
+            np.array([1] * successes + [0] * (5 - successes)), alpha=1, beta=1, a=0.3
+        ):
+            steps[successes] = PrivateGibbs()
+    lipschitz = math.log(0.7 / 0.3)
+    assert steps[0].privacy_epsilon_per_draw == pytest.approx(2 * lipschitz)
+
+    def update(successes, rng, size):
+        step = steps[successes]
+        (block,) = step.blocks
+        parameters = block.conditional(step._statistics, {}, step.temperature)
+        return draw_conjugate(rng, block.family, parameters, block.support, name="p", size=size)
+
+    point = {"p_interval__": np.array(0.0)}
+    steps[1].set_rng(np.random.default_rng(14))
+    stepped = steps[1].step(point)[0]["p_interval__"]
+    first = update(1, np.random.default_rng(14), 1)
+    np.testing.assert_allclose(stepped, steps[1]._forward["p"](first[0]))
+
+    kwargs = {"n": 300_000, "alpha": 0.01, "vectorized": True, "event": lambda t: t >= 0.6614}
+    result = epsilon_lower_bound(update, 0, 1, random_seed=15, **kwargs)
+    assert result.passes(2 * lipschitz)
+    assert not result.passes(lipschitz)
+
+
+def test_raw_gibbs_chains_cores_and_canary(normal_model, normal_data, tmp_path, capsys):
+    kwargs = {"tune": 5, "chains": 4, "random_seed": 16, "progressbar": False}
+    with normal_model:
+        serial = sample(
+            20, step=PrivateGibbs(temperature=10.0), cores=1, ledger=PrivacyLedger(), **kwargs
+        )
+        parallel = sample(20, step=PrivateGibbs(temperature=10.0), cores=2, **kwargs)
+    np.testing.assert_array_equal(serial.posterior["mu"], parallel.posterior["mu"])
+    assert set(serial.groups()) == {"posterior", "sample_stats"}
+    assert az.summary(serial, var_names=["mu"]).shape[0] == 1
+    path = tmp_path / "raw_gibbs.nc"
+    serial.to_netcdf(path)
+    loaded = az.from_netcdf(path)
+    assert ledger_of(loaded).epsilon() == pytest.approx(4 * 25 * 2 * 4.5 / 10.0)
+    table = privacy_report(loaded)
+    report = capsys.readouterr().out + table.to_string()
+    for text in (report, serial.attrs["privacy_ledger"]):
+        assert "0.123456789" not in text and "0.12345678" not in text
+    blob = path.read_bytes()
+    assert np.float64(SENTINEL).tobytes() not in blob
+    assert np.asarray(normal_data[8:16]).tobytes() not in blob
+    assert np.float64(normal_data.sum()).tobytes() not in blob
