@@ -3,6 +3,7 @@ nothing derived from raw data but the accounted draws."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 
@@ -163,13 +164,19 @@ def _check_budget(
             raise
         iterations = budget.affordable_count(ledger, per_draw, per_count=chains)
         affordable = max(0, iterations - tune)
-        planned_total = ledger.would_compose(planned, delta=budget.delta).epsilon
-        factor = planned_total / max(budget.epsilon - ledger.epsilon(budget.delta), 1e-300)
-        raise BudgetExceededError(
-            f"{refusal} With {chains} chains and tune={tune}, at most {affordable} draws per "
-            f"chain fit; or multiply the temperature by at least {factor:.3g} "
-            "(per-draw ε is 2L/T)."
-        ) from None
+        advice = f"With {chains} chains and tune={tune}, at most {affordable} draws per chain fit"
+        remaining = budget.remaining(ledger)
+        if remaining > 0:
+            # Per-draw ε is proportional to 1/T (2L/T, 2L_j/T, 2c/T): scaling every
+            # temperature by `factor` makes the planned spend fit by the plain sum.
+            factor = math.fsum(r.epsilon * r.count for r in planned) / remaining
+            temperatures = {s.temperature for s in private_steps if s.privacy_epsilon_per_draw}
+            advice += (
+                f"; or sample at temperature ≥ {factor * temperatures.pop():.4g}"
+                if len(temperatures) == 1
+                else f"; or multiply every step's temperature by at least {factor:.4g}"
+            )
+        raise BudgetExceededError(f"{refusal} {advice}.") from None
 
 
 def _released(

@@ -78,6 +78,8 @@ def test_budget_refusal_samples_nothing_and_says_what_fits(model):
     per_draw = 2 * L / 10.0
     affordable = int(1.0 // (2 * per_draw))
     assert f"at most {affordable} draws per chain" in str(refusal.value)
+    temperature = 10.0 * 200 * per_draw / 1.0
+    assert f"temperature ≥ {temperature:.4g}" in str(refusal.value)
 
 
 def test_ledger_charges_every_iteration_of_every_chain(released):

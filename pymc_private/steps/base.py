@@ -24,8 +24,9 @@ class PrivateStep:
     """Mixin for step methods whose every draw is an accounted private release.
 
     Subclasses set, in ``__init__``, ``privacy_epsilon_per_draw`` (the ε of one draw, a
-    formula of public quantities stated in the subclass docstring), ``sensitivity`` (the
-    Lipschitz constant or Δ₁ it is calibrated to) and ``mechanism`` (a name from the papers),
+    formula of public quantities stated in the subclass docstring, proportional to
+    1/``temperature``), ``temperature``, ``sensitivity`` (the Lipschitz constant or Δ₁ it is
+    calibrated to) and ``mechanism`` (a name from the papers),
     and list in ``released_stats`` the sample stats that are safe to release: stats that are
     public functions of the released chain and of public quantities (never a log density or
     an acceptance probability computed from raw data).
@@ -34,6 +35,7 @@ class PrivateStep:
     mechanism: ClassVar[str]
     released_stats: ClassVar[tuple[str, ...]] = ("privacy_epsilon",)
     privacy_epsilon_per_draw: float
+    temperature: float
     sensitivity: float | None
     touches_raw_data: bool = True
 
