@@ -49,7 +49,8 @@ def sample(
     The planned spend, ``chains × (tune + draws)`` releases of the sweep's per-draw ε
     (tuning iterations touch the data and are charged), is composed by the ledger and
     checked against ``budget`` before anything is sampled: over budget, `BudgetExceededError`
-    is raised, nothing is sampled and the ledger is unchanged.
+    is raised, nothing is sampled and the ledger is unchanged. Within budget, it is recorded
+    before sampling starts, so a run that fails part-way is still charged in full.
 
     The returned InferenceData holds the posterior draws, the sample stats the private steps
     declare safe (``privacy_epsilon`` per draw, ...), the privatised statistics (as
@@ -71,12 +72,18 @@ def sample(
     budget
         A `pmp.Budget` the whole ledger (earlier releases included) must fit.
     random_seed, progressbar, **kwargs
-        Passed to `pm.sample`.
+        Passed to `pm.sample` (except ``trace``, ``return_inferencedata``, ``idata_kwargs``
+        and ``nuts_sampler``, which would bypass what `pmp.sample` guarantees).
     ledger
         The ledger to record in. Defaults to the model's own ledger (`pmp.ledger_for`;
         a privatised model shares its source's), so that calls compose and the budget
         sees every earlier release from the same model.
     """
+    refused = sorted(set(kwargs) & set(_REFUSED_KWARGS))
+    if refused:
+        raise UnsupportedModelError(
+            f"pmp.sample does not take {refused[0]}=: {_REFUSED_KWARGS[refused[0]]}"
+        )
     model = pm.modelcontext(model)
     privatisation = privatisation_of(model)
     if privatisation is None:
@@ -97,6 +104,9 @@ def sample(
     ]
     if budget is not None:
         _check_budget(budget, ledger, planned, private_steps, chains=chains, tune=tune)
+    # Charged before the data is touched: a run that fails part-way has still released
+    # whatever it released (an error, draws kept by a callback), so it is never undercounted.
+    ledger.record_all(planned)
 
     idata = pm.sample(
         draws,
@@ -110,10 +120,17 @@ def sample(
         idata_kwargs={"log_likelihood": False},
         **kwargs,
     )
-    ledger.record_all(planned)
     released = _released(idata, private_steps, privatisation)
     released.attrs[LEDGER_ATTR] = ledger.to_json()
     return released
+
+
+_REFUSED_KWARGS = {
+    "trace": "a custom trace backend may store the observed data; use the default.",
+    "return_inferencedata": "the released InferenceData is the only output pmp.sample gives.",
+    "idata_kwargs": "pmp.sample builds the InferenceData itself, without log_likelihood.",
+    "nuts_sampler": "external NUTS samplers bypass the private step methods.",
+}
 
 
 def _steps_for(model: pm.Model, step, privatisation: Privatisation | None) -> list:

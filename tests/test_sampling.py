@@ -173,3 +173,28 @@ def test_plot_follows_chains_across_calls():
     assert final["chain 1"] == pytest.approx(0.5 + 2.0)
     assert final["total"] == pytest.approx(ledger.epsilon())
     assert len(ax.get_lines()[0].get_xdata()) == 31
+
+
+def test_a_run_that_fails_part_way_is_still_charged(model, monkeypatch):
+    """The spend is recorded before the data is touched: an error mid-sampling (itself an
+    outcome of the data) cannot leave the ledger undercounted."""
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("sampling failed")
+
+    monkeypatch.setattr(pm, "sample", fails)
+    ledger = PrivacyLedger()
+    with model:
+        step = PrivateMetropolis([model["theta"]], temperature=10.0)
+        with pytest.raises(RuntimeError, match="sampling failed"):
+            sample(10, step=step, chains=2, cores=1, ledger=ledger, progressbar=False)
+    assert ledger.epsilon() == pytest.approx(20 * 2 * L / 10.0)
+
+
+@pytest.mark.parametrize("keyword", ["trace", "return_inferencedata", "nuts_sampler"])
+def test_keywords_that_would_bypass_the_release_are_refused(model, keyword):
+    ledger = PrivacyLedger()
+    with model:
+        with pytest.raises(UnsupportedModelError, match=f"does not take {keyword}="):
+            sample(10, step=[], chains=1, ledger=ledger, **{keyword: None})
+    assert len(ledger) == 0
