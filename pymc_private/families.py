@@ -604,6 +604,11 @@ class LikelihoodFamily(ABC):
             n_groups=term.n_groups,
         )
 
+    def _sum_statistic(self, term: LikelihoodTerm) -> StatisticSpec:
+        """Σ x of a node whose parameters are plain free variables, t(x) = x ∈ [lo, hi]."""
+        self._require_plain(term)
+        return self._statistic(term, "sum", lambda d: (d.lower, d.upper))
+
     def _counts(self, term: LikelihoodTerm, n_categories: int) -> StatisticSpec:
         grouped = term.group_by is not None
         sensitivity = sum(
@@ -659,6 +664,21 @@ def _reduce(statistic, param: ParameterTerm) -> np.ndarray:
     if axes:
         statistic = statistic.sum(axis=axes, keepdims=True)
     return statistic
+
+
+def _record_counts(term: LikelihoodTerm, statistic, totals):
+    """The records behind each entry of an element-resolution statistic: n, or the group
+    counts n_g along the group axis of a grouped node (numpy or PyTensor)."""
+    return _expand_totals(totals, statistic.ndim, term.group_by is not None)
+
+
+def _sum_and_counts(
+    term: LikelihoodTerm, statistics: Mapping[str, np.ndarray], totals
+) -> tuple[np.ndarray, np.ndarray]:
+    """Σ x as floats and `_record_counts` broadcast to its shape, for a conjugate update."""
+    total = np.asarray(statistics["sum"], dtype=np.float64)
+    count = np.broadcast_to(_record_counts(term, total, np.asarray(totals)), total.shape)
+    return total, count
 
 
 def _sum(x):
@@ -773,24 +793,18 @@ class Binomial(LikelihoodFamily):
         )
 
     def statistics(self, term):
-        self._require_plain(term)
-        spec = self._statistic(term, "sum", lambda d: (d.lower, d.upper))
-        return (spec,)
+        return (self._sum_statistic(term),)
 
     def logp_from_statistics(self, term, values, statistics, totals):
         total = statistics["sum"]
-        m = self._trials(term.parameters)
-        grouped = term.group_by is not None
-        trials = m * _expand_totals(totals, total.ndim, grouped)
+        trials = self._trials(term.parameters) * _record_counts(term, total, totals)
         p = _aligned(term, "p", values.get("p"), total.ndim)
         return _sum(total * _log(p) + (trials - total) * _log(1.0 - p))
 
     def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
-        total = np.asarray(statistics["sum"], dtype=np.float64)
-        m = self._trials(term.parameters)
-        trials = m * _expand_totals(np.asarray(totals), total.ndim, term.group_by is not None)
-        trials = np.broadcast_to(trials, total.shape)
+        total, count = _sum_and_counts(term, statistics, totals)
+        trials = self._trials(term.parameters) * count
         return {
             "alpha": prior["alpha"] + _reduce(total, param) / temperature,
             "beta": prior["beta"] + _reduce(trials - total, param) / temperature,
@@ -879,23 +893,17 @@ class Poisson(LikelihoodFamily):
         )
 
     def statistics(self, term):
-        self._require_plain(term)
-        spec = self._statistic(term, "sum", lambda d: (d.lower, d.upper))
-        return (spec,)
+        return (self._sum_statistic(term),)
 
     def logp_from_statistics(self, term, values, statistics, totals):
         total = statistics["sum"]
-        count = _expand_totals(totals, total.ndim, term.group_by is not None)
+        count = _record_counts(term, total, totals)
         lam = _aligned(term, "mu", values.get("mu"), total.ndim)
         return _sum(total * _log(lam) - count * lam)
 
     def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
-        total = np.asarray(statistics["sum"], dtype=np.float64)
-        count = np.broadcast_to(
-            _expand_totals(np.asarray(totals), total.ndim, term.group_by is not None),
-            total.shape,
-        )
+        total, count = _sum_and_counts(term, statistics, totals)
         return {
             "alpha": prior["alpha"] + _reduce(total, param) / temperature,
             "beta": prior["beta"] + _reduce(count, param) / temperature,
@@ -939,23 +947,17 @@ class Exponential(LikelihoodFamily):
         )
 
     def statistics(self, term):
-        self._require_plain(term)
-        spec = self._statistic(term, "sum", lambda d: (d.lower, d.upper))
-        return (spec,)
+        return (self._sum_statistic(term),)
 
     def logp_from_statistics(self, term, values, statistics, totals):
         total = statistics["sum"]
-        count = _expand_totals(totals, total.ndim, term.group_by is not None)
+        count = _record_counts(term, total, totals)
         scale = _aligned(term, "scale", values.get("scale"), total.ndim)
         return _sum(-count * _log(scale) - total / scale)
 
     def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
-        total = np.asarray(statistics["sum"], dtype=np.float64)
-        count = np.broadcast_to(
-            _expand_totals(np.asarray(totals), total.ndim, term.group_by is not None),
-            total.shape,
-        )
+        total, count = _sum_and_counts(term, statistics, totals)
         return {
             "alpha": prior["alpha"] + _reduce(count, param) / temperature,
             "beta": prior["beta"] + _reduce(total, param) / temperature,
@@ -1034,24 +1036,18 @@ class NormalKnownSigma(_Normal):
         return parameters["sigma"].constant is not None and parameters["mu"].covariates is None
 
     def statistics(self, term):
-        self._require_plain(term)
-        spec = self._statistic(term, "sum", lambda d: (d.lower, d.upper))
-        return (spec,)
+        return (self._sum_statistic(term),)
 
     def logp_from_statistics(self, term, values, statistics, totals):
         total = statistics["sum"]
-        count = _expand_totals(totals, total.ndim, term.group_by is not None)
+        count = _record_counts(term, total, totals)
         mu = _aligned(term, "mu", values.get("mu"), total.ndim)
         sigma = _aligned(term, "sigma", None, total.ndim)
         return _sum((mu * total - 0.5 * count * mu * mu) / sigma**2)
 
     def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
-        total = np.asarray(statistics["sum"], dtype=np.float64)
-        count = np.broadcast_to(
-            _expand_totals(np.asarray(totals), total.ndim, term.group_by is not None),
-            total.shape,
-        )
+        total, count = _sum_and_counts(term, statistics, totals)
         sigma = np.asarray(term.parameters["sigma"].constant, dtype=np.float64)
         return self._mu_update(param, prior, total, count, sigma, temperature)
 
@@ -1076,14 +1072,13 @@ class NormalFreeSigma(_Normal):
         return parameters["sigma"].constant is None and parameters["mu"].covariates is None
 
     def statistics(self, term):
-        self._require_plain(term)
-        first = self._statistic(term, "sum", lambda d: (d.lower, d.upper))
+        first = self._sum_statistic(term)
         second = self._statistic(term, "sum_squares", lambda d: _square_interval(d.lower, d.upper))
         return (first, second)
 
     def logp_from_statistics(self, term, values, statistics, totals):
         s1, s2 = statistics["sum"], statistics["sum_squares"]
-        count = _expand_totals(totals, s1.ndim, term.group_by is not None)
+        count = _record_counts(term, s1, totals)
         mu = _aligned(term, "mu", values.get("mu"), s1.ndim)
         sigma = _aligned(term, "sigma", values.get("sigma"), s1.ndim)
         quadratic = s2 - 2.0 * mu * s1 + count * mu * mu
@@ -1095,11 +1090,8 @@ class NormalFreeSigma(_Normal):
 
     def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
-        s1 = np.asarray(statistics["sum"], dtype=np.float64)
+        s1, count = _sum_and_counts(term, statistics, totals)
         s2 = np.asarray(statistics["sum_squares"], dtype=np.float64)
-        count = np.broadcast_to(
-            _expand_totals(np.asarray(totals), s1.ndim, term.group_by is not None), s1.shape
-        )
         if target == "mu":
             sigma = _aligned(term, "sigma", np.asarray(state["sigma"]), s1.ndim)
             return self._mu_update(param, prior, s1, count, sigma, temperature)

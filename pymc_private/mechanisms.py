@@ -101,16 +101,11 @@ def laplace(
     DataBoundsError
         ``values`` is empty, not real-numeric, or holds NaN or infinite entries.
     """
-    epsilon = _check_privacy_parameter("epsilon", epsilon)
-    sensitivity = _check_privacy_parameter("sensitivity", sensitivity)
-    secure = _check_secure(secure)
-    _check_rng(rng)
+    epsilon, sensitivity, secure = _check_arguments(epsilon, sensitivity, secure, rng)
     values = _check_values("values", values, integer=False).astype(np.float64)
     scale = _checked_scale(sensitivity, epsilon)
     if secure:
-        measurement, scale, epsilon_spent = _opendp_laplace("float", sensitivity, epsilon)
-        noisy = np.asarray(measurement(values.ravel().tolist()), dtype=np.float64)
-        noisy = noisy.reshape(values.shape)
+        noisy, scale, epsilon_spent = _opendp_laplace_noise("float", values, sensitivity, epsilon)
         note = f"OpenDP make_laplace, scale={scale!r}, exact sampler on the 2^-1074 grid"
     else:
         noisy = np.random.default_rng(rng).laplace(loc=values, scale=scale)
@@ -184,21 +179,13 @@ def discrete_laplace(
     DataBoundsError
         ``counts`` is empty, not numeric, non-finite, or not integral.
     """
-    epsilon = _check_privacy_parameter("epsilon", epsilon)
-    sensitivity = _check_privacy_parameter("sensitivity", sensitivity)
-    if sensitivity != math.floor(sensitivity) or sensitivity > _MAX_EXACT_INTEGER:
-        raise InvalidPrivacyParameterError(
-            f"sensitivity must be a positive integer for discrete_laplace, got {sensitivity!r};"
-            " use laplace() for a real-valued sensitivity."
-        )
-    secure = _check_secure(secure)
-    _check_rng(rng)
+    epsilon, sensitivity, secure = _check_arguments(
+        epsilon, sensitivity, secure, rng, integer_sensitivity=True
+    )
     counts = _check_values("counts", counts, integer=True).astype(np.int64)
     scale = _checked_scale(sensitivity, epsilon)
     if secure:
-        measurement, scale, epsilon_spent = _opendp_laplace("int", sensitivity, epsilon)
-        noisy = np.asarray(measurement(counts.ravel().tolist()), dtype=np.int64)
-        noisy = noisy.reshape(counts.shape)
+        noisy, scale, epsilon_spent = _opendp_laplace_noise("int", counts, sensitivity, epsilon)
         note = f"OpenDP make_laplace (integer), scale={scale!r}, exact CKS20 sampler"
     else:
         generator = np.random.default_rng(rng)
@@ -282,12 +269,9 @@ def exponential_mechanism(
     DataBoundsError
         ``scores`` is empty, not one-dimensional, not real-numeric, or non-finite.
     """
-    epsilon = _check_privacy_parameter("epsilon", epsilon)
-    sensitivity = _check_privacy_parameter("sensitivity", sensitivity)
-    secure = _check_secure(secure)
-    if not isinstance(monotone, bool | np.bool_):
-        raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}.")
-    _check_rng(rng)
+    epsilon, sensitivity, secure = _check_arguments(
+        epsilon, sensitivity, secure, rng, monotone=monotone
+    )
     scores = _check_values("scores", scores, integer=False).astype(np.float64)
     if scores.ndim != 1:
         raise DataBoundsError(
@@ -318,6 +302,33 @@ def exponential_mechanism(
         note=note + (", monotone utility" if monotone else ""),
     )
     return index, release
+
+
+def _check_arguments(
+    epsilon,
+    sensitivity,
+    secure,
+    rng,
+    *,
+    integer_sensitivity: bool = False,
+    monotone: bool = False,
+) -> tuple[float, float, bool]:
+    """The arguments every mechanism shares, validated in one order: ε, Δ (an integer when
+    ``integer_sensitivity``), ``secure``, ``monotone``, ``rng``. Returns (ε, Δ, secure)."""
+    epsilon = _check_privacy_parameter("epsilon", epsilon)
+    sensitivity = _check_privacy_parameter("sensitivity", sensitivity)
+    if integer_sensitivity and (
+        sensitivity != math.floor(sensitivity) or sensitivity > _MAX_EXACT_INTEGER
+    ):
+        raise InvalidPrivacyParameterError(
+            f"sensitivity must be a positive integer for discrete_laplace, got {sensitivity!r};"
+            " use laplace() for a real-valued sensitivity."
+        )
+    secure = _check_secure(secure)
+    if not isinstance(monotone, bool | np.bool_):
+        raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}.")
+    _check_rng(rng)
+    return epsilon, sensitivity, secure
 
 
 def _check_privacy_parameter(name: str, value) -> float:
@@ -394,6 +405,18 @@ def _checked_scale(sensitivity: float, epsilon: float) -> float:
             "sensitivity within a few hundred orders of magnitude of each other."
         )
     return scale
+
+
+def _opendp_laplace_noise(
+    kind: str, values: np.ndarray, sensitivity: float, epsilon: float
+) -> tuple[np.ndarray, float, float]:
+    """``values`` plus OpenDP Laplace noise (`_opendp_laplace`), in their shape and dtype.
+
+    Returns ``(noisy, scale, mapped_epsilon)``.
+    """
+    measurement, scale, epsilon_spent = _opendp_laplace(kind, sensitivity, epsilon)
+    noisy = np.asarray(measurement(values.ravel().tolist()), dtype=values.dtype)
+    return noisy.reshape(values.shape), scale, epsilon_spent
 
 
 @functools.lru_cache(maxsize=256)

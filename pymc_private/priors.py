@@ -219,17 +219,62 @@ class _InteriorTruncated(Truncated):
 
 def _truncate(
     name: str | None,
-    base: TensorVariable,
-    lower: np.ndarray,
-    upper: np.ndarray,
+    prior: str,
+    base: type[pm.Distribution],
+    base_support: tuple[float, float],
+    parameters: dict[str, Any],
+    lower: Any,
+    upper: Any,
     kwargs: dict[str, Any],
 ) -> TensorVariable:
+    """``base`` with positive ``parameters`` truncated to [lower, upper] ⊆ ``base_support``,
+    validated in argument order (named, or unnamed when ``name`` is None)."""
+    checked = {
+        argument: _parameter(value, argument, prior, positive=True)
+        for argument, value in parameters.items()
+    }
+    lower, upper = _interval(lower, upper, base_support, prior)
+    dist = base.dist(**checked)
     if name is None:
-        return _InteriorTruncated.dist(base, lower=lower, upper=upper, **kwargs)
-    return _InteriorTruncated(name, base, lower=lower, upper=upper, **kwargs)
+        return _InteriorTruncated.dist(dist, lower=lower, upper=upper, **kwargs)
+    return _InteriorTruncated(name, dist, lower=lower, upper=upper, **kwargs)
 
 
-class TruncatedBeta:
+class _TruncatedShapeRate:
+    """`TruncatedBeta` and `TruncatedGamma`: a base with two positive parameters ``alpha``
+    and ``beta``, truncated to [lower, upper] inside ``_base_support``."""
+
+    _base: type[pm.Distribution]
+    _base_support: tuple[float, float]
+
+    def __new__(
+        cls,
+        name: str,
+        alpha: TensorLike,
+        beta: TensorLike,
+        *,
+        lower: ArrayLike,
+        upper: ArrayLike,
+        **kwargs,
+    ) -> TensorVariable:
+        return cls._build(name, alpha, beta, lower, upper, kwargs)
+
+    @classmethod
+    def dist(
+        cls, alpha: TensorLike, beta: TensorLike, *, lower: ArrayLike, upper: ArrayLike, **kwargs
+    ) -> TensorVariable:
+        """The unnamed distribution, as `pm.Beta.dist` (`pm.Gamma.dist`)."""
+        return cls._build(None, alpha, beta, lower, upper, kwargs)
+
+    @classmethod
+    def _build(cls, name, alpha, beta, lower, upper, kwargs) -> TensorVariable:
+        parameters = {"alpha": alpha, "beta": beta}
+        return _truncate(
+            name, cls.__name__, cls._base, cls._base_support, parameters, lower, upper, kwargs
+        )
+
+
+class TruncatedBeta(_TruncatedShapeRate):
     r"""Beta(α, β) truncated to [lower, upper] ⊆ [0, 1].
 
     .. math:: p(θ) = \frac{θ^{α−1}(1−θ)^{β−1}}{B(α, β)\,[I_{upper}(α, β) − I_{lower}(α, β)]},
@@ -255,34 +300,11 @@ class TruncatedBeta:
         The random variable (a `pm.Truncated` node, readable by `parameter_support`).
     """
 
-    def __new__(
-        cls,
-        name: str,
-        alpha: TensorLike,
-        beta: TensorLike,
-        *,
-        lower: ArrayLike,
-        upper: ArrayLike,
-        **kwargs,
-    ) -> TensorVariable:
-        return cls._build(name, alpha, beta, lower, upper, kwargs)
-
-    @classmethod
-    def dist(
-        cls, alpha: TensorLike, beta: TensorLike, *, lower: ArrayLike, upper: ArrayLike, **kwargs
-    ) -> TensorVariable:
-        """The unnamed distribution, as `pm.Beta.dist`."""
-        return cls._build(None, alpha, beta, lower, upper, kwargs)
-
-    @staticmethod
-    def _build(name, alpha, beta, lower, upper, kwargs) -> TensorVariable:
-        alpha = _parameter(alpha, "alpha", "TruncatedBeta", positive=True)
-        beta = _parameter(beta, "beta", "TruncatedBeta", positive=True)
-        lower, upper = _interval(lower, upper, (0.0, 1.0), "TruncatedBeta")
-        return _truncate(name, pm.Beta.dist(alpha=alpha, beta=beta), lower, upper, kwargs)
+    _base = pm.Beta
+    _base_support = (0.0, 1.0)
 
 
-class TruncatedGamma:
+class TruncatedGamma(_TruncatedShapeRate):
     r"""Gamma(α, rate β) truncated to [lower, upper] ⊆ [0, ∞), both bounds finite.
 
     .. math:: p(λ) ∝ λ^{α−1} e^{−βλ}, \quad lower ≤ λ ≤ upper
@@ -309,31 +331,8 @@ class TruncatedGamma:
         The random variable (a `pm.Truncated` node).
     """
 
-    def __new__(
-        cls,
-        name: str,
-        alpha: TensorLike,
-        beta: TensorLike,
-        *,
-        lower: ArrayLike,
-        upper: ArrayLike,
-        **kwargs,
-    ) -> TensorVariable:
-        return cls._build(name, alpha, beta, lower, upper, kwargs)
-
-    @classmethod
-    def dist(
-        cls, alpha: TensorLike, beta: TensorLike, *, lower: ArrayLike, upper: ArrayLike, **kwargs
-    ) -> TensorVariable:
-        """The unnamed distribution, as `pm.Gamma.dist`."""
-        return cls._build(None, alpha, beta, lower, upper, kwargs)
-
-    @staticmethod
-    def _build(name, alpha, beta, lower, upper, kwargs) -> TensorVariable:
-        alpha = _parameter(alpha, "alpha", "TruncatedGamma", positive=True)
-        beta = _parameter(beta, "beta", "TruncatedGamma", positive=True)
-        lower, upper = _interval(lower, upper, (0.0, np.inf), "TruncatedGamma")
-        return _truncate(name, pm.Gamma.dist(alpha=alpha, beta=beta), lower, upper, kwargs)
+    _base = pm.Gamma
+    _base_support = (0.0, np.inf)
 
 
 class TruncatedExponential:
@@ -374,9 +373,16 @@ class TruncatedExponential:
 
     @staticmethod
     def _build(name, lam, lower, upper, kwargs) -> TensorVariable:
-        lam = _parameter(lam, "lam", "TruncatedExponential", positive=True)
-        lower, upper = _interval(lower, upper, (0.0, np.inf), "TruncatedExponential")
-        return _truncate(name, pm.Exponential.dist(lam=lam), lower, upper, kwargs)
+        return _truncate(
+            name,
+            "TruncatedExponential",
+            pm.Exponential,
+            (0.0, np.inf),
+            {"lam": lam},
+            lower,
+            upper,
+            kwargs,
+        )
 
 
 class TruncatedNormal:
