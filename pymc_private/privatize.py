@@ -200,7 +200,9 @@ def privatize(
     Raises
     ------
     InvalidPrivacyParameterError
-        ``epsilon`` not a finite number > 0, or ``secure`` not a bool (before any noise).
+        ``epsilon`` not a finite number > 0, ``secure`` not a bool, or a share ε_I or ε_R
+        that is not a finite number > 0 with a finite noise scale > 0 in floating point
+        (e.g. a real part whose Δ_R is ~1e-17 of Δ₁); all before any noise.
     UnsupportedModelError
         The analysis cannot reduce the model to sufficient statistics (its own message), or
         the model cannot be rebuilt without the data (before any noise).
@@ -296,25 +298,12 @@ def _noised(
     secure: bool,
     rng: np.random.Generator,
 ) -> tuple[dict[str, np.ndarray], list[Release]]:
-    total_sensitivity = float(analysis.sensitivity_l1)
     noisy: dict[str, np.ndarray] = {}
     releases: list[Release] = []
-    integer_part = [s for s in analysis.statistics if _is_integer(s)]
-    real_part = [s for s in analysis.statistics if not _is_integer(s)]
-    integer_sensitivity = float(sum(s.sensitivity_l1 for s in integer_part))
-    epsilon_integer = epsilon * integer_sensitivity / total_sensitivity if total_sensitivity else 0
-    epsilon_real = epsilon - epsilon_integer
-    while Fraction(epsilon_integer) + Fraction(epsilon_real) > Fraction(epsilon):
-        epsilon_real = math.nextafter(epsilon_real, 0.0)
-    for part, mechanism, part_epsilon in (
-        (integer_part, discrete_laplace, epsilon_integer),
-        (real_part, laplace, epsilon_real),
-    ):
-        if not part:
-            continue
+    # Every part is split and validated before the first mechanism draws any noise.
+    for part, mechanism, sensitivity, part_epsilon in _noise_plan(analysis, epsilon):
         exact = [np.asarray(spec.compute(arrays)) for spec in part]
-        sensitivity = float(sum(spec.sensitivity_l1 for spec in part))
-        if sensitivity == 0.0:
+        if mechanism is None:
             noisy.update({spec.name: value for spec, value in zip(part, exact, strict=True)})
             continue
         flat, release = mechanism(
@@ -330,6 +319,48 @@ def _noised(
         for spec, start, stop in zip(part, offsets[:-1], offsets[1:], strict=True):
             noisy[spec.name] = flat[start:stop].reshape(spec.shape)
     return noisy, releases
+
+
+def _noise_plan(analysis: PrivacyAnalysis, epsilon: float) -> list[tuple]:
+    """The integer and the real part: ``(specs, mechanism, Δ, ε)`` each, validated.
+
+    ε_I = ε·Δ_I/Δ₁ and ε_R = ε − ε_I rounded down until ε_I + ε_R ≤ ε exactly (see
+    `privatize`). A part of sensitivity 0 gets mechanism None (released as is, free). A part
+    with noise must have a finite ε > 0 and a finite noise scale Δ/ε > 0, which floating point
+    can deny when Δ_R ≪ Δ_I (ε_R rounds to 0) or Δ/ε overflows.
+    """
+    total_sensitivity = float(analysis.sensitivity_l1)
+    integer_part = [s for s in analysis.statistics if _is_integer(s)]
+    real_part = [s for s in analysis.statistics if not _is_integer(s)]
+    integer_sensitivity = float(sum(s.sensitivity_l1 for s in integer_part))
+    epsilon_integer = epsilon * integer_sensitivity / total_sensitivity if total_sensitivity else 0
+    epsilon_real = epsilon - epsilon_integer
+    while Fraction(epsilon_integer) + Fraction(epsilon_real) > Fraction(epsilon):
+        epsilon_real = math.nextafter(epsilon_real, 0.0)
+    plan = []
+    for kind, part, mechanism, part_epsilon in (
+        ("integer", integer_part, discrete_laplace, epsilon_integer),
+        ("real", real_part, laplace, epsilon_real),
+    ):
+        if not part:
+            continue
+        sensitivity = float(sum(spec.sensitivity_l1 for spec in part))
+        if sensitivity == 0.0:
+            plan.append((part, None, sensitivity, 0.0))
+            continue
+        scale = sensitivity / part_epsilon if part_epsilon > 0 else math.inf
+        if not (part_epsilon > 0 and math.isfinite(part_epsilon) and 0 < scale < math.inf):
+            data = sorted({name for spec in part for name in spec.data})
+            raise InvalidPrivacyParameterError(
+                f"The {kind} statistics ({'; '.join(spec.name for spec in part)}) have "
+                f"sensitivity Δ = {sensitivity!r} of Δ₁ = {total_sensitivity!r}, so their "
+                f"share ε·Δ/Δ₁ of epsilon={epsilon!r} is {part_epsilon!r} with noise scale "
+                f"Δ/ε = {scale!r}, not a finite ε > 0 with a finite scale > 0 in floating "
+                f"point. Rescale {data} (and their bounds) so that the sensitivities are "
+                "within a few orders of magnitude of each other, or choose another epsilon."
+            )
+        plan.append((part, mechanism, sensitivity, part_epsilon))
+    return plan
 
 
 def _is_integer(spec: StatisticSpec) -> bool:

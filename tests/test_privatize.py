@@ -268,6 +268,41 @@ def test_invalid_epsilon_is_refused_before_any_noise(nb_model, monkeypatch, epsi
     assert len(ledger) == recorded
 
 
+def _tiny_real_part_model():
+    rng = np.random.default_rng(8)
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", rng.integers(0, 2, 20), bounds=(0, 1))
+        x_obs = PrivateData("x_obs", rng.uniform(0, 1e-17, 20), bounds=(0.0, 1e-17))
+        p = TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9)
+        mu = TruncatedNormal("mu", 0.0, 1.0, lower=-1.0, upper=1.0)
+        pm.Bernoulli("y", p, observed=y_obs)
+        pm.Normal("x", mu, 1.0, observed=x_obs)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("build", "epsilon", "message"),
+    [
+        # Δ_R = 1e-17 of Δ₁ = 1 + 1e-17: ε_R = ε − ε·Δ_I/Δ₁ rounds to 0.0.
+        (_tiny_real_part_model, 1.0, r"real statistics \(sum\(x_obs\)\).*is 0\.0.*Rescale"),
+        # A valid ε whose noise scale Δ₁/ε = 1/5e-324 overflows to inf.
+        (lambda: beta_bernoulli([0, 1, 1]), 5e-324, r"integer statistics.*scale Δ/ε = inf"),
+    ],
+)
+def test_split_of_epsilon_is_validated_before_any_noise(monkeypatch, build, epsilon, message):
+    def no_noise(*args, **kwargs):
+        raise AssertionError("noise drawn")
+
+    module = sys.modules["pymc_private.privatize"]
+    monkeypatch.setattr(module, "discrete_laplace", no_noise)
+    monkeypatch.setattr(module, "laplace", no_noise)
+    model = build()
+    ledger = PrivacyLedger()
+    with pytest.raises(InvalidPrivacyParameterError, match=message):
+        privatize(model, epsilon, secure=False, random_seed=0, ledger=ledger)
+    assert len(ledger) == 0 and len(ledger_for(model)) == 0
+
+
 def test_models_without_sufficient_statistics_are_refused_with_the_analysis_error():
     with pm.Model() as model:
         y_obs = PrivateData("y_obs", np.array([0, 1, 1]), bounds=(0, 1))
@@ -470,21 +505,62 @@ def test_chains_cores_spawn_reproducible_and_arviz(private_nb):
     assert axes.shape == (1, 2)
 
 
+def _raw_data_in(idata: az.InferenceData, raw: np.ndarray) -> list[str]:
+    """Where raw values appear in ``idata``: any value of any variable or coord of any group
+    equal to a raw value strictly inside the bounds (-3, 3) (the clipped ones equal the
+    public bounds), or the sentinel's digits in the file's, a group's or a variable's attrs.
+    """
+    inner = raw[(raw > -3.0) & (raw < 3.0)]
+    texts = {"attrs": str(dict(idata.attrs))}
+    found = []
+    for group_name in idata.groups():
+        group = idata[group_name]
+        texts[f"{group_name}.attrs"] = str(dict(group.attrs))
+        for name, array in {**group.data_vars, **group.coords}.items():
+            texts[f"{group_name}/{name}.attrs"] = str(dict(array.attrs))
+            values = np.asarray(array.values)
+            if values.dtype.kind in "fiu" and np.isin(inner, values).any():
+                found.append(f"{group_name}/{name}")
+    found += [where for where, text in texts.items() if "0.1234567" in text]
+    return found
+
+
 def test_netcdf_keeps_ledger_and_leaks_no_raw_data(private_normal, normal_data, tmp_path, capsys):
     with private_normal:
         idata = sample(50, tune=10, chains=2, cores=1, random_seed=20, progressbar=False)
+    # Uncompressed, so that raw float64 bytes in the file would be found by a byte search
+    # (ArviZ compresses with zlib by default, hiding them from it).
     path = tmp_path / "private.nc"
-    idata.to_netcdf(path)
+    idata.to_netcdf(str(path), compress=False)
     loaded = az.from_netcdf(path)
     ledger = ledger_of(loaded)
     assert ledger.releases[0].mechanism == "laplace"
     assert ledger.epsilon() == pytest.approx(1.0)
     assert "sum(x_obs)" in loaded.constant_data
     assert "observed_data" not in loaded.groups()
+    assert _raw_data_in(idata, normal_data) == []
+    assert _raw_data_in(loaded, normal_data) == []
+    # The ledger JSON (floats written in full by repr) and the printed report are plain
+    # text, so a substring search is meaningful; the table's numbers are compared as numbers
+    # (its text rounds them to 6 decimals).
     table = privacy_report(loaded)
     report = capsys.readouterr().out + table.to_string()
-    blob = path.read_bytes()
+    inner = [repr(float(v)) for v in normal_data if -3.0 < v < 3.0]
     for text in (report, idata.attrs["privacy_ledger"]):
         assert "0.123456789" not in text and "0.12345678" not in text
+        assert not any(value in text for value in inner)
+    numbers = table.select_dtypes("number").to_numpy(dtype=np.float64)
+    assert not np.isin(normal_data[(normal_data > -3.0) & (normal_data < 3.0)], numbers).any()
+    blob = path.read_bytes()
     assert np.float64(SENTINEL).tobytes() not in blob
     assert np.asarray(normal_data[:8]).tobytes() not in blob
+    # Controls: the same checks find raw data written the same way.
+    leaky = idata.copy()
+    leaky.constant_data["x_obs"] = ("record", normal_data)
+    assert "x_obs" not in idata.constant_data
+    assert _raw_data_in(leaky, normal_data) == ["constant_data/x_obs"]
+    control = tmp_path / "control.nc"
+    leaky.to_netcdf(str(control), compress=False)
+    assert _raw_data_in(az.from_netcdf(control), normal_data) == ["constant_data/x_obs"]
+    assert np.float64(SENTINEL).tobytes() in control.read_bytes()
+    assert np.asarray(normal_data[:8]).tobytes() in control.read_bytes()
