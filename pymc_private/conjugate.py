@@ -15,11 +15,13 @@ truncated_gamma(rng, alpha, beta, lower=0, upper=inf, size=None)
     Gamma(α, rate β) on [lower, upper].
 truncated_normal(rng, mu, sigma, lower=-inf, upper=inf, size=None)
     Normal(μ, σ) on [lower, upper].
-truncated_dirichlet(rng, a, min_prob=0, size=None, *, name=..., return_acceptance_rate=False)
+truncated_dirichlet(rng, a, min_prob=0, size=None, *, name=..., max_proposals=100_000,
+                    return_acceptance_rate=False)
     Dirichlet(a) on {p : every p_k ≥ min_prob}.
-mvnormal_in_ball(rng, mu, cov, radius=inf, size=None, *, name=..., return_acceptance_rate=False)
+mvnormal_in_ball(rng, mu, cov, radius=inf, size=None, *, name=..., max_proposals=100_000,
+                 return_acceptance_rate=False)
     MvNormal(μ, Σ) on {w : ‖w‖₂ ≤ radius}.
-draw_conjugate(rng, family, parameters, support, *, name, size=None)
+draw_conjugate(rng, family, parameters, support, *, name, max_proposals, size=None)
     Dispatch on the conjugate family name used by `pymc_private.families` ("beta", "gamma",
     "normal", "dirichlet", "mvnormal") with the support read by
     `pymc_private.priors.parameter_support`.
@@ -41,7 +43,20 @@ and the first accepted proposal of a sequence of independent proposals is an exa
 For the Dirichlet the better of two proposals is used per draw: the untruncated
 Dirichlet(a), or p = m + (1 − Km)·q with q ~ Dirichlet(min(a, 1)) and an acceptance
 probability ≤ 1 (exact for a = 1, where the untruncated proposal is hopeless for large K).
-After ``max_proposals`` proposals per draw without acceptance, `UnsupportedModelError`.
+
+Giving up, and the timing side channel
+--------------------------------------
+With ``max_proposals`` an integer, a draw that saw that many proposals without acceptance
+raises `UnsupportedModelError`. Whether that happens depends on the acceptance rate, a
+function of the parameters, so the error is itself a release: it is allowed only when the
+parameters are public (privatised statistics, prior draws, released states). When they come
+from raw private data the callers pass ``max_proposals=None``: rejection never gives up, so
+the output is an exact draw whatever the data, and the ε of the exponential mechanism covers
+it. What remains is a timing channel: the number of proposals, hence the running time, is
+geometric with the data-dependent acceptance rate. It is a known side channel NOT covered by
+ε (Dimitrakakis et al. 2017 and Foulds et al. 2016 account for the output only). When
+acceptance is poor, prefer privatised statistics (`pmp.privatize`, after which sampling is
+free and the cap applies), a smaller ``min_prob`` or a larger ``radius``.
 
 Acceptance rates and error messages: when the parameters come from raw private data, the
 acceptance rate is a function of private data; it is returned only on request and never
@@ -61,6 +76,7 @@ from scipy import special
 from pymc_private.errors import UnsupportedModelError
 
 __all__ = [
+    "MAX_PROPOSALS",
     "draw_conjugate",
     "mvnormal_in_ball",
     "truncated_beta",
@@ -74,8 +90,9 @@ __all__ = [
 # and above the smallest probability that keeps full precision.
 _RELATIVE_MASS = 1e-6
 _SMALLEST_MASS = 1e-280
-# Rejection gives up after this many proposals per draw (acceptance below ~1e-5).
-_MAX_PROPOSALS = 100_000
+# With public parameters, rejection gives up after this many proposals per draw (acceptance
+# below ~1e-5); with parameters from raw data it never gives up (module docstring).
+MAX_PROPOSALS = 100_000
 # Memory cap on the floats proposed in one round of rejection.
 _MAX_ROUND_FLOATS = 2_000_000
 
@@ -92,14 +109,15 @@ def _rejection(
     *,
     name: str,
     hint: str,
-    max_proposals: int,
+    max_proposals: int | None,
 ) -> tuple[np.ndarray, float]:
     """Collect one accepted proposal per draw; return the draws and the acceptance rate.
 
     ``propose(rows, k)`` returns candidates of shape (len(rows), k, *core_shape) for the
     draws indexed by ``rows`` and their acceptance mask of shape (len(rows), k). Rounds grow
     with the observed acceptance rate; a draw that saw ``max_proposals`` proposals without
-    acceptance raises `UnsupportedModelError` (no rate is quoted: it may be private).
+    acceptance raises `UnsupportedModelError` (no rate is quoted: it may be private). With
+    ``max_proposals=None`` it never gives up (parameters from raw data, module docstring).
     """
     out = np.empty((n_draws, *core_shape))
     pending = np.arange(n_draws)
@@ -107,15 +125,14 @@ def _rejection(
     per_draw = 1
     floats = max(1, math.prod(core_shape))
     while pending.size:
-        if tried >= max_proposals:
+        if max_proposals is not None and tried >= max_proposals:
             raise UnsupportedModelError(
                 f"Exact sampling of `{name}`: no proposal was accepted after {max_proposals} "
                 f"proposals per draw, so almost none of the untruncated posterior lies in the "
                 f"prior's support. {hint}"
             )
-        per_draw = max(
-            1, min(per_draw, max_proposals - tried, _MAX_ROUND_FLOATS // (pending.size * floats))
-        )
+        left = per_draw if max_proposals is None else max_proposals - tried
+        per_draw = max(1, min(per_draw, left, _MAX_ROUND_FLOATS // (pending.size * floats)))
         candidates, ok = propose(pending, per_draw)
         proposed += ok.size
         accepted += int(ok.sum())
@@ -248,7 +265,7 @@ def _envelope_draws(rng, family: _Scalar, params, lower, upper, name: str) -> np
         (),
         name=name,
         hint="Check that the posterior parameters are finite and positive.",
-        max_proposals=_MAX_PROPOSALS,
+        max_proposals=MAX_PROPOSALS,
     )
     return draws
 
@@ -388,6 +405,20 @@ def truncated_normal(
 # ---------------------------------------------------------------------------------------
 
 
+def _checked_max_proposals(function: str, max_proposals: Any) -> None:
+    if max_proposals is None:
+        return
+    if (
+        isinstance(max_proposals, bool | np.bool_)
+        or not isinstance(max_proposals, int | np.integer)
+        or max_proposals < 1
+    ):
+        raise ValueError(
+            f"{function}: `max_proposals` must be an integer >= 1 (public parameters) or None "
+            f"(parameters from raw private data: never give up), got {max_proposals!r}."
+        )
+
+
 def _log_multivariate_beta(a: np.ndarray) -> np.ndarray:
     return special.gammaln(a).sum(-1) - special.gammaln(a.sum(-1))
 
@@ -399,7 +430,7 @@ def truncated_dirichlet(
     size: int | tuple[int, ...] | None = None,
     *,
     name: str = "the variable",
-    max_proposals: int = _MAX_PROPOSALS,
+    max_proposals: int | None = MAX_PROPOSALS,
     return_acceptance_rate: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, float]:
     """Exact draws from Dirichlet(a) restricted to {p : every p_k ≥ min_prob}.
@@ -422,8 +453,11 @@ def truncated_dirichlet(
         Batch shape of the output (the batch shape of ``a`` broadcasts to it).
     name : str
         The variable's name, for the error message.
-    max_proposals : int
-        Proposals per draw before giving up.
+    max_proposals : int or None
+        Proposals per draw before giving up, for public ``a`` only. None: never give up, as
+        required when ``a`` comes from raw private data (giving up would release whether
+        acceptance is poor; only a timing side channel, not covered by ε, remains: see the
+        module docstring).
     return_acceptance_rate : bool
         Also return the fraction of proposals accepted (private when ``a`` is).
 
@@ -435,8 +469,9 @@ def truncated_dirichlet(
     Raises
     ------
     UnsupportedModelError
-        No proposal accepted after ``max_proposals`` per draw.
+        No proposal accepted after ``max_proposals`` per draw (an integer).
     """
+    _checked_max_proposals("truncated_dirichlet", max_proposals)
     a = np.asarray(a, dtype=float)
     if a.ndim == 0 or a.shape[-1] < 2:
         raise ValueError("truncated_dirichlet: `a` needs a last axis of ≥ 2 categories.")
@@ -499,7 +534,7 @@ def mvnormal_in_ball(
     size: int | tuple[int, ...] | None = None,
     *,
     name: str = "the variable",
-    max_proposals: int = _MAX_PROPOSALS,
+    max_proposals: int | None = MAX_PROPOSALS,
     return_acceptance_rate: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, float]:
     """Exact draws from MvNormal(μ, Σ) restricted to the ball ‖w‖₂ ≤ radius (centred at 0).
@@ -527,8 +562,9 @@ def mvnormal_in_ball(
     Raises
     ------
     UnsupportedModelError
-        No proposal accepted after ``max_proposals`` per draw.
+        No proposal accepted after ``max_proposals`` per draw (an integer).
     """
+    _checked_max_proposals("mvnormal_in_ball", max_proposals)
     mu = np.asarray(mu, dtype=float)
     cov = np.asarray(cov, dtype=float)
     if mu.ndim == 0 or cov.shape[-2:] != (mu.shape[-1], mu.shape[-1]):
@@ -575,6 +611,7 @@ def draw_conjugate(
     support: Any,
     *,
     name: str,
+    max_proposals: int | None,
     size: int | tuple[int, ...] | None = None,
 ) -> np.ndarray:
     """One exact draw per element from a conjugate posterior truncated to a prior's support.
@@ -594,6 +631,11 @@ def draw_conjugate(
         families, ``simplex_min_prob`` for the Dirichlet, ``radius`` for the MvNormal.
     name : str
         The variable's name, for error messages.
+    max_proposals : int or None
+        For the rejection samplers (dirichlet, mvnormal): an integer cap when ``parameters``
+        are public (privatised statistics, prior draws), None when they come from raw private
+        data, so that no data-dependent error is raised (module docstring: only a timing
+        side channel, not covered by ε, remains). Required, so every caller decides.
     size : optional
         As in the functions above.
     """
@@ -629,11 +671,24 @@ def draw_conjugate(
         )
     if family == "dirichlet":
         return truncated_dirichlet(
-            rng, parameters["a"], support.simplex_min_prob or 0.0, size, name=name
+            rng,
+            parameters["a"],
+            support.simplex_min_prob or 0.0,
+            size,
+            name=name,
+            max_proposals=max_proposals,
         )
     if family == "mvnormal":
         radius = support.radius if support.radius is not None else np.inf
-        return mvnormal_in_ball(rng, parameters["mu"], parameters["cov"], radius, size, name=name)
+        return mvnormal_in_ball(
+            rng,
+            parameters["mu"],
+            parameters["cov"],
+            radius,
+            size,
+            name=name,
+            max_proposals=max_proposals,
+        )
     raise UnsupportedModelError(
         f"`{name}`: no exact sampler for the conjugate family {family!r}; supported: beta, "
         f"gamma, normal, dirichlet, mvnormal."

@@ -23,7 +23,7 @@ import pymc as pm
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
-from pymc_private.conjugate import draw_conjugate
+from pymc_private.conjugate import MAX_PROPOSALS, draw_conjugate
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
@@ -31,6 +31,7 @@ from pymc_private.errors import (
 )
 from pymc_private.privatize import POTENTIAL_SUFFIX, privatisation_of, term_statistics
 from pymc_private.sampling import LEDGER_ATTR
+from pymc_private.steps.base import checked_temperature
 from pymc_private.steps.gibbs import ConjugateBlock, conjugate_block, raw_statistics
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
@@ -75,6 +76,15 @@ def sample_posterior(
     statistics: the draws are post-processing and cost ε = 0 (recorded as a free release in
     the privatisation's ledger by default).
 
+    Timing side channel (not covered by ε): Dirichlet and MvNormal blocks are drawn by
+    rejection. On raw data the rejection never gives up (``max_proposals=None`` in
+    `pymc_private.conjugate`), since an error after a fixed number of proposals would release
+    whether acceptance is poor, which depends on the data; the draws stay exact and n · 2L/T
+    covers them, but the running time is geometric in the data-dependent acceptance rate,
+    which ε does not account for. When acceptance is poor, prefer privatised statistics
+    (`pmp.privatize`, after which the draws are free and a hopeless acceptance is a clear
+    error), a smaller ``min_prob`` or a larger ``radius``.
+
     Supported models: every free variable is one conjugate block (Beta for Bernoulli or
     Binomial probabilities, Dirichlet for Categorical ones, Gamma for Poisson or Exponential
     rates, Normal for a Normal mean with σ a constant, MvNormal for regression weights with σ
@@ -111,6 +121,9 @@ def sample_posterior(
     ------
     InvalidPrivacyParameterError
         ``n`` not an integer ≥ 1; ``temperature`` below 1, NaN or infinite.
+    TypeError, ValueError
+        ``budget``, ``ledger`` or ``random_seed`` of the wrong type, or a negative seed. Every
+        argument is checked before the model is read or anything is recorded.
     UnsupportedModelError
         A model whose posterior is not a product of exact conjugate blocks (use
         `pmp.PrivateGibbs` or `pmp.PrivateMetropolis` with `pmp.sample`).
@@ -120,7 +133,8 @@ def sample_posterior(
         The draws do not fit ``budget``; the message gives the largest affordable n.
     """
     n = _checked_count(n)
-    temperature = _checked_temperature(temperature)
+    temperature = checked_temperature(temperature, "2L/T per draw")
+    rng = _checked_rng(random_seed)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
     if ledger is not None and not isinstance(ledger, PrivacyLedger):
@@ -157,7 +171,7 @@ def sample_posterior(
     else:
         released = raw_statistics(model, analysis, nodes)
     statistics = {node: term_statistics(analysis, released, node) for node in nodes}
-    rng = np.random.default_rng(random_seed)
+    max_proposals = MAX_PROPOSALS if privatised else None  # raw data: never give up
     posterior = {}
     for block in blocks:
         parameters = block.conditional(statistics, {}, temperature)
@@ -165,7 +179,13 @@ def sample_posterior(
         if block.family in ("dirichlet", "mvnormal"):
             batch = batch[:-1]
         draws = draw_conjugate(
-            rng, block.family, parameters, block.support, name=block.name, size=(n, *batch)
+            rng,
+            block.family,
+            parameters,
+            block.support,
+            name=block.name,
+            max_proposals=max_proposals,
+            size=(n, *batch),
         )
         posterior[block.name] = draws[np.newaxis]
     return _inference_data(model, posterior, epsilon, n, ledger, temperature)
@@ -180,14 +200,15 @@ def _checked_count(n: Any) -> int:
     return int(n)
 
 
-def _checked_temperature(temperature: Any) -> float:
-    valid = isinstance(temperature, numbers.Real) and not isinstance(temperature, bool | np.bool_)
-    if not valid or not (math.isfinite(float(temperature)) and float(temperature) >= 1.0):
-        raise InvalidPrivacyParameterError(
-            f"temperature must be a finite number >= 1, got {temperature!r}; T = 1 samples "
-            "the posterior, larger T tempers the likelihood and lowers ε = 2L/T per draw."
-        )
-    return float(temperature)
+def _checked_rng(random_seed: Any) -> np.random.Generator:
+    """The generator, built before anything is read or recorded (numpy's error type kept)."""
+    try:
+        return np.random.default_rng(random_seed)
+    except (TypeError, ValueError) as error:
+        raise type(error)(
+            "random_seed must be None, a non-negative integer (or sequence of them) or a "
+            f"numpy.random.Generator, got {random_seed!r}: {error}"
+        ) from None
 
 
 def _product_of_blocks(
@@ -215,7 +236,7 @@ def _product_of_blocks(
     blocks = []
     for rv in model.free_RVs:
         try:
-            block = conjugate_block(analysis, rv)
+            block = conjugate_block(analysis, rv, model)
         except UnsupportedModelError as error:
             raise UnsupportedModelError(f"{exact_only}. {error}") from None
         for term, _, state in block.updates:

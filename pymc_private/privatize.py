@@ -43,7 +43,7 @@ from pymc_private.mechanisms import discrete_laplace, laplace
 __all__ = [
     "Privatisation",
     "privatisation_of",
-    "privatisation_of_variable",
+    "privatised_model_of",
     "privatised_statistics",
     "privatize",
     "release_statistics",
@@ -92,11 +92,10 @@ def privatisation_of(model: pm.Model) -> Privatisation | None:
     return _PRIVATISATIONS.get(model)
 
 
-def privatisation_of_variable(variable: Variable) -> Privatisation | None:
-    """The privatisation of the model a free random variable belongs to, or None."""
+def privatised_model_of(variable: Variable) -> pm.Model | None:
+    """The model returned by `privatize` that a free random variable belongs to, or None."""
     reference = _VARIABLE_MODELS.get(variable)
-    model = None if reference is None else reference()
-    return None if model is None else privatisation_of(model)
+    return None if reference is None else reference()
 
 
 def privatised_statistics(model: pm.Model) -> dict[str, np.ndarray]:

@@ -16,16 +16,23 @@ import numpy as np
 import pymc as pm
 import pytest
 from hypothesis import given, settings
+from pymc.sampling.mcmc import assign_step_methods
 from pymc.step_methods.compound import Competence
 from scipy import special, stats
 
 from pymc_private.accounting import PrivacyLedger, ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
-from pymc_private.conjugate import draw_conjugate
+from pymc_private.conjugate import MAX_PROPOSALS, draw_conjugate
 from pymc_private.data import PrivateData
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
+from pymc_private.priors import (
+    TruncatedBeta,
+    TruncatedDirichlet,
+    TruncatedGamma,
+    TruncatedMvNormal,
+    TruncatedNormal,
+)
 from pymc_private.privatize import privatize
 from pymc_private.report import privacy_report
 from pymc_private.sampling import ledger_of, sample
@@ -279,6 +286,85 @@ def test_competence_claims_privatised_conjugate_variables_only(bb_model):
     assert np.all(idata.sample_stats["privacy_epsilon"].values == 0.0)
 
 
+def hyperprior_and_potential(x):
+    """The reviewer's model: ``mu`` is a parameter of ``nu``'s prior, and ``c`` enters only a
+    Potential that pins it near 1. Neither conditional is a likelihood term's update."""
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", x, bounds=(-3.0, 3.0))
+        mu = TruncatedNormal("mu", 0.0, 1.0, lower=-2.0, upper=2.0)
+        nu = TruncatedNormal("nu", mu, 0.1, lower=-2.0, upper=2.0)
+        pm.Normal("x", nu, 1.0, observed=x_obs)
+        c = TruncatedNormal("c", 0.0, 1.0, lower=-2.0, upper=2.0)
+        pm.Potential("pen", -200.0 * (c - 1.0) ** 2)
+    return model
+
+
+def test_hyperpriors_and_potentials_are_refused_and_left_to_nuts():
+    x = np.clip(np.random.default_rng(0).normal(1.5, 1.0, 500), -3.0, 3.0)
+    model = hyperprior_and_potential(x)
+    for variable, term in [("mu", "the prior of `nu`"), ("c", "Potential `pen`")]:
+        pattern = rf"`{variable}`: {term} also depends on it.*PrivateMetropolis.*NUTS"
+        with model, pytest.raises(UnsupportedModelError, match=pattern):
+            PrivateGibbs([model[variable]])
+    private = privatize(model, 100.0, secure=False, random_seed=0)
+    for variable in ("mu", "nu", "c"):
+        assert PrivateGibbs.competence(private[variable], True) == Competence.INCOMPATIBLE
+    _, assigned = assign_step_methods(private)
+    assert {method: [v.name for v in values] for method, values in assigned.items()} == {
+        pm.NUTS: ["mu_interval__", "nu_interval__", "c_interval__"]
+    }
+    with private:
+        with pytest.raises(UnsupportedModelError, match="`mu`"):
+            PrivateGibbs([private["mu"]])
+        idata = sample(
+            1000,
+            tune=500,
+            chains=2,
+            cores=1,
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    # Closed forms (untruncated: the posterior is > 6 sd inside [-2, 2]): c ~ N(0, 1)·e^{-200
+    # (c-1)²} has mean 400/401; with s = Σx, nu's marginal prior N(0, 1.01) and the
+    # likelihood N(s/n, 1/n) give E[nu] = s/(n + 1/1.01), and E[mu | nu] = nu/1.01. Before the
+    # fix PrivateGibbs drew mu and c from their priors (mean 0). Tolerance 0.03: about 6 Monte
+    # Carlo standard errors (posterior sd ≤ 0.1 over 2000 draws) plus the ε = 100 noise.
+    n, total = x.size, x.sum()
+    mean_nu = total / (n + 1.0 / 1.01)
+    assert idata.posterior["c"].mean() == pytest.approx(400.0 / 401.0, abs=0.03)
+    assert idata.posterior["nu"].mean() == pytest.approx(mean_nu, abs=0.03)
+    assert idata.posterior["mu"].mean() == pytest.approx(mean_nu / 1.01, abs=0.03)
+
+
+def test_raw_data_rejection_never_gives_up():
+    """The reviewer's neighbour D' (200 Categorical records, all but one in category 0) under
+    a Dirichlet(1, 1, 1) prior with min_prob 0.2: the conditional Dirichlet(200, 2, 1) accepts
+    ~4e-5 of proposals, so a capped sampler raised on ~3% of draws, and never under D: an
+    uncharged release. On raw data the step passes max_proposals=None and never raises."""
+    y = np.zeros(200, dtype=int)
+    y[0] = 1
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", y, bounds=(0, 2))
+        p = TruncatedDirichlet("p", a=np.ones(3), min_prob=0.2)
+        pm.Categorical("y", p, observed=y_obs)
+        step = PrivateGibbs()
+    assert step.max_proposals is None
+    point = model.initial_point()
+    step.set_rng(np.random.default_rng(21))
+    for _ in range(60):
+        point, _ = step.step(point)
+    assert np.isfinite(point[model.rvs_to_values[p].name]).all()
+    step.max_proposals = MAX_PROPOSALS  # the former behaviour: gives up on this data
+    step.set_rng(np.random.default_rng(21))
+    with pytest.raises(UnsupportedModelError, match="no proposal was accepted"):
+        for _ in range(60):
+            point, _ = step.step(point)
+    private = privatize(model, 1.0, secure=False, random_seed=22)
+    with private:
+        assert PrivateGibbs().max_proposals == MAX_PROPOSALS
+
+
 def test_unsupported_block_names_the_variable_and_the_alternative(normal_data):
     with pm.Model() as model:
         x_obs = PrivateData("x_obs", normal_data, bounds=(-2.0, 2.0))
@@ -332,7 +418,9 @@ def test_audit_one_gibbs_update_and_catch_half_charge():
         step = steps[successes]
         (block,) = step.blocks
         parameters = block.conditional(step._statistics, {}, step.temperature)
-        return draw_conjugate(rng, block.family, parameters, block.support, name="p", size=size)
+        return draw_conjugate(
+            rng, block.family, parameters, block.support, name="p", max_proposals=None, size=size
+        )
 
     point = {"p_interval__": np.array(0.0)}
     steps[1].set_rng(np.random.default_rng(14))
@@ -364,7 +452,57 @@ def test_raw_gibbs_chains_cores_and_canary(normal_model, normal_data, tmp_path, 
     report = capsys.readouterr().out + table.to_string()
     for text in (report, serial.attrs["privacy_ledger"]):
         assert "0.123456789" not in text and "0.12345678" not in text
-    blob = path.read_bytes()
+    assert_no_raw_data(loaded, normal_data)
+    # ArviZ compresses with zlib by default, which hides raw bytes from a byte search: the
+    # byte search is on an uncompressed copy.
+    plain = tmp_path / "raw_gibbs_uncompressed.nc"
+    serial.to_netcdf(plain, compress=False)
+    assert_no_raw_bytes(plain.read_bytes(), normal_data)
+
+
+def assert_no_raw_data(idata: az.InferenceData, data: np.ndarray) -> None:
+    """No attribute (top-level or of a group), variable or coordinate holds a raw value, a
+    run of the raw array or its sum (the sentinel record makes a copy of the data
+    recognisable)."""
+    raw = np.asarray(data, dtype=np.float64)
+    recognisable = {SENTINEL, float(raw.sum())}
+    assert "0.12345678" not in repr(idata.attrs)
+    for group in idata.groups():
+        dataset = idata[group]
+        texts = [repr(dataset.attrs)]
+        for name, variable in dataset.variables.items():
+            texts.append(repr(variable.attrs))
+            if not np.issubdtype(variable.dtype, np.number):
+                texts.append(repr(variable.values.tolist()))
+                continue
+            values = np.asarray(variable.values, dtype=np.float64).ravel()
+            assert not recognisable & set(values.tolist()), f"raw value in {group}/{name}"
+            assert raw[8:16].tobytes() not in values.tobytes(), f"raw run in {group}/{name}"
+        for text in texts:
+            assert "0.123456789" not in text and "0.12345678" not in text, group
+
+
+def assert_no_raw_bytes(blob: bytes, data: np.ndarray) -> None:
+    raw = np.asarray(data, dtype=np.float64)
     assert np.float64(SENTINEL).tobytes() not in blob
-    assert np.asarray(normal_data[8:16]).tobytes() not in blob
-    assert np.float64(normal_data.sum()).tobytes() not in blob
+    assert raw[8:16].tobytes() not in blob
+    assert np.float64(raw.sum()).tobytes() not in blob
+
+
+def test_canary_checks_catch_raw_data_in_a_saved_file(normal_data, tmp_path):
+    """The canary checks above are not vacuous: they fail on a file that holds the data,
+    compressed (the in-file check) or not (the byte search)."""
+    leaky = az.from_dict(
+        posterior={"mu": np.zeros((2, 5))}, constant_data={"x": np.asarray(normal_data)}
+    )
+    path = tmp_path / "leak.nc"
+    leaky.to_netcdf(path)
+    with pytest.raises(AssertionError, match="raw value in constant_data/x"):
+        assert_no_raw_data(az.from_netcdf(path), normal_data)
+    plain = tmp_path / "leak_uncompressed.nc"
+    leaky.to_netcdf(plain, compress=False)
+    with pytest.raises(AssertionError):
+        assert_no_raw_bytes(plain.read_bytes(), normal_data)
+    in_attrs = az.from_dict(posterior={"mu": np.zeros((2, 5))}, attrs={"note": f"{SENTINEL}"})
+    with pytest.raises(AssertionError):
+        assert_no_raw_data(in_attrs, normal_data)

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release
+from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.audit import epsilon_lower_bound
+from pymc_private.conjugate import MAX_PROPOSALS, draw_conjugate
 from pymc_private.data import PrivateData
 from pymc_private.errors import (
     BudgetExceededError,
@@ -31,6 +32,7 @@ from pymc_private.priors import (
     TruncatedDirichlet,
     TruncatedGamma,
     TruncatedNormal,
+    parameter_support,
 )
 from pymc_private.privatize import privatize
 from pymc_private.sampling import ledger_of
@@ -320,6 +322,61 @@ def test_invalid_temperature_is_refused(model, temperature):
     with pytest.raises(InvalidPrivacyParameterError, match="temperature must be a finite"):
         sample_posterior(model, 2, temperature=temperature, ledger=ledger, random_seed=rng)
     assert len(ledger) == 0 and rng.bit_generator.state == state
+
+
+@pytest.mark.parametrize(
+    ("seed", "error"), [(-1, ValueError), ("abc", TypeError), (1.5, TypeError)]
+)
+def test_invalid_random_seed_is_refused_before_anything_is_read_or_recorded(
+    model, monkeypatch, seed, error
+):
+    def no_data(*args, **kwargs):
+        raise AssertionError("the private data was read before random_seed was checked")
+
+    monkeypatch.setattr("pymc_private.posterior.raw_statistics", no_data)
+    ledger = ledger_for(model)
+    before = len(ledger)
+    with pytest.raises(error, match="random_seed must be None, a non-negative integer"):
+        sample_posterior(model, 2, random_seed=seed)
+    assert len(ledger) == before
+
+
+def test_raw_data_rejection_never_gives_up(monkeypatch):
+    """The reviewer's neighbour D' (200 Categorical records, all but one in category 0)
+    under Dirichlet(1, 1, 1) with min_prob 0.2: Dirichlet(200, 2, 1) accepts ~4e-5 of
+    proposals, so the former cap of 1e5 proposals raised on ~3% of draws (and never under the
+    neighbour D): an uncharged release. Raw data is drawn with max_proposals=None; a
+    privatised model keeps the cap."""
+    y = np.zeros(200, dtype=np.int64)
+    y[0] = 1
+    with pm.Model() as categorical:
+        y_obs = PrivateData("y_obs", y, bounds=(0, 2))
+        p = TruncatedDirichlet("p", a=np.ones(3), min_prob=0.2)
+        pm.Categorical("y", p, observed=y_obs)
+    caps = []
+
+    def spy(*args, **kwargs):
+        caps.append(kwargs["max_proposals"])
+        return draw_conjugate(*args, **kwargs)
+
+    monkeypatch.setattr("pymc_private.posterior.draw_conjugate", spy)
+    idata = sample_posterior(categorical, 100, ledger=PrivacyLedger(), random_seed=23)
+    assert caps == [None]
+    draws = idata.posterior["p"].values
+    assert draws.shape == (1, 100, 3) and draws.min() >= 0.2
+    with pytest.raises(UnsupportedModelError, match="no proposal was accepted"):
+        draw_conjugate(
+            np.random.default_rng(23),
+            "dirichlet",
+            {"a": np.array([200.0, 2.0, 1.0])},
+            parameter_support(categorical["p"]),
+            name="p",
+            max_proposals=MAX_PROPOSALS,
+            size=100,
+        )
+    private = privatize(categorical, 1.0, secure=False, random_seed=24)
+    sample_posterior(private, 5, random_seed=25)
+    assert caps == [None, MAX_PROPOSALS]
 
 
 def squared_error_utility(theta, query, response):

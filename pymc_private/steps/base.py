@@ -10,14 +10,17 @@ step never composes anything itself: composition is the ledger's job.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import ClassVar
 
 import numpy as np
 from pymc.util import get_untransformed_name, is_transformed_name
 
 from pymc_private.accounting import Release
+from pymc_private.errors import InvalidPrivacyParameterError
 
-__all__ = ["PrivateStep"]
+__all__ = ["PrivateStep", "checked_temperature"]
 
 
 class PrivateStep:
@@ -68,3 +71,17 @@ class PrivateStep:
 def _variable_name(value_name: str) -> str:
     """The model variable a value variable stands for (``pi`` for ``pi_interval__``)."""
     return get_untransformed_name(value_name) if is_transformed_name(value_name) else value_name
+
+
+def checked_temperature(temperature, cost: str) -> float:
+    """Validate a temperature T ≥ 1 (finite, a real number, not a bool) at the boundary.
+
+    ``cost`` is the sampler's per-draw ε formula, quoted in the error message.
+    """
+    valid = isinstance(temperature, numbers.Real) and not isinstance(temperature, bool | np.bool_)
+    if not valid or not (math.isfinite(float(temperature)) and float(temperature) >= 1.0):
+        raise InvalidPrivacyParameterError(
+            f"temperature must be a finite number >= 1, got {temperature!r}; T = 1 samples "
+            f"the posterior, larger T tempers the likelihood and lowers ε = {cost}."
+        )
+    return float(temperature)

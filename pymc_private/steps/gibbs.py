@@ -11,7 +11,6 @@ mechanism, ε = 2·L_j/T per block).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -24,18 +23,20 @@ from pymc.pytensorf import compile as compile_pytensor
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
+from pytensor.graph.traversal import ancestors
 
 from pymc_private.analysis import PrivacyAnalysis, analyze
-from pymc_private.conjugate import draw_conjugate
-from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.conjugate import MAX_PROPOSALS, draw_conjugate
+from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import LikelihoodTerm
 from pymc_private.priors import ParameterSupport, parameter_support
 from pymc_private.privatize import (
+    POTENTIAL_SUFFIX,
     privatisation_of,
-    privatisation_of_variable,
+    privatised_model_of,
     term_statistics,
 )
-from pymc_private.steps.base import PrivateStep
+from pymc_private.steps.base import PrivateStep, checked_temperature
 
 __all__ = ["ConjugateBlock", "PrivateGibbs", "conjugate_block", "raw_statistics"]
 
@@ -104,15 +105,23 @@ _PRIORS_AS_CONJUGATE: dict[str, tuple[str, Callable]] = {
 }
 
 
-def conjugate_block(analysis: PrivacyAnalysis, rv: Variable) -> ConjugateBlock:
-    """The conjugate conditional of free variable ``rv`` under ``analysis``' likelihood terms.
+def conjugate_block(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) -> ConjugateBlock:
+    """The conjugate conditional of free variable ``rv`` of ``model`` under ``analysis``'
+    likelihood terms.
+
+    The conditional is ξ(θ_j) times the likelihood terms of ``analysis`` that use θ_j; it is
+    the model's full conditional only if no other logp term of ``model`` depends on θ_j, so
+    a variable that is a parameter of another free variable's prior (a hyperprior), or an
+    input of a Potential (other than the `pmp.privatize` likelihood Potentials
+    ``<node>_privatised``) or of an observed node outside ``analysis.terms``, is refused.
 
     Raises
     ------
     UnsupportedModelError
         ``rv`` has no closed-form conditional (its prior is not conjugate to a likelihood
-        that uses it, has non-constant parameters, or a likelihood uses it through an
-        expression); the message names ``rv`` and says why.
+        that uses it, has non-constant parameters, a likelihood uses it through an
+        expression, or another logp term depends on it); the message names ``rv`` and says
+        why.
     """
     name = rv.name
     support = parameter_support(rv)
@@ -126,6 +135,12 @@ def conjugate_block(analysis: PrivacyAnalysis, rv: Variable) -> ConjugateBlock:
         np.all(support.lower >= 0.0) and np.all(support.upper <= 1.0)
     ):
         raise _no_conditional(name, "a uniform prior is conjugate only as a probability")
+    outside = _logp_terms_outside(model, analysis, rv)
+    if outside:
+        raise _no_conditional(
+            name,
+            f"{outside} also depends on it, and that term is not part of a conjugate update",
+        )
     updates = []
     for term in analysis.terms:
         if name not in term.free_variables:
@@ -158,6 +173,31 @@ def conjugate_block(analysis: PrivacyAnalysis, rv: Variable) -> ConjugateBlock:
         for key, value in prior_of(support.params, support).items()
     }
     return ConjugateBlock(name, family, prior, support, tuple(updates))
+
+
+def _logp_terms_outside(model: pm.Model, analysis: PrivacyAnalysis, rv: Variable) -> str:
+    """The logp terms of ``model`` outside ``analysis.terms`` that depend on ``rv``, as
+    text ("" when none): other free variables' priors, Potentials other than the
+    likelihood Potentials of a privatised model, observed nodes without a term."""
+    nodes = {term.node for term in analysis.terms}
+    privatised = privatisation_of(model) is not None
+    likelihoods = {node + POTENTIAL_SUFFIX for node in nodes} if privatised else set()
+    found = [
+        f"the prior of `{other.name}`"
+        for other in model.free_RVs
+        if other is not rv and rv in ancestors(other.owner.inputs)
+    ]
+    found += [
+        f"Potential `{potential.name}`"
+        for potential in model.potentials
+        if potential.name not in likelihoods and rv in ancestors([potential])
+    ]
+    found += [
+        f"observed `{observed.name}`"
+        for observed in model.observed_RVs
+        if observed.name not in nodes and rv in ancestors(observed.owner.inputs)
+    ]
+    return ", ".join(found)
 
 
 def _no_conditional(name: str, reason: str) -> UnsupportedModelError:
@@ -209,6 +249,21 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     The temperature must be T ≥ 1; the chain then targets the tempered posterior
     ξ(θ) Π_i p(x_i | θ)^{1/T} on Θ.
 
+    Timing side channel (not covered by ε): the Dirichlet and MvNormal conditionals are drawn
+    by rejection. On raw data the rejection never gives up (``max_proposals=None`` in
+    `pymc_private.conjugate`): an error after a fixed number of proposals would release
+    whether acceptance is poor, which depends on the data. The draws are then exact and the
+    ε above covers them, but the running time of a sweep is geometric in the acceptance
+    rate, a function of the private data; ε does not account for it. When acceptance is poor
+    (a posterior far from the support), prefer privatised statistics (`pmp.privatize`, after
+    which this step is free and gives up with a clear error instead), a smaller ``min_prob``
+    or a larger ``radius``.
+
+    Only the likelihood terms of the privacy analysis enter a conditional: a variable that
+    is also a parameter of another free variable's prior (a hyperprior) or an input of a
+    Potential (other than the privatised likelihoods) is refused here and, on a privatised
+    model, left by PyMC's assignment to NUTS.
+
     Parameters
     ----------
     vars
@@ -255,18 +310,18 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         compile_kwargs: dict | None = None,
         blocked: bool = True,
     ):
-        self.temperature = _checked_temperature(temperature)
+        self.temperature = checked_temperature(temperature, "Σ_j 2L_j/T")
         model = pm.modelcontext(model)
         privatisation = privatisation_of(model)
         analysis = analyze(model) if privatisation is None else privatisation.analysis
         rvs = _free_variables(model, vars)
         if vars is None and privatisation is not None:
-            rvs = [rv for rv in rvs if _has_conditional(analysis, rv)]
+            rvs = [rv for rv in rvs if _has_conditional(analysis, rv, model)]
             if not rvs:
                 raise _no_conditional(
                     ", ".join(rv.name for rv in model.free_RVs), "none is conjugate"
                 )
-        self.blocks = tuple(conjugate_block(analysis, rv) for rv in rvs)
+        self.blocks = tuple(conjugate_block(analysis, rv, model) for rv in rvs)
         nodes = sorted({term.node for block in self.blocks for term, _, _ in block.updates})
 
         if privatisation is None:
@@ -278,12 +333,15 @@ class PrivateGibbs(BlockedStep, PrivateStep):
                 "gibbs", self.temperature, blocks=blocks
             )
             self.sensitivity = float(sum(analysis.lipschitz_for(b) for b in blocks))
+            # Parameters from raw data: never give up (conjugate module docstring).
+            self.max_proposals = None
         else:
             self.mechanism = "gibbs_on_privatised_statistics"
             self.touches_raw_data = False
             released = dict(privatisation.statistics)
             self.privacy_epsilon_per_draw = 0.0
             self.sensitivity = None
+            self.max_proposals = MAX_PROPOSALS
         self._statistics = {node: term_statistics(analysis, released, node) for node in nodes}
 
         self.vars = [model.rvs_to_values[rv] for rv in rvs]
@@ -305,9 +363,11 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     @staticmethod
     def competence(var, has_grad):
         """IDEAL for a conjugate variable of a model returned by `pmp.privatize`, else
-        INCOMPATIBLE: PyMC must never assign a raw-data Gibbs sampler on its own."""
-        privatisation = privatisation_of_variable(var)
-        if privatisation is not None and _has_conditional(privatisation.analysis, var):
+        INCOMPATIBLE: PyMC must never assign a raw-data Gibbs sampler on its own, nor one
+        whose conditional would miss a logp term (a hyperprior, a Potential)."""
+        model = privatised_model_of(var)
+        privatisation = None if model is None else privatisation_of(model)
+        if privatisation is not None and _has_conditional(privatisation.analysis, var, model):
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
 
@@ -317,7 +377,12 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         for block in self.blocks:
             parameters = block.conditional(self._statistics, values, self.temperature)
             draw = draw_conjugate(
-                self.rng, block.family, parameters, block.support, name=block.name
+                self.rng,
+                block.family,
+                parameters,
+                block.support,
+                name=block.name,
+                max_proposals=self.max_proposals,
             )
             values[block.name] = draw
             value_name = self._value_names[block.name]
@@ -336,18 +401,6 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         )
 
 
-def _checked_temperature(temperature) -> float:
-    valid = isinstance(temperature, int | float | np.number) and not isinstance(
-        temperature, bool | np.bool_
-    )
-    if not valid or not (math.isfinite(float(temperature)) and float(temperature) >= 1.0):
-        raise InvalidPrivacyParameterError(
-            f"temperature must be a finite number >= 1, got {temperature!r}; T = 1 samples "
-            "the posterior, larger T tempers the likelihood and lowers ε = Σ_j 2L_j/T."
-        )
-    return float(temperature)
-
-
 def _free_variables(model: pm.Model, vars) -> list[Variable]:
     if vars is None:
         return list(model.free_RVs)
@@ -364,9 +417,9 @@ def _free_variables(model: pm.Model, vars) -> list[Variable]:
     return rvs
 
 
-def _has_conditional(analysis: PrivacyAnalysis, rv: Variable) -> bool:
+def _has_conditional(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) -> bool:
     try:
-        conjugate_block(analysis, rv)
+        conjugate_block(analysis, rv, model)
     except UnsupportedModelError:
         return False
     return True

@@ -34,7 +34,7 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 from pymc_private.analysis import analyze, refuse_private_paths
 from pymc_private.data import check_private_data, private_data
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.steps.base import PrivateStep
+from pymc_private.steps.base import PrivateStep, checked_temperature
 
 __all__ = [
     "GaussianRandomWalk",
@@ -273,7 +273,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         compile_kwargs: dict | None = None,
         blocked: bool = True,
     ):
-        self.temperature = _checked_temperature(temperature)
+        self.temperature = checked_temperature(temperature, "2L/T per step")
         proposal_scale = _checked_proposal_scale(proposal_scale)
         self.clip = None if clip is None else _checked_clip(clip)
 
@@ -366,16 +366,6 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             f"Barker acceptance at T={self.temperature:g}, per-record log-likelihood ratios "
             f"clipped to ±{self.clip:g}; ε per step = 2c/T; targets the clipped posterior."
         )
-
-
-def _checked_temperature(temperature) -> float:
-    value = _real(temperature)
-    if value is None or not (math.isfinite(value) and value >= 1.0):
-        raise InvalidPrivacyParameterError(
-            f"temperature must be a finite number >= 1, got {temperature!r}; T = 1 samples "
-            "the posterior, larger T tempers the likelihood and lowers ε = 2L/T per step."
-        )
-    return value
 
 
 def _checked_clip(clip) -> float:
