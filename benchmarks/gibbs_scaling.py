@@ -18,8 +18,7 @@ import warnings
 import numpy as np
 import pymc as pm
 
-from pymc_private.data import PrivateData
-from pymc_private.priors import TruncatedBeta
+from pymc_private.demo import naive_bayes_model
 from pymc_private.privatize import privatize
 from pymc_private.steps.gibbs import PrivateGibbs
 
@@ -36,14 +35,7 @@ def naive_bayes(n: int, seed: int = 0) -> pm.Model:
     labels = rng.integers(0, 2, n)
     rates = np.where(labels[:, None] == 1, 0.7, 0.3)
     features = (rng.random((n, FEATURES)) < rates).astype(np.int64)
-    with pm.Model(coords={"cls": [0, 1], "feature": list(range(FEATURES))}) as model:
-        y_obs = PrivateData("y_obs", labels, bounds=(0, 1))
-        x_obs = PrivateData("x_obs", features, bounds=(0, 1))
-        pi = TruncatedBeta("pi", 1, 1, lower=A, upper=1 - A)
-        theta = TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A, dims=("cls", "feature"))
-        pm.Bernoulli("y", pi, observed=y_obs)
-        pm.Bernoulli("x", theta[y_obs], observed=x_obs)
-    return model
+    return naive_bayes_model(labels, features, a=A)
 
 
 def draws_per_second(model: pm.Model, step, *, tune: int, draws: int) -> float:

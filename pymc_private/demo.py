@@ -140,14 +140,20 @@ def load_data(*, n_public: int = 60, n_test: int = 150, seed: int = 0) -> DemoDa
 def naive_bayes_model(
     labels: np.ndarray,
     features: np.ndarray,
-    feature_names: Sequence[str],
+    feature_names: Sequence[str] | None = None,
     *,
     a: float = TRUNCATION,
+    out_of_bounds: str = "raise",
 ) -> pm.Model:
-    """Bernoulli naive Bayes with every probability truncated to [a, 1 − a] (DESIGN.md §3)."""
-    with pm.Model(coords={"cls": [0, 1], "feature": list(feature_names)}) as model:
-        y_obs = PrivateData("y_obs", labels, bounds=(0, 1))
-        x_obs = PrivateData("x_obs", features, bounds=(0, 1))
+    """Bernoulli naive Bayes with every probability truncated to [a, 1 − a] (DESIGN.md §3).
+
+    One record is a binary label with its d binary features; ``feature_names`` default to
+    0..d−1; ``out_of_bounds`` is passed to `PrivateData`.
+    """
+    names = list(range(np.shape(features)[1])) if feature_names is None else list(feature_names)
+    with pm.Model(coords={"cls": [0, 1], "feature": names}) as model:
+        y_obs = PrivateData("y_obs", labels, bounds=(0, 1), out_of_bounds=out_of_bounds)
+        x_obs = PrivateData("x_obs", features, bounds=(0, 1), out_of_bounds=out_of_bounds)
         pi = TruncatedBeta("pi", 1, 1, lower=a, upper=1 - a)
         theta = TruncatedBeta("theta", 1, 1, lower=a, upper=1 - a, dims=("cls", "feature"))
         pm.Bernoulli("y", pi, observed=y_obs)

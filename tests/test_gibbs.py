@@ -25,6 +25,7 @@ from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.conjugate import MAX_PROPOSALS, draw_conjugate
 from pymc_private.data import PrivateData
+from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.priors import (
     TruncatedBeta,
@@ -46,18 +47,6 @@ def beta_bernoulli(y, *, alpha=2.0, beta=3.0, a=0.1):
         y_obs = PrivateData("y_obs", np.asarray(y), bounds=(0, 1))
         p = TruncatedBeta("p", alpha, beta, lower=a, upper=1 - a)
         pm.Bernoulli("y", p, observed=y_obs)
-    return model
-
-
-def naive_bayes(labels, features, a=0.05):
-    d = np.shape(features)[1]
-    with pm.Model(coords={"cls": [0, 1], "feature": list(range(d))}) as model:
-        y_obs = PrivateData("y_obs", labels, bounds=(0, 1))
-        x_obs = PrivateData("x_obs", features, bounds=(0, 1))
-        pi = TruncatedBeta("pi", 1, 1, lower=a, upper=1 - a)
-        theta = TruncatedBeta("theta", 1, 1, lower=a, upper=1 - a, dims=("cls", "feature"))
-        pm.Bernoulli("y", pi, observed=y_obs)
-        pm.Bernoulli("x", theta[y_obs], observed=x_obs)
     return model
 
 
@@ -92,7 +81,7 @@ def nb_data():
 
 @pytest.fixture(scope="module")
 def nb_model(nb_data):
-    return naive_bayes(*nb_data)
+    return naive_bayes_model(*nb_data)
 
 
 @pytest.fixture(scope="module")
