@@ -67,8 +67,9 @@ class Privatisation:
         The releases that paid for them: one per kind of noise (discrete Laplace for the
         integer statistics, Laplace for the real ones), whose ε add up to the ε asked for.
     ledger
-        The ledger the releases were recorded in; sampling the privatised model records its
-        (free) draws there too.
+        The ledger the releases were recorded in; `pmp.sample` on the privatised model records
+        there the draws of any private step it is given (at ε = 0), and checks budgets
+        against it.
     analysis
         The public privacy analysis of the original model (terms, statistics, Δ₁), which the
         conjugate Gibbs sampler reads.
@@ -189,7 +190,7 @@ def privatize(
     ledger
         Where to record the releases. Default: the ledger of ``model``'s data
         (`pmp.ledger_for(model)`), so that releases from the same data compose; the returned
-        model records its draws there too.
+        model shares it, so budgets checked when sampling it see these releases.
 
     Returns
     -------

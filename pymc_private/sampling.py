@@ -3,17 +3,25 @@ nothing derived from raw data but the accounted draws."""
 
 from __future__ import annotations
 
+import inspect
 import math
+import multiprocessing
+import numbers
 import os
 from collections.abc import Sequence
 
 import arviz as az
+import numpy as np
 import pymc as pm
 import xarray as xr
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.data import check_private_data
-from pymc_private.errors import BudgetExceededError, UnsupportedModelError
+from pymc_private.errors import (
+    BudgetExceededError,
+    InvalidPrivacyParameterError,
+    UnsupportedModelError,
+)
 from pymc_private.privatize import Privatisation, privatisation_of
 from pymc_private.steps.base import PrivateStep
 
@@ -50,12 +58,15 @@ def sample(
     (tuning iterations touch the data and are charged), is composed by the ledger and
     checked against ``budget`` before anything is sampled: over budget, `BudgetExceededError`
     is raised, nothing is sampled and the ledger is unchanged. Within budget, it is recorded
-    before sampling starts, so a run that fails part-way is still charged in full.
+    before sampling starts, so a run that fails part-way is still charged in full; every
+    argument is checked before that, so a mistyped call charges nothing.
 
     The returned InferenceData holds the posterior draws, the sample stats the private steps
     declare safe (``privacy_epsilon`` per draw, ...), the privatised statistics (as
     ``constant_data``) and the ledger as JSON in ``idata.attrs["privacy_ledger"]``. It holds
-    no ``observed_data``, raw ``constant_data``, ``log_likelihood`` or ``lp``.
+    no ``observed_data``, raw ``constant_data``, ``log_likelihood`` or ``lp``. The
+    console (PyMC's progress bar and "sampling took N seconds") is not a released
+    artifact: running time is a side channel outside ε, dropped from the InferenceData.
 
     Parameters
     ----------
@@ -79,11 +90,7 @@ def sample(
         a privatised model shares its source's), so that calls compose and the budget
         sees every earlier release from the same model.
     """
-    refused = sorted(set(kwargs) & set(_REFUSED_KWARGS))
-    if refused:
-        raise UnsupportedModelError(
-            f"pmp.sample does not take {refused[0]}=: {_REFUSED_KWARGS[refused[0]]}"
-        )
+    _check_keywords(kwargs)
     model = pm.modelcontext(model)
     privatisation = privatisation_of(model)
     if privatisation is None:
@@ -96,6 +103,17 @@ def sample(
         cores = min(4, os.cpu_count() or 1)
     if chains is None:
         chains = max(2, cores)
+    _check_arguments(
+        model,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        budget=budget,
+        ledger=ledger,
+        random_seed=random_seed,
+        kwargs=kwargs,
+    )
     if ledger is None:
         ledger = privatisation.ledger if privatisation is not None else ledger_for(model)
 
@@ -133,6 +151,60 @@ _REFUSED_KWARGS = {
 }
 
 
+def _check_keywords(kwargs: dict) -> None:
+    """Refuse keywords that would bypass the release, or that `pm.sample` does not know."""
+    refused = sorted(set(kwargs) & set(_REFUSED_KWARGS))
+    if refused:
+        raise UnsupportedModelError(
+            f"pmp.sample does not take {refused[0]}=: {_REFUSED_KWARGS[refused[0]]}"
+        )
+    unknown = sorted(set(kwargs) - set(inspect.signature(pm.sample).parameters))
+    if unknown:
+        raise TypeError(f"pmp.sample got unexpected keyword arguments {unknown}.")
+
+
+def _count(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise InvalidPrivacyParameterError(f"{name} must be an integer, got {value!r}.")
+    if value < minimum:
+        raise InvalidPrivacyParameterError(f"{name} must be >= {minimum}, got {value!r}.")
+
+
+def _check_arguments(
+    model: pm.Model, *, draws, tune, chains, cores, budget, ledger, random_seed, kwargs
+) -> None:
+    """Everything `pm.sample` would refuse, refused before anything is charged."""
+    _count("draws", draws, 0)
+    _count("tune", tune, 0)
+    _count("chains", chains, 1)
+    _count("cores", cores, 1)
+    if draws + tune < 1:
+        raise InvalidPrivacyParameterError("draws + tune must be at least 1: nothing to sample.")
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
+    if ledger is not None and not isinstance(ledger, PrivacyLedger):
+        raise TypeError(f"ledger must be a pmp.PrivacyLedger or None, got {type(ledger).__name__}.")
+    seeds = random_seed if isinstance(random_seed, Sequence) else [random_seed]
+    for seed in seeds:
+        if isinstance(seed, np.random.Generator | np.random.RandomState) or seed is None:
+            continue
+        _count("random_seed", seed, 0)
+    if isinstance(random_seed, Sequence) and len(random_seed) != chains:
+        raise InvalidPrivacyParameterError(
+            f"random_seed has {len(random_seed)} entries for {chains} chains: give one per chain."
+        )
+    unknown = [n for n in kwargs.get("var_names") or [] if n not in model.named_vars]
+    if unknown:
+        raise UnsupportedModelError(f"var_names {unknown} are not variables of this model.")
+    if "callback" in kwargs and kwargs["callback"] is not None and not callable(kwargs["callback"]):
+        raise TypeError("callback must be callable: callback(trace, draw).")
+    mp_ctx = kwargs.get("mp_ctx")
+    if isinstance(mp_ctx, str) and mp_ctx not in multiprocessing.get_all_start_methods():
+        raise ValueError(
+            f"mp_ctx must be one of {multiprocessing.get_all_start_methods()}, got {mp_ctx!r}."
+        )
+
+
 def _steps_for(model: pm.Model, step, privatisation: Privatisation | None) -> list:
     """The step methods to sample with, refusing any that would leak raw data."""
     steps = list(step) if isinstance(step, Sequence) else ([] if step is None else [step])
@@ -153,8 +225,14 @@ def _steps_for(model: pm.Model, step, privatisation: Privatisation | None) -> li
             f"{', '.join(leaking)} is not a private step method: on raw private data every "
             "variable must be sampled by pmp.PrivateGibbs or pmp.PrivateMetropolis."
         )
-    covered = {v.name for s in steps for v in s.vars}
-    missing = [v.name for v in model.value_vars if v.name not in covered]
+    foreign = [v.name for s in steps for v in s.vars if v not in model.value_vars]
+    if foreign:
+        raise UnsupportedModelError(
+            f"A step samples {foreign}, which are not variables of this model: build the step "
+            "inside the model you sample (`with model: pmp.PrivateGibbs(...)`)."
+        )
+    covered = {v for s in steps for v in s.vars}
+    missing = [v.name for v in model.value_vars if v not in covered]
     if missing:
         raise UnsupportedModelError(
             f"No private step samples {missing}: PyMC would assign a non-private sampler to "
@@ -213,7 +291,10 @@ def _released(
             # Several private steps: PyMC stacks their stats on an extra dim; a draw costs
             # the sweep, the sum over the steps.
             eps = stats["privacy_epsilon"]
-            stats["privacy_epsilon"] = eps.sum([d for d in eps.dims if d not in ("chain", "draw")])
+            extra = [d for d in eps.dims if d not in ("chain", "draw")]
+            stats["privacy_epsilon"] = eps.sum(extra)
+            unused = [d for d in extra if all(d not in v.dims for v in stats.data_vars.values())]
+            stats = stats.drop_vars([d for d in unused if d in stats.coords])
         groups["sample_stats"] = stats
     if privatisation is not None:
         groups["constant_data"] = xr.Dataset(

@@ -10,7 +10,7 @@ import pytest
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.data import PrivateData
-from pymc_private.errors import BudgetExceededError, UnsupportedModelError
+from pymc_private.errors import BudgetExceededError, PrivacyError, UnsupportedModelError
 from pymc_private.priors import TruncatedBeta
 from pymc_private.report import plot_privacy, privacy_report
 from pymc_private.sampling import ledger_of, sample
@@ -197,4 +197,46 @@ def test_keywords_that_would_bypass_the_release_are_refused(model, keyword):
     with model:
         with pytest.raises(UnsupportedModelError, match=f"does not take {keyword}="):
             sample(10, step=[], chains=1, ledger=ledger, **{keyword: None})
+    assert len(ledger) == 0
+
+
+BAD_ARGUMENTS = [
+    {"draws": 2.5},
+    {"draws": -5},
+    {"tune": 1.5},
+    {"draws": 0, "tune": 0},
+    {"chains": 0},
+    {"cores": 0},
+    {"random_seed": "abc"},
+    {"random_seed": -1},
+    {"random_seed": [1, 2, 3]},
+    {"budget": 5.0},
+    {"drawz": 3},
+    {"var_names": ["nope"]},
+    {"callback": 3},
+    {"mp_ctx": "bogus"},
+]
+
+
+@pytest.mark.parametrize("bad", BAD_ARGUMENTS, ids=lambda bad: "-".join(map(str, bad)))
+def test_bad_arguments_are_refused_before_anything_is_charged(model, bad):
+    ledger = PrivacyLedger()
+    arguments = {"draws": 3, "chains": 2, "cores": 1, "ledger": ledger, "progressbar": False}
+    with model:
+        step = PrivateMetropolis([model["theta"]], temperature=10.0)
+        with pytest.raises((PrivacyError, TypeError, ValueError)):
+            sample(step=step, **{**arguments, **bad})
+    assert len(ledger) == 0
+
+
+def test_a_step_of_another_model_is_refused(model):
+    with pm.Model():
+        x_obs = PrivateData("x_obs", np.zeros(10, dtype=np.int64), bounds=(0, 1))
+        theta = TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A)
+        pm.Bernoulli("x", theta, observed=x_obs)
+        foreign = PrivateMetropolis([theta], temperature=10.0)
+    ledger = PrivacyLedger()
+    with model:
+        with pytest.raises(UnsupportedModelError, match="not variables of this model"):
+            sample(3, step=foreign, chains=1, ledger=ledger, progressbar=False)
     assert len(ledger) == 0
