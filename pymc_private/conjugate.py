@@ -639,31 +639,12 @@ def draw_conjugate(
     size : optional
         As in the functions above.
     """
-    if family == "beta":
-        return truncated_beta(
+    if family in _SCALAR_SAMPLERS:
+        sampler, first, second = _SCALAR_SAMPLERS[family]
+        return sampler(
             rng,
-            parameters["alpha"],
-            parameters["beta"],
-            support.lower,
-            support.upper,
-            size,
-            name=name,
-        )
-    if family == "gamma":
-        return truncated_gamma(
-            rng,
-            parameters["alpha"],
-            parameters["beta"],
-            support.lower,
-            support.upper,
-            size,
-            name=name,
-        )
-    if family == "normal":
-        return truncated_normal(
-            rng,
-            parameters["mu"],
-            parameters["sigma"],
+            parameters[first],
+            parameters[second],
             support.lower,
             support.upper,
             size,
@@ -693,3 +674,11 @@ def draw_conjugate(
         f"`{name}`: no exact sampler for the conjugate family {family!r}; supported: beta, "
         f"gamma, normal, dirichlet, mvnormal."
     )
+
+
+# Scalar conjugate families: their exact truncated sampler and parameter names, in order.
+_SCALAR_SAMPLERS = {
+    "beta": (truncated_beta, "alpha", "beta"),
+    "gamma": (truncated_gamma, "alpha", "beta"),
+    "normal": (truncated_normal, "mu", "sigma"),
+}
