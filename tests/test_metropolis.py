@@ -254,6 +254,8 @@ def test_tuning_reaches_the_barker_scale_from_far_away(model, esjd_optimal_scale
 # --- audits: one step from a fixed public state on neighbouring data sets -------------------
 
 U0 = 6.0  # public state θ = A + (1 − 2A)σ(−U0) ≈ A; the proposal jumps to +U0, θ' ≈ 1 − A
+THETA_AUDIT = A + (1 - 2 * A) / (1 + math.exp(U0))  # θ at −U0; θ' = 1 − θ at +U0
+L_AUDIT = math.log((1 - THETA_AUDIT) / THETA_AUDIT)  # L' = ln(θ'/θ) ≈ L
 
 
 class _Jump:
@@ -273,14 +275,13 @@ class _Jump:
 AUDIT_DATA = ([1, 0, 0], [0, 0, 0], [1, 1, 0])
 
 
-@pytest.fixture(scope="module")
-def audit_step():
+def _audit_steps(**step_kwargs):
     """One step per audited data set, each built on its own model: a step keeps the data it
     was built with, so neighbouring data sets need neighbouring steps."""
     steps, models = {}, {}
     for labels in AUDIT_DATA:
         models[tuple(labels)] = beta_bernoulli_model(np.array(labels))
-        step = PrivateMetropolis(tune=False, model=models[tuple(labels)])
+        step = PrivateMetropolis(tune=False, model=models[tuple(labels)], **step_kwargs)
         step.proposal_dist = _Jump()
         steps[tuple(labels)] = step
 
@@ -294,21 +295,32 @@ def audit_step():
 
 
 @pytest.fixture(scope="module")
-def barker_audit(audit_step):
-    # D = (1, 0, 0): Λ = −L'; D' = (0, 0, 0): Λ = −3L', with L' = ln(θ'/θ) ≈ L. The gap 2L'
-    # nearly attains the bound 2L, and acceptance is the event with the largest ratio.
-    _, one_step, _ = audit_step
+def audit_step():
+    return _audit_steps()
+
+
+def _acceptance_audit(one_step, random_seed: int):
+    """Audit of the jump's acceptance, D = (1, 0, 0) against D' = (0, 0, 0)."""
     return epsilon_lower_bound(
-        one_step, [1, 0, 0], [0, 0, 0], n=40_000, event=lambda q: q > 0, random_seed=5
+        one_step, [1, 0, 0], [0, 0, 0], n=40_000, event=lambda q: q > 0, random_seed=random_seed
     )
 
 
-def test_barker_step_acceptance_is_logistic_in_lambda(barker_audit):
-    theta = A + (1 - 2 * A) / (1 + math.exp(U0))
-    gap = math.log((1 - theta) / theta)  # L' = ln(θ'/θ), θ' = 1 − θ
-    for hits, log_ratio in zip(barker_audit.counts, (-gap, -3 * gap), strict=True):
+def _assert_acceptance_is_logistic(audit, log_ratios):
+    for hits, log_ratio in zip(audit.counts, log_ratios, strict=True):
         p = 1 / (1 + math.exp(-log_ratio))
-        assert stats.binomtest(hits, barker_audit.n, p).pvalue > 1e-3
+        assert stats.binomtest(hits, audit.n, p).pvalue > 1e-3
+
+
+@pytest.fixture(scope="module")
+def barker_audit(audit_step):
+    # D = (1, 0, 0): Λ = −L'; D' = (0, 0, 0): Λ = −3L'. The gap 2L' nearly attains the
+    # bound 2L, and acceptance is the event with the largest ratio.
+    return _acceptance_audit(audit_step[1], random_seed=5)
+
+
+def test_barker_step_acceptance_is_logistic_in_lambda(barker_audit):
+    _assert_acceptance_is_logistic(barker_audit, (-L_AUDIT, -3 * L_AUDIT))
 
 
 def test_audit_of_barker_step_is_within_two_l_over_t_and_nearly_attains_it(
@@ -323,6 +335,49 @@ def test_audit_of_barker_step_is_within_two_l_over_t_and_nearly_attains_it(
 def test_audit_catches_barker_step_charged_l_over_t(audit_step, barker_audit):
     step = audit_step[0][1, 0, 0]
     assert not barker_audit.passes(step.privacy_epsilon_per_draw / 2)
+
+
+CLIP, T_CLIP = 0.8, 1.25  # c well below L' ≈ 1.38: both kinds of record are clipped
+
+
+@pytest.fixture(scope="module")
+def clipped_audit_step():
+    return _audit_steps(clip=CLIP, temperature=T_CLIP)
+
+
+@pytest.fixture(scope="module")
+def clipped_barker_audit(clipped_audit_step):
+    # A 1 record's ratio is +L' and a 0 record's −L', clipped to ±c: D = (1, 0, 0) has
+    # Λ = −c/T, D' = (0, 0, 0) has Λ = −3c/T, the changed record going from +c to −c.
+    # The gap is the whole bound 2c/T; log σ(−c/T) − log σ(−3c/T) = 0.99 ≈ 0.78 · 2c/T.
+    return _acceptance_audit(clipped_audit_step[1], random_seed=7)
+
+
+def test_clipped_barker_step_accepts_with_the_clipped_lambda(
+    clipped_audit_step, clipped_barker_audit
+):
+    steps = clipped_audit_step[0]
+    q1, q0 = np.array([U0]), np.array([-U0])
+    assert CLIP < L_AUDIT  # the clip binds: unclipped, Λ would be −L'/T and −3L'/T
+    assert steps[1, 0, 0].log_acceptance_ratio(q1, q0) == pytest.approx(-CLIP / T_CLIP)
+    assert steps[0, 0, 0].log_acceptance_ratio(q1, q0) == pytest.approx(-3 * CLIP / T_CLIP)
+    _assert_acceptance_is_logistic(clipped_barker_audit, (-CLIP / T_CLIP, -3 * CLIP / T_CLIP))
+
+
+def test_audit_of_clipped_barker_step_is_within_two_c_over_t_and_nearly_attains_it(
+    clipped_audit_step, clipped_barker_audit
+):
+    step = clipped_audit_step[0][1, 0, 0]
+    assert step.privacy_epsilon_per_draw == pytest.approx(2 * CLIP / T_CLIP, rel=1e-12)
+    assert clipped_barker_audit.passes(step.privacy_epsilon_per_draw)
+    assert clipped_barker_audit.epsilon_lower_bound > 0.7 * step.privacy_epsilon_per_draw
+
+
+def test_audit_catches_clipped_barker_step_charged_c_over_t(
+    clipped_audit_step, clipped_barker_audit
+):
+    step = clipped_audit_step[0][1, 0, 0]
+    assert not clipped_barker_audit.passes(step.privacy_epsilon_per_draw / 2)
 
 
 def test_audit_shows_min_one_acceptance_is_not_private(audit_step, monkeypatch):
