@@ -78,6 +78,7 @@ from pymc_private.errors import UnsupportedModelError
 __all__ = [
     "MAX_PROPOSALS",
     "draw_conjugate",
+    "log_multivariate_beta",
     "mvnormal_in_ball",
     "truncated_beta",
     "truncated_dirichlet",
@@ -419,7 +420,8 @@ def _checked_max_proposals(function: str, max_proposals: Any) -> None:
         )
 
 
-def _log_multivariate_beta(a: np.ndarray) -> np.ndarray:
+def log_multivariate_beta(a: np.ndarray) -> np.ndarray:
+    """log B(a) = Σ log Γ(a_k) − log Γ(Σ a_k) over the last axis."""
     return special.gammaln(a).sum(-1) - special.gammaln(a.sum(-1))
 
 
@@ -489,9 +491,9 @@ def truncated_dirichlet(
     b = np.minimum(rows, 1.0)
     if m > 0.0:
         log_ratio = (
-            _log_multivariate_beta(rows)
+            log_multivariate_beta(rows)
             - (n_categories - 1) * math.log(width)
-            - _log_multivariate_beta(b)
+            - log_multivariate_beta(b)
             - (rows - 1.0).sum(-1) * math.log(m + width)
         )
         shifted = log_ratio > 0.0

@@ -59,6 +59,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorVariable
 from scipy import integrate, signal, special, stats
 
+from pymc_private import conjugate
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
@@ -82,8 +83,6 @@ __all__ = [
 # Rejection sampling gives up below this acceptance probability (10⁵ proposals per draw).
 _MIN_ACCEPTANCE = 1e-5
 # Proposals drawn per pending draw and round of rejection sampling, and the memory cap.
-_MAX_PROPOSALS_PER_ROUND = 10_000
-_MAX_PROPOSAL_FLOATS = 2_000_000
 
 
 # ---------------------------------------------------------------------------------------
@@ -448,10 +447,6 @@ class TruncatedNormal:
 # ---------------------------------------------------------------------------------------
 
 
-def _log_multivariate_beta(a: np.ndarray) -> np.ndarray:
-    return special.gammaln(a).sum(-1) - special.gammaln(a.sum(-1))
-
-
 def _dirichlet_log_mass(a: np.ndarray, min_prob: float) -> float:
     """log P_{Dirichlet(a)}(p_k ≥ min_prob for every k), for one concentration vector a.
 
@@ -540,7 +535,7 @@ def _dirichlet_log_mass_by_convolution(
         + log_peak.sum()
         - tilt
         + math.log(extrapolated)
-        - _log_multivariate_beta(a)
+        - conjugate.log_multivariate_beta(a)
     )
 
 
@@ -550,29 +545,6 @@ def _dirichlet_log_masses(a: np.ndarray, min_prob: float) -> np.ndarray:
     unique_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
     masses = np.array([_dirichlet_log_mass(row, min_prob) for row in unique_rows])
     return masses[inverse.reshape(-1)].reshape(a.shape[:-1])
-
-
-def _rejection_sample(
-    propose,
-    n_draws: int,
-    n_per_round: int,
-    dimension: int,
-) -> np.ndarray:
-    """Collect ``n_draws`` accepted proposals.
-
-    ``propose(rows, n)`` returns proposals of shape (len(rows), n, dimension) for the draws
-    indexed by ``rows`` and a boolean acceptance mask of shape (len(rows), n).
-    """
-    out = np.empty((n_draws, dimension))
-    pending = np.arange(n_draws)
-    while pending.size:
-        n = max(1, min(n_per_round, _MAX_PROPOSAL_FLOATS // (pending.size * dimension)))
-        proposals, accepted = propose(pending, n)
-        hit = accepted.any(axis=1)
-        first = accepted.argmax(axis=1)
-        out[pending[hit]] = proposals[hit, first[hit]]
-        pending = pending[~hit]
-    return out
 
 
 class TruncatedDirichletRV(RandomVariable):
@@ -595,7 +567,8 @@ class TruncatedDirichletRV(RandomVariable):
         (B) p = m + c·q with q ~ Dirichlet(b), b_k = min(a_k, 1), accepted with probability
             Π_k ((m + c q_k)/(m + c))^{a_k−1} q_k^{1−b_k}, which is ≤ 1; its acceptance is
             P·B(a) / (c^{K−1} B(b) (m + c)^{Σ(a_k−1)}), exactly 1 when a = 1.
-        Raises `TruncationError` when the better acceptance is below `_MIN_ACCEPTANCE`.
+        Raises `TruncationError` when the better acceptance is below `_MIN_ACCEPTANCE`;
+        the draws come from `pymc_private.conjugate.truncated_dirichlet`.
         """
         n_categories = a.shape[-1]
         batch_shape = (
@@ -611,12 +584,11 @@ class TruncatedDirichletRV(RandomVariable):
         log_acceptance_a = log_mass
         log_acceptance_b = (
             log_mass
-            + _log_multivariate_beta(a)
+            + conjugate.log_multivariate_beta(a)
             - (n_categories - 1) * np.log(width)
-            - _log_multivariate_beta(b)
+            - conjugate.log_multivariate_beta(b)
             - (a - 1.0).sum(-1) * np.log(m + width)
         )
-        use_b = log_acceptance_b > log_acceptance_a
         best = np.maximum(log_acceptance_a, log_acceptance_b)
         if (best < math.log(_MIN_ACCEPTANCE)).any():
             raise TruncationError(
@@ -625,30 +597,9 @@ class TruncatedDirichletRV(RandomVariable):
                 f"almost no Dirichlet(a) mass has every p_k ≥ min_prob. Lower `min_prob` or "
                 f"use concentrations `a` closer to the truncated region."
             )
-        n_per_round = int(min(_MAX_PROPOSALS_PER_ROUND, math.ceil(2.0 / math.exp(best.min()))))
-
-        def propose(rows, n):
-            shape = np.where(use_b[rows][:, None], b[rows], a[rows])
-            gammas = rng.standard_gamma(
-                np.broadcast_to(shape[:, None, :], (rows.size, n, n_categories))
-            )
-            q = gammas / gammas.sum(-1, keepdims=True)
-            m_rows = m[rows][:, None, None]
-            width_rows = width[rows][:, None, None]
-            a_rows = a[rows][:, None, :]
-            b_rows = b[rows][:, None, :]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_ratio = (
-                    (a_rows - 1.0) * np.log((m_rows + width_rows * q) / (m_rows + width_rows))
-                ).sum(-1)
-                log_ratio += np.where(b_rows < 1.0, (1.0 - b_rows) * np.log(q), 0.0).sum(-1)
-                accept_b = np.log(rng.uniform(size=(rows.size, n))) < log_ratio
-            accept_a = (q >= m_rows).all(-1)
-            accepted = np.where(use_b[rows][:, None], accept_b, accept_a)
-            proposals = np.where(use_b[rows][:, None, None], m_rows + width_rows * q, q)
-            return proposals, accepted
-
-        draws = _rejection_sample(propose, a.shape[0], n_per_round, n_categories)
+        # The sampler of the conjugate posteriors draws (same two proposals); `min_prob` is
+        # one public number (`TruncatedDirichlet.dist`), broadcast above.
+        draws = conjugate.truncated_dirichlet(rng, a, float(m[0]), name="TruncatedDirichlet")
         return draws.reshape((*batch_shape, n_categories))
 
 
@@ -904,7 +855,8 @@ class TruncatedMvNormalRV(RandomVariable):
 
         mu = 0 and cov = s²·I: ‖w‖² = s²·F⁻¹_{χ²_d}(U·F_{χ²_d}(R²/s²)) with a uniform
         direction (inverse CDF, any radius). Otherwise rejection from N(mu, cov), whose
-        acceptance is exp(log_mass); `TruncationError` below `_MIN_ACCEPTANCE`.
+        acceptance is exp(log_mass), by `pymc_private.conjugate.mvnormal_in_ball`;
+        `TruncationError` below `_MIN_ACCEPTANCE`.
         """
         dimension = mu.shape[-1]
         batch_shape = (
@@ -944,18 +896,9 @@ class TruncatedMvNormalRV(RandomVariable):
             draws[isotropic_centred] = radial[:, None] * direction
         general = np.flatnonzero(~isotropic_centred)
         if general.size:
-            chol = np.linalg.cholesky(cov[general])
-            n_per_round = int(
-                min(_MAX_PROPOSALS_PER_ROUND, math.ceil(2.0 / math.exp(log_mass[general].min())))
+            draws[general] = conjugate.mvnormal_in_ball(
+                rng, mu[general], cov[general], float(radius[0]), name="TruncatedMvNormal"
             )
-
-            def propose(rows, n):
-                z = rng.standard_normal((rows.size, n, dimension))
-                w = mu[general[rows]][:, None, :] + np.einsum("rij,rnj->rni", chol[rows], z)
-                inside = np.linalg.norm(w, axis=-1) <= radius[general[rows]][:, None]
-                return w, inside
-
-            draws[general] = _rejection_sample(propose, general.size, n_per_round, dimension)
         return draws.reshape((*batch_shape, dimension))
 
 
