@@ -37,7 +37,7 @@ import opendp.prelude as dp
 from pymc_private.accounting import Release
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
-__all__ = ["discrete_laplace", "exponential_mechanism", "laplace"]
+__all__ = ["discrete_laplace", "exact_choice", "exponential_mechanism", "laplace"]
 
 dp.enable_features("contrib")
 
@@ -302,6 +302,49 @@ def exponential_mechanism(
         note=note + (", monotone utility" if monotone else ""),
     )
     return index, release
+
+
+def exact_choice(log_weights, *, secure: bool, rng: np.random.Generator | None = None) -> int:
+    """Index k drawn with probability exp(w_k) / Σ_j exp(w_j), for finite float log-weights w.
+
+    This is the sampling step of every exponential mechanism of the package (a grid draw
+    from a tempered posterior, Barker's accept/reject as a choice between the scores Λ and
+    0); it releases nothing by itself, and the caller states and records the cost.
+
+    ``secure=True``: OpenDP 0.16's ``make_noisy_max`` with zero-concentrated divergence and
+    scale 1, i.e. arg-max of w_k + G_k with exact Gumbel noise G_k compared in arbitrary
+    precision. Each float w_k is an exact rational, so the output law is exactly the
+    softmax of the w_k as given (no rounding of a continuous sample into a data-dependent
+    set of floats: Mironov 2012, Ilvento 2020). The randomness comes from the operating
+    system's generator; ``rng`` is not read, so no caller-visible generator state depends
+    on the weights. ``secure=False``: ``argmax(w + rng.gumbel(size=K))`` in floating point,
+    reproducible from ``rng``, which consumes exactly K standard Gumbel draws whatever the
+    weights; it realises the softmax only up to rounding.
+
+    Parameters
+    ----------
+    log_weights
+        One-dimensional finite float array of K ≥ 1 entries (the caller validates: the
+        weights are computed from private data and an error here would be a release).
+    secure
+        See above.
+    rng
+        The generator of ``secure=False``.
+    """
+    weights = np.asarray(log_weights, dtype=np.float64)
+    if secure:
+        return int(_opendp_softmax()(weights.tolist()))
+    return int(np.argmax(weights + rng.gumbel(size=weights.shape)))
+
+
+@functools.lru_cache(maxsize=1)
+def _opendp_softmax():
+    """OpenDP's exact Gumbel noisy max of scale 1 over any number of float scores."""
+    space = (
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.linf_distance(T=float, monotonic=False),
+    )
+    return dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=1.0)
 
 
 def _check_arguments(

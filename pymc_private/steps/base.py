@@ -30,9 +30,14 @@ class PrivateStep:
     formula of public quantities stated in the subclass docstring, proportional to
     1/``temperature``), ``temperature``, ``sensitivity`` (the Lipschitz constant or Δ₁ it is
     calibrated to) and ``mechanism`` (a name from the papers),
-    and list in ``released_stats`` the sample stats that are safe to release: stats that are
-    public functions of the released chain and of public quantities (never a log density or
-    an acceptance probability computed from raw data).
+    set ``secure`` (True: every data-dependent choice is drawn by an exact sampler from the
+    operating system's generator, `pymc_private.mechanisms.exact_choice`, and ``self.rng``
+    feeds only data-independent randomness such as proposals; False: everything is drawn
+    from ``self.rng``, so the chain is reproducible from a seed by whoever holds it, and its
+    releases are marked not secure), and list in ``released_stats`` the sample stats that
+    are safe to release: stats that are public functions of the released chain and of
+    public quantities (never a log density or an acceptance probability computed from raw
+    data).
     """
 
     mechanism: ClassVar[str]
@@ -41,6 +46,7 @@ class PrivateStep:
     temperature: float
     sensitivity: float | None
     touches_raw_data: bool = True
+    secure: bool = True
 
     def planned_release(self, draws: int, chain: int) -> Release:
         """The release of ``draws`` transitions of this step in chain ``chain``.
@@ -54,6 +60,7 @@ class PrivateStep:
             count=int(draws),
             sensitivity=None if self.sensitivity is None else float(self.sensitivity),
             statistic=", ".join(_variable_name(v.name) for v in self.vars),
+            secure=bool(self.secure) or not self.touches_raw_data,
             chain=int(chain),
             draw=0,
             note=self.release_note(),
