@@ -54,11 +54,13 @@ from pymc_private.errors import (
 )
 from pymc_private.families import (
     FAMILIES,
+    DataGrid,
     ElementDomain,
     Interval,
     LikelihoodTerm,
     ParameterTerm,
     StatisticSpec,
+    data_grid,
     find_family,
 )
 from pymc_private.priors import parameter_support
@@ -270,7 +272,8 @@ class PrivacyAnalysis:
                     "name": s.name,
                     "kind": s.kind,
                     "shape": list(s.shape),
-                    "integer": s.integer,
+                    "unit": s.unit,
+                    "sensitivity": s.sensitivity,
                     "sensitivity_l1": s.sensitivity_l1,
                     "nodes": list(s.nodes),
                 }
@@ -308,7 +311,7 @@ class PrivacyAnalysis:
         else:
             stats_footer = f"Δ₁ over one record = {_fmt(self.sensitivity_l1)}"
         stats = [
-            [s.name, s.kind, str(s.shape), "yes" if s.integer else "no", _fmt(s.sensitivity_l1)]
+            [s.name, s.kind, str(s.shape), _fmt(s.unit), _fmt(s.sensitivity_l1)]
             for s in self.statistics
         ]
         routes = []
@@ -326,7 +329,7 @@ class PrivacyAnalysis:
             ("Blocks (Gibbs)", ["free variable", "L_j"], blocks, ""),
             (
                 "Sufficient statistics (pay once)",
-                ["statistic", "kind", "shape", "integer", "Δ₁"],
+                ["statistic", "kind", "shape", "grid step", "Δ₁"],
                 stats,
                 stats_footer,
             ),
@@ -445,7 +448,7 @@ def _collect_statistics(
     for term in terms:
         try:
             specs = term.family.statistics(term)
-        except UnsupportedModelError as error:
+        except (UnsupportedModelError, DataBoundsError) as error:
             unavailable[term.node] = str(error)
             continue
         totals = term.totals_statistic()
@@ -688,8 +691,8 @@ class _GraphReader:
             group_by=group_by,
             n_groups=n_groups,
             group_domain=group_domain,
-            covariate_lower=None if covariate_spec is None else covariate_spec.lower,
-            covariate_upper=None if covariate_spec is None else covariate_spec.upper,
+            grid=_grid(spec),
+            covariate_grid=None if covariate_spec is None else _grid(covariate_spec),
         )
         if not math.isfinite(term.lipschitz()):
             raise self._unbounded(term)
@@ -1100,6 +1103,11 @@ class _GraphReader:
                 with np.errstate(divide="ignore", over="ignore"):
                     return Interval(float(function(a.lower)), float(function(a.upper)))
         raise self._unsupported(f"the operation {scalar}")
+
+
+def _grid(spec: PrivateDataSpec) -> DataGrid:
+    """The public grid of a `PrivateData` array (`pymc_private.families.data_grid`)."""
+    return data_grid(spec.lower, spec.upper, spec.n, integer=spec.integer)
 
 
 def _vector_radius(weights: _Bound, right: Variable) -> float | None:

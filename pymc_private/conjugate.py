@@ -76,7 +76,9 @@ from scipy import special
 from pymc_private.errors import UnsupportedModelError
 
 __all__ = [
+    "CONJUGATE_FAMILIES",
     "MAX_PROPOSALS",
+    "ConjugateFamily",
     "draw_conjugate",
     "log_multivariate_beta",
     "mvnormal_in_ball",
@@ -96,6 +98,68 @@ _SMALLEST_MASS = 1e-280
 MAX_PROPOSALS = 100_000
 # Memory cap on the floats proposed in one round of rejection.
 _MAX_ROUND_FLOATS = 2_000_000
+
+
+# ---------------------------------------------------------------------------------------
+# Conjugate families: the additive coordinates in which likelihood contributions add up
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConjugateFamily:
+    """A conjugate prior family and its additive coordinates.
+
+    A conjugate update adds each observed node's contribution
+    (`LikelihoodFamily.conjugate_contribution`) to the prior's additive coordinates:
+    pseudo-counts for beta (alpha, beta), gamma (alpha, beta = rate) and dirichlet (a);
+    precision ``J`` and precision-weighted mean ``h = J·mean`` for normal and mvnormal.
+    ``additive`` maps the family's usual parameters to those coordinates, ``usual`` back.
+    Both use +, −, ×, / (and a square root, an inverse for mvnormal, only in ``usual``), so
+    ``additive`` is exact on rational arrays.
+    """
+
+    name: str
+    additive: Callable[[Mapping[str, Any]], dict[str, Any]]
+    usual: Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def _same(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(parameters)
+
+
+def _normal_additive(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    sigma = np.asarray(parameters["sigma"])
+    precision = 1 / (sigma * sigma)
+    return {"h": np.asarray(parameters["mu"]) * precision, "J": precision}
+
+
+def _normal_usual(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    precision = np.asarray(parameters["J"], dtype=np.float64)
+    return {
+        "mu": np.asarray(parameters["h"], dtype=np.float64) / precision,
+        "sigma": precision**-0.5,
+    }
+
+
+def _mvnormal_additive(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    precision = np.linalg.inv(np.asarray(parameters["cov"], dtype=np.float64))
+    return {"h": precision @ np.asarray(parameters["mu"], dtype=np.float64), "J": precision}
+
+
+def _mvnormal_usual(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    cov = np.linalg.inv(np.asarray(parameters["J"], dtype=np.float64))
+    cov = 0.5 * (cov + cov.T)
+    return {"mu": cov @ np.asarray(parameters["h"], dtype=np.float64), "cov": cov}
+
+
+CONJUGATE_FAMILIES: dict[str, ConjugateFamily] = {
+    "beta": ConjugateFamily("beta", _same, _same),
+    "gamma": ConjugateFamily("gamma", _same, _same),
+    "dirichlet": ConjugateFamily("dirichlet", _same, _same),
+    "normal": ConjugateFamily("normal", _normal_additive, _normal_usual),
+    "mvnormal": ConjugateFamily("mvnormal", _mvnormal_additive, _mvnormal_usual),
+}
+"""The conjugate prior families of `pymc_private.families`, by name."""
 
 
 # ---------------------------------------------------------------------------------------

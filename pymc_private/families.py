@@ -29,6 +29,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from types import MappingProxyType
 
 import numpy as np
@@ -43,13 +44,15 @@ from pytensor.tensor.random.basic import (
 )
 from scipy.special import gammaln, xlogy
 
-from pymc_private.errors import UnsupportedModelError
+from pymc_private.conjugate import CONJUGATE_FAMILIES
+from pymc_private.errors import DataBoundsError, UnsupportedModelError
 
 __all__ = [
     "FAMILIES",
     "Bernoulli",
     "Binomial",
     "Categorical",
+    "DataGrid",
     "ElementDomain",
     "Exponential",
     "Interval",
@@ -61,7 +64,9 @@ __all__ = [
     "ParameterTerm",
     "Poisson",
     "StatisticSpec",
+    "as_exact",
     "complete_statistic",
+    "data_grid",
     "find_family",
     "group_counts_statistic",
 ]
@@ -123,6 +128,111 @@ class ElementDomain:
         if self.integer:
             return float(math.floor(self.upper) - math.ceil(self.lower) + 1)
         return 1.0 if self.lower == self.upper else math.inf
+
+
+# Float data enter statistics as integers m with |m| <= _GRID_LEVELS; a statistic of n
+# records must fit in int64 (n · max|t(m)| < 2^62), and the sensitivity of squares and
+# products over one record must be an integer a float holds exactly (< 2^53).
+_GRID_LEVELS = 2**25
+_STATISTIC_CAPACITY = 2**62
+_SENSITIVITY_CAPACITY = 2**52
+# A float grid must resolve the declared range into at least this many steps.
+_MIN_GRID_STEPS = 2**10
+
+
+@dataclass(frozen=True, eq=False)
+class DataGrid:
+    """The public grid on which one `PrivateData` array enters sufficient statistics.
+
+    Every value x of the array is represented by the integer ``m = clip(rint(x / q),
+    lower, upper)``, i.e. by ``v = q·m``, the nearest grid point inside the declared bounds.
+    The map is applied to each record on its own and depends on public quantities only, so
+    it is part of the mechanism (like clipping): the guarantees hold for the records v,
+    which lie inside the declared bounds, so every Lipschitz constant computed over the
+    declared domain covers them. Statistics of v are sums of integers, computed exactly in
+    int64 (Casacuberta et al. 2022: float sums can move by far more than their nominal
+    sensitivity; integer sums cannot).
+
+    Integer data: q = 1 and m = x. Float data: q is the power of two for which
+    ``max|bound| / q`` is at most ``min(2^25, sqrt(2^61 / n), sqrt(2^52 / (s(s+1))))``, s the
+    number of elements of a record, so that squares and products of m summed over n records
+    stay below 2^62 and their sensitivity over one record below 2^53; the representation
+    error |x − v| is at most q/2 inside the bounds.
+
+    Attributes
+    ----------
+    quantum
+        q, the natural value of one grid step (a power of two, or 1 for integer data).
+    lower, upper
+        The smallest and largest integer m of each element of a record (int64 arrays of the
+        record shape).
+    coarse
+        Whether some element's declared range spans fewer than 2^10 grid steps (a range too
+        narrow for its magnitude); statistics are then refused.
+    """
+
+    quantum: float
+    lower: np.ndarray
+    upper: np.ndarray
+    coarse: bool = False
+
+    def quantize(self, values: np.ndarray) -> np.ndarray:
+        """The integers m of raw values (records on axis 0), as int64. Touches private data."""
+        values = np.asarray(values)
+        if values.dtype.kind in "iu":
+            return np.clip(values, self.lower, self.upper).astype(np.int64)
+        return np.clip(np.rint(values / self.quantum), self.lower, self.upper).astype(np.int64)
+
+
+def data_grid(lower: np.ndarray, upper: np.ndarray, n: int, *, integer: bool) -> DataGrid:
+    """The `DataGrid` of a `PrivateData` array from its public declaration (bounds, n, dtype).
+
+    Whether the grid resolves the declared range finely enough (``coarse``) is checked where
+    a statistic is built on it, so that routes that do not use statistics are not refused.
+    """
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    magnitude = float(np.max(np.maximum(np.abs(lower), np.abs(upper)), initial=0.0))
+    quantum = 1.0
+    if not integer and magnitude > 0.0:
+        size = max(lower.size, 1)
+        levels = min(
+            _GRID_LEVELS,
+            math.isqrt(_STATISTIC_CAPACITY // (2 * max(n, 1))),
+            math.isqrt(_SENSITIVITY_CAPACITY // (size * (size + 1))),
+        )
+        quantum = math.ldexp(1.0, max(math.ceil(math.log2(magnitude / levels)), -1074))
+    grid_lower = [math.ceil(Fraction(v) / Fraction(quantum)) for v in lower.ravel().tolist()]
+    grid_upper = [math.floor(Fraction(v) / Fraction(quantum)) for v in upper.ravel().tolist()]
+    steps = (upper - lower) / quantum
+    return DataGrid(
+        quantum=quantum,
+        lower=_read_only(np.array(grid_lower, dtype=np.int64).reshape(lower.shape)),
+        upper=_read_only(np.array(grid_upper, dtype=np.int64).reshape(upper.shape)),
+        coarse=bool(not integer and np.any((upper > lower) & (steps < _MIN_GRID_STEPS))),
+    )
+
+
+def _check_grids(name: str, data: tuple[str, ...], grids: tuple[DataGrid, ...]) -> None:
+    """Refuse, from the declarations alone, a statistic on a grid too coarse for its range."""
+    for array, grid in zip(data, grids, strict=False):
+        if grid is not None and grid.coarse:
+            raise DataBoundsError(
+                f"The statistic {name} needs PrivateData `{array}` on a grid of step "
+                f"{grid.quantum:g}, too coarse for its declared range: sufficient statistics are "
+                "computed exactly on a grid of at most 2**25 steps up to the largest bound. "
+                "Recentre or rescale the data (e.g. subtract a public reference value) so that "
+                "its bounds are not far larger than their width."
+            )
+
+
+def _check_capacity(name: str, n: int, largest: int) -> None:
+    """Refuse, from public quantities, a statistic whose exact int64 sum could overflow."""
+    if n * largest >= _STATISTIC_CAPACITY:
+        raise DataBoundsError(
+            f"The statistic {name} of {n} records, each up to {largest} grid steps, could "
+            "exceed the exact int64 range; declare tighter bounds for its data."
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,10 +320,11 @@ class LikelihoodTerm:
     group_by, n_groups, group_domain
         The private index that selects this node's parameters per record (``y_obs`` in
         ``theta[y_obs]``), the number of groups and the index's domain.
-    covariate_lower, covariate_upper
-        Declared bounds of one record of the covariates of a linear predictor.
     n
         The public record count.
+    grid, covariate_grid
+        The public `DataGrid` of the observed data and of the covariates, on which their
+        sufficient statistics are computed exactly.
     """
 
     node: str
@@ -226,8 +337,8 @@ class LikelihoodTerm:
     group_by: str | None = None
     n_groups: int | None = None
     group_domain: ElementDomain | None = None
-    covariate_lower: np.ndarray | None = None
-    covariate_upper: np.ndarray | None = None
+    grid: DataGrid | None = None
+    covariate_grid: DataGrid | None = None
 
     @property
     def free_variables(self) -> tuple[str, ...]:
@@ -262,9 +373,13 @@ class LikelihoodTerm:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StatisticSpec:
     """One sufficient statistic s(D) = Σ_i t(x_i) of the pay-once route, as released.
+
+    Every statistic is a sum of integers: counts, or functions of the grid integers m of the
+    data (`DataGrid`), so it is computed exactly in int64 and released with the exact
+    discrete Laplace mechanism; ``unit`` converts it to natural units afterwards.
 
     Parameters
     ----------
@@ -274,17 +389,25 @@ class StatisticSpec:
         ``"counts"``: per-category counts of integer data with categories ``0..K−1``; category
         0 is *not released*: it is derived as the total (n, or the group's count) minus the
         others, which is post-processing since n is public and group counts are released.
-        ``"sum"``: Σ x per element. ``"sum_squares"``: Σ x² per element. ``"gram"``: XᵀX,
-        released as its upper triangle in ``numpy.triu_indices`` order. ``"cross"``: Xᵀy.
+        ``"sum"``: Σ m per element. ``"sum_squares"``: Σ m² per element. ``"gram"``: MᵀM of
+        the covariates' grid integers, released as its upper triangle in
+        ``numpy.triu_indices`` order. ``"cross"``: Mᵀm_y.
     data
         The `PrivateData` names it is computed from (``(X, y)`` for ``"cross"``).
     shape
         Shape of the released array: ``(G,)`` if grouped, then the record shape, then
         ``(K − 1,)`` for counts; ``(p(p+1)/2,)`` for gram; ``(p,)`` for cross.
-    integer
-        Integer-valued statistic with integer Δ₁ (discrete Laplace) or not (Laplace).
-    sensitivity_l1
-        Δ₁ = sup ‖s(D) − s(D')‖₁ over one replaced record, for this statistic alone.
+    unit
+        The natural value of one integer step: 1 for counts and integer data, q for sums of
+        float data on a grid of step q, q² for their squares, q_x·q_y for products.
+    sensitivity
+        Δ₁ in integer steps: sup ‖s(D) − s(D')‖₁ over one replaced record, exact.
+    record_lower, record_upper
+        The range of one record's contribution t to each cell (integer steps; arrays that
+        broadcast against one group's cells), from which the projection after noise knows
+        what a data set can produce.
+    grids
+        The `DataGrid` of each array in ``data``.
     group_by, n_groups
         The private index grouping the sums, and the number of groups.
     n_categories
@@ -297,36 +420,53 @@ class StatisticSpec:
     kind: str
     data: tuple[str, ...]
     shape: tuple[int, ...]
-    integer: bool
-    sensitivity_l1: float
+    unit: float
+    sensitivity: int
+    record_lower: np.ndarray
+    record_upper: np.ndarray
+    grids: tuple[DataGrid | None, ...] = ()
     group_by: str | None = None
     n_groups: int | None = None
     n_categories: int | None = None
     nodes: tuple[str, ...] = field(default=())
 
+    @property
+    def sensitivity_l1(self) -> float:
+        """Δ₁ in natural units: ``unit · sensitivity``."""
+        return float(Fraction(self.unit) * self.sensitivity)
+
     def compute(self, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
-        """s(D) from the raw arrays (by `PrivateData` name), in released form.
+        """s(D) in released form, as exact int64, from the raw arrays (by `PrivateData` name).
 
         Touches private data: its output must go through a mechanism before release.
         """
         group = None if self.group_by is None else np.asarray(arrays[self.group_by], dtype=int)
-        if self.kind == "gram":
-            x = np.asarray(arrays[self.data[0]], dtype=np.float64)
-            gram = x.T @ x
-            return gram[np.triu_indices(gram.shape[0])]
-        if self.kind == "cross":
-            x = np.asarray(arrays[self.data[0]], dtype=np.float64)
-            return x.T @ np.asarray(arrays[self.data[1]], dtype=np.float64)
-        x = np.asarray(arrays[self.data[0]])
         if self.kind == "counts":
-            values = np.asarray(x, dtype=int)
+            values = np.asarray(arrays[self.data[0]], dtype=np.int64)
             per_record = values[..., None] == np.arange(1, self.n_categories)
             return _group_sum(per_record.astype(np.int64), group, self.n_groups)
-        dtype = np.int64 if self.integer else np.float64
-        t = x.astype(dtype)
-        if self.kind == "sum_squares":
-            t = t * t
-        return _group_sum(t, group, self.n_groups)
+        m = self.grids[0].quantize(arrays[self.data[0]])
+        if self.kind == "gram":
+            return (m.T @ m)[np.triu_indices(m.shape[1])]
+        if self.kind == "cross":
+            return m.T @ self.grids[1].quantize(arrays[self.data[1]])
+        return _group_sum(m * m if self.kind == "sum_squares" else m, group, self.n_groups)
+
+    def natural(self, values, *, exact: bool = False) -> np.ndarray:
+        """Released-form integer values in natural units: ``unit · values``.
+
+        ``exact=True`` returns an object array of `fractions.Fraction` (exact rationals),
+        for the exact private samplers; otherwise floats (counts stay integers).
+        """
+        values = np.asarray(values)
+        if exact:
+            unit = Fraction(self.unit)
+            return np.array([unit * int(v) for v in values.ravel()], dtype=object).reshape(
+                values.shape
+            )
+        if self.unit == 1.0:
+            return values
+        return values.astype(np.float64) * self.unit
 
 
 def _group_sum(t: np.ndarray, group: np.ndarray | None, n_groups: int | None) -> np.ndarray:
@@ -338,22 +478,25 @@ def _group_sum(t: np.ndarray, group: np.ndarray | None, n_groups: int | None) ->
 
 
 def complete_statistic(spec: StatisticSpec, released: np.ndarray, totals) -> np.ndarray:
-    """The full statistic from its released form (post-processing, free of privacy cost).
+    """The full statistic from its released form in natural units (post-processing).
 
     Counts get their category 0 back as ``totals − Σ_{k≥1} counts_k`` (``totals`` is n, or the
     full group-count vector for grouped counts); a packed Gram matrix is unpacked to a
-    symmetric matrix; other kinds are returned as they are.
+    symmetric matrix; other kinds are returned as they are. Works on floats and on object
+    arrays of exact rationals alike.
     """
     released = np.asarray(released)
     if spec.kind == "counts":
         total = _expand_totals(np.asarray(totals), released.ndim - 1, spec.group_by is not None)
         first = total - released.sum(axis=-1)
-        return np.concatenate([first[..., None], released], axis=-1)
+        return np.concatenate([np.asarray(first)[..., None], released], axis=-1)
     if spec.kind == "gram":
         size = round((math.sqrt(8 * released.size + 1) - 1) / 2)
         full = np.zeros((size, size), dtype=released.dtype)
         full[np.triu_indices(size)] = released
-        return full + np.triu(full, 1).T
+        lower = np.tril_indices(size, -1)
+        full[lower] = full.T[lower]
+        return full
     return released
 
 
@@ -376,13 +519,15 @@ def group_counts_statistic(index: str, n_groups: int, domain: ElementDomain) -> 
         kind="counts",
         data=(index,),
         shape=(n_groups - 1,),
-        integer=True,
-        sensitivity_l1=_counts_sensitivity(domain, grouped=False),
+        unit=1.0,
+        sensitivity=_counts_sensitivity(domain, grouped=False),
+        record_lower=_read_only(np.zeros(n_groups - 1, dtype=np.int64)),
+        record_upper=_read_only(np.ones(n_groups - 1, dtype=np.int64)),
         n_categories=n_groups,
     )
 
 
-def _counts_sensitivity(domain: ElementDomain, *, grouped: bool) -> float:
+def _counts_sensitivity(domain: ElementDomain, *, grouped: bool) -> int:
     """Δ₁ of per-category counts over one element, category 0 derived.
 
     Replacing x by x' moves one count down (cell x) and one up (cell x'); cells of category
@@ -393,31 +538,86 @@ def _counts_sensitivity(domain: ElementDomain, *, grouped: bool) -> float:
     """
     nonzero = domain.size - (1.0 if domain.lower <= 0.0 <= domain.upper else 0.0)
     if grouped:
-        return 2.0 if nonzero else 0.0
+        return 2 if nonzero else 0
     if nonzero >= 2:
-        return 2.0
-    return 1.0 if nonzero == 1 and domain.size >= 2 else 0.0
+        return 2
+    return 1 if nonzero == 1 and domain.size >= 2 else 0
 
 
-def _sum_sensitivity(t_low: float, t_high: float, *, grouped: bool) -> float:
-    """Δ₁ of Σ t over one element with t ∈ [t_low, t_high].
+def _sum_sensitivity(t_lower, t_upper, *, grouped: bool) -> int:
+    """Δ₁ of Σ t over the elements of one record, t ∈ [t_lower, t_upper] per element
+    (Python integers).
 
-    Ungrouped: |t(x) − t(x')| ≤ t_high − t_low. Grouped (the record may change group):
-    |t(x)| + |t(x')| ≤ 2·max|t|, which also covers a change within one group.
+    Ungrouped: |t(x) − t(x')| ≤ t_upper − t_lower per element. Grouped (the record may change
+    group): |t(x)| + |t(x')| ≤ 2·max|t|, which also covers a change within one group.
     """
     if grouped:
-        return 2.0 * max(abs(t_low), abs(t_high))
-    return t_high - t_low
+        return sum(
+            2 * max(abs(low), abs(high)) for low, high in zip(t_lower, t_upper, strict=False)
+        )
+    return sum(high - low for low, high in zip(t_lower, t_upper, strict=False))
 
 
-def _square_interval(lower: float, upper: float) -> tuple[float, float]:
-    low = 0.0 if lower <= 0.0 <= upper else min(lower * lower, upper * upper)
+def _square_range(lower: int, upper: int) -> tuple[int, int]:
+    """The range of m² for integers m in [lower, upper]."""
+    low = 0 if lower <= 0 <= upper else min(lower * lower, upper * upper)
     return low, max(lower * lower, upper * upper)
 
 
-def _product_width(a: tuple[float, float], b: tuple[float, float]) -> float:
+def _product_range(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The range of the product of integers in the intervals ``a`` and ``b``."""
     products = [x * y for x in a for y in b]
-    return max(products) - min(products)
+    return min(products), max(products)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+def _grid_ranges(grid: DataGrid) -> list[tuple[int, int]]:
+    """(lower, upper) grid integers of each element of a record, as Python integers."""
+    return list(zip(grid.lower.ravel().tolist(), grid.upper.ravel().tolist(), strict=True))
+
+
+def _integer_statistic(
+    name: str,
+    kind: str,
+    data: tuple[str, ...],
+    shape: tuple[int, ...],
+    unit: float,
+    ranges: list[tuple[int, int]],
+    record_shape: tuple[int, ...],
+    n: int,
+    *,
+    grouped: bool,
+    grids: tuple[DataGrid, ...],
+    **grouping,
+) -> StatisticSpec:
+    """A sum statistic with per-record contributions t ∈ ``ranges`` (one range per cell of a
+    record, in grid steps), after checking from public quantities that it fits int64."""
+    lower = [low for low, _ in ranges]
+    upper = [high for _, high in ranges]
+    _check_grids(name, data, grids)
+    _check_capacity(name, n, max([max(abs(v) for v in lower + upper), 1]))
+    sensitivity = _sum_sensitivity(lower, upper, grouped=grouped)
+    if sensitivity > 2 * _SENSITIVITY_CAPACITY:
+        raise DataBoundsError(
+            f"The statistic {name} moves by up to {sensitivity} integer steps when one record "
+            "is replaced, more than an exact float integer (2**53); declare tighter bounds."
+        )
+    return StatisticSpec(
+        name=name,
+        kind=kind,
+        data=data,
+        shape=shape,
+        unit=unit,
+        sensitivity=sensitivity,
+        record_lower=_read_only(np.array(lower, dtype=np.int64).reshape(record_shape)),
+        record_upper=_read_only(np.array(upper, dtype=np.int64).reshape(record_shape)),
+        grids=grids,
+        **grouping,
+    )
 
 
 def _spread(values: np.ndarray) -> float:
@@ -525,6 +725,29 @@ class LikelihoodFamily(ABC):
         """
 
     @abstractmethod
+    def conjugate_contribution(
+        self,
+        term: LikelihoodTerm,
+        target: str,
+        statistics: Mapping[str, np.ndarray],
+        totals,
+        temperature,
+        state: Mapping[str, np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """What this node adds to the conjugate posterior of ``target``'s free variable under
+        the tempered likelihood, in the conjugate family's additive coordinates.
+
+        Conjugate updates add: beta (alpha, beta), gamma (alpha, beta = rate) and dirichlet
+        (a) add pseudo-counts; normal and mvnormal add to the precision ``J`` and to the
+        precision-weighted mean ``h = J·mean`` (`pymc_private.conjugate.CONJUGATE_FAMILIES`
+        converts). Tempering raises the likelihood to 1/T (T ≥ 1), which divides every
+        contribution by T. ``state`` holds the current values of the other parameters' free
+        variables (the Gibbs conditional). The arithmetic is +, −, ×, / only, so the same code
+        gives floats, exact rationals (object arrays of `fractions.Fraction` with a Fraction
+        temperature, for the exact private samplers) or interval bounds. Raises
+        `UnsupportedModelError` when ``target`` has no conjugate update.
+        """
+
     def conjugate_update(
         self,
         term: LikelihoodTerm,
@@ -535,15 +758,16 @@ class LikelihoodFamily(ABC):
         temperature: float,
         state: Mapping[str, np.ndarray],
     ) -> dict[str, np.ndarray]:
-        """Posterior parameters of ``target``'s free variable under the tempered likelihood.
-
-        Tempering raises the likelihood to 1/T (T ≥ 1), which divides every statistic and
-        total by T in the update. ``state`` holds the current values of the other
-        parameters' free variables (the Gibbs conditional). The result is in the conjugate
-        family's parameterisation (beta: alpha, beta; gamma: alpha, beta as a rate;
-        dirichlet: a; normal: mu, sigma; mvnormal: mu, cov), for the parameter's shape.
-        Raises `UnsupportedModelError` when ``target`` has no conjugate update.
-        """
+        """The conjugate posterior of ``target``'s free variable given this node alone, in
+        the family's usual parameters (beta: alpha, beta; gamma: alpha, beta as a rate;
+        dirichlet: a; normal: mu, sigma; mvnormal: mu, cov): ``prior`` plus
+        `conjugate_contribution`."""
+        family = CONJUGATE_FAMILIES[self.conjugate_priors[target][0]]
+        contribution = self.conjugate_contribution(
+            term, target, statistics, totals, temperature, state
+        )
+        additive = family.additive(prior)
+        return family.usual({k: additive[k] + contribution[k] for k in additive})
 
     def _require_plain(self, term: LikelihoodTerm, *, allow_linear: bool = False) -> None:
         for param in term.parameters.values():
@@ -581,25 +805,26 @@ class LikelihoodFamily(ABC):
             )
         return param
 
-    def _statistic(
-        self, term: LikelihoodTerm, kind: str, t_range: Callable[[ElementDomain], tuple]
-    ) -> StatisticSpec:
-        """A per-element sum statistic of ``term``'s data with t ∈ t_range(domain)."""
+    def _statistic(self, term: LikelihoodTerm, kind: str) -> StatisticSpec:
+        """Σ m (``"sum"``) or Σ m² (``"sum_squares"``) per element of ``term``'s data, m the
+        grid integers of its `DataGrid`."""
         grouped = term.group_by is not None
-        change = term.group_can_change
-        sensitivity = sum(
-            count * _sum_sensitivity(*t_range(domain), grouped=change)
-            for domain, count in term.domains
-        )
-        integer = all(domain.integer for domain, _ in term.domains)
+        ranges = _grid_ranges(term.grid)
+        if kind == "sum_squares":
+            ranges = [_square_range(*pair) for pair in ranges]
+        unit = term.grid.quantum ** (2 if kind == "sum_squares" else 1)
         suffix = f" | {term.group_by}" if grouped else ""
-        return StatisticSpec(
-            name=f"{kind}({term.data}{suffix})",
-            kind=kind,
-            data=(term.data,),
-            shape=((term.n_groups,) if grouped else ()) + term.record_shape,
-            integer=integer,
-            sensitivity_l1=float(sensitivity),
+        return _integer_statistic(
+            f"{kind}({term.data}{suffix})",
+            kind,
+            (term.data,),
+            ((term.n_groups,) if grouped else ()) + term.record_shape,
+            unit,
+            ranges,
+            term.record_shape,
+            term.n,
+            grouped=term.group_can_change,
+            grids=(term.grid,),
             group_by=term.group_by,
             n_groups=term.n_groups,
         )
@@ -607,7 +832,7 @@ class LikelihoodFamily(ABC):
     def _sum_statistic(self, term: LikelihoodTerm) -> StatisticSpec:
         """Σ x of a node whose parameters are plain free variables, t(x) = x ∈ [lo, hi]."""
         self._require_plain(term)
-        return self._statistic(term, "sum", lambda d: (d.lower, d.upper))
+        return self._statistic(term, "sum")
 
     def _counts(self, term: LikelihoodTerm, n_categories: int) -> StatisticSpec:
         grouped = term.group_by is not None
@@ -616,13 +841,17 @@ class LikelihoodFamily(ABC):
             for domain, count in term.domains
         )
         suffix = f" | {term.group_by}" if grouped else ""
+        cells = (*term.record_shape, n_categories - 1)
         return StatisticSpec(
             name=f"counts({term.data}{suffix})",
             kind="counts",
             data=(term.data,),
-            shape=((term.n_groups,) if grouped else ()) + term.record_shape + (n_categories - 1,),
-            integer=True,
-            sensitivity_l1=float(sensitivity),
+            shape=((term.n_groups,) if grouped else ()) + cells,
+            unit=1.0,
+            sensitivity=int(sensitivity),
+            record_lower=_read_only(np.zeros(cells, dtype=np.int64)),
+            record_upper=_read_only(np.ones(cells, dtype=np.int64)),
+            grids=(term.grid,),
             group_by=term.group_by,
             n_groups=term.n_groups,
             n_categories=n_categories,
@@ -633,15 +862,18 @@ class LikelihoodFamily(ABC):
 
 
 def _aligned(term: LikelihoodTerm, name: str, value, ndim: int):
-    """A parameter's value shaped to broadcast against an element-resolution statistic.
-
-    Grouped parameters keep their group axis first; their remaining axes are aligned to the
-    right of the record axes.
-    """
+    """A parameter (in the op's parameterisation) shaped to broadcast against an
+    element-resolution statistic (see `_shaped`)."""
     param = term.parameters[name]
     if param.constant is not None:
         value = param.constant
-    value = param.apply_link(value)
+    return _shaped(param, param.apply_link(value), ndim)
+
+
+def _shaped(param: ParameterTerm, value, ndim: int):
+    """``value`` of ``param``'s shape, reshaped to broadcast against a statistic of ``ndim``
+    dimensions: grouped parameters keep their group axis first; their remaining axes are
+    aligned to the right of the record axes."""
     if param.group_by is None:
         return value
     missing = ndim - len(param.shape)
@@ -649,6 +881,23 @@ def _aligned(term: LikelihoodTerm, name: str, value, ndim: int):
         return value
     shape = (param.shape[0],) + (1,) * missing + tuple(param.shape[1:])
     return value.reshape(shape)
+
+
+def as_exact(values) -> np.ndarray:
+    """Real values as an object array of exact `fractions.Fraction` (floats are dyadic
+    rationals, so nothing is rounded)."""
+    values = np.asarray(values)
+    if values.dtype == object:
+        return values
+    exact = [Fraction(v) for v in values.ravel().tolist()]
+    return np.array(exact, dtype=object).reshape(values.shape)
+
+
+def _like(value, reference):
+    """A public float constant in the arithmetic of ``reference``: exact rationals when
+    ``reference`` holds exact rationals (`as_exact`), else a float array."""
+    value = np.asarray(value, dtype=np.float64)
+    return as_exact(value) if np.asarray(reference).dtype == object else value
 
 
 def _reduce(statistic, param: ParameterTerm) -> np.ndarray:
@@ -675,8 +924,8 @@ def _record_counts(term: LikelihoodTerm, statistic, totals):
 def _sum_and_counts(
     term: LikelihoodTerm, statistics: Mapping[str, np.ndarray], totals
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Σ x as floats and `_record_counts` broadcast to its shape, for a conjugate update."""
-    total = np.asarray(statistics["sum"], dtype=np.float64)
+    """Σ x and `_record_counts` broadcast to its shape, in the statistics' arithmetic."""
+    total = np.asarray(statistics["sum"])
     count = np.broadcast_to(_record_counts(term, total, np.asarray(totals)), total.shape)
     return total, count
 
@@ -726,14 +975,12 @@ class Bernoulli(LikelihoodFamily):
         p = _aligned(term, "p", values.get("p"), counts.ndim - 1)
         return _sum(counts[..., 1] * _log(p) + counts[..., 0] * _log(1.0 - p))
 
-    def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
-        counts = statistics["counts"]
-        success = _reduce(counts[..., 1], param)
-        failure = _reduce(counts[..., 0], param)
+        counts = np.asarray(statistics["counts"])
         return {
-            "alpha": prior["alpha"] + success / temperature,
-            "beta": prior["beta"] + failure / temperature,
+            "alpha": _reduce(counts[..., 1], param) / temperature,
+            "beta": _reduce(counts[..., 0], param) / temperature,
         }
 
 
@@ -801,13 +1048,13 @@ class Binomial(LikelihoodFamily):
         p = _aligned(term, "p", values.get("p"), total.ndim)
         return _sum(total * _log(p) + (trials - total) * _log(1.0 - p))
 
-    def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
         trials = self._trials(term.parameters) * count
         return {
-            "alpha": prior["alpha"] + _reduce(total, param) / temperature,
-            "beta": prior["beta"] + _reduce(trials - total, param) / temperature,
+            "alpha": _reduce(total, param) / temperature,
+            "beta": _reduce(trials - total, param) / temperature,
         }
 
 
@@ -848,10 +1095,9 @@ class Categorical(LikelihoodFamily):
         p = _aligned(term, "p", values.get("p"), counts.ndim)
         return _sum(counts * _log(p))
 
-    def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
-        counts = np.asarray(statistics["counts"], dtype=np.float64)
-        return {"a": prior["a"] + _reduce(counts, param) / temperature}
+        return {"a": _reduce(np.asarray(statistics["counts"]), param) / temperature}
 
 
 class Poisson(LikelihoodFamily):
@@ -901,12 +1147,12 @@ class Poisson(LikelihoodFamily):
         lam = _aligned(term, "mu", values.get("mu"), total.ndim)
         return _sum(total * _log(lam) - count * lam)
 
-    def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
         return {
-            "alpha": prior["alpha"] + _reduce(total, param) / temperature,
-            "beta": prior["beta"] + _reduce(count, param) / temperature,
+            "alpha": _reduce(total, param) / temperature,
+            "beta": _reduce(count, param) / temperature,
         }
 
 
@@ -955,12 +1201,12 @@ class Exponential(LikelihoodFamily):
         scale = _aligned(term, "scale", values.get("scale"), total.ndim)
         return _sum(-count * _log(scale) - total / scale)
 
-    def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
         return {
-            "alpha": prior["alpha"] + _reduce(count, param) / temperature,
-            "beta": prior["beta"] + _reduce(total, param) / temperature,
+            "alpha": _reduce(count, param) / temperature,
+            "beta": _reduce(total, param) / temperature,
         }
 
 
@@ -1010,15 +1256,29 @@ class _Normal(LikelihoodFamily):
         bottom = min(-(d_max**2) / (2.0 * s**2) - math.log(s) for s in (s1, s2))
         return top - bottom
 
-    def _mu_update(self, param, prior, sum_x, count, sigma, temperature):
-        """Normal prior N(mu0, sigma0²) on μ, data precision count/(Tσ²)."""
-        prior_precision = 1.0 / np.asarray(prior["sigma"], dtype=np.float64) ** 2
-        data_precision = _reduce(count / sigma**2, param) / temperature
-        precision = prior_precision + data_precision
-        mean = (
-            prior_precision * prior["mu"] + _reduce(sum_x / sigma**2, param) / temperature
-        ) / precision
-        return {"mu": mean, "sigma": precision**-0.5}
+    def _precision(self, term: LikelihoodTerm, value, reference):
+        """1/σ² of the node's ``sigma`` parameter, shaped like ``reference`` and in its
+        arithmetic, from its constant or from ``value``, the current value of its free
+        variable: τ itself for ``tau=`` (link ``inverse_sqrt``), 1/σ² for σ, λ² for a scale
+        ``1/λ``; exact in rational arithmetic."""
+        sigma = term.parameters["sigma"]
+        if sigma.constant is not None:
+            value = _like(sigma.constant, reference)
+            return 1 / (value * value)
+        value = _shaped(sigma, value, np.ndim(reference))
+        if sigma.link == "inverse_sqrt":
+            return value
+        if sigma.link == "reciprocal":
+            return value * value
+        return 1 / (value * value)
+
+    @staticmethod
+    def _mu_contribution(param, sum_x, count, precision, temperature):
+        """Normal prior on μ: data precision count/σ² and weighted mean Σx/σ², over T."""
+        return {
+            "h": _reduce(sum_x * precision, param) / temperature,
+            "J": _reduce(count * precision, param) / temperature,
+        }
 
 
 class NormalKnownSigma(_Normal):
@@ -1045,11 +1305,11 @@ class NormalKnownSigma(_Normal):
         sigma = _aligned(term, "sigma", None, total.ndim)
         return _sum((mu * total - 0.5 * count * mu * mu) / sigma**2)
 
-    def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
-        sigma = np.asarray(term.parameters["sigma"].constant, dtype=np.float64)
-        return self._mu_update(param, prior, total, count, sigma, temperature)
+        precision = self._precision(term, None, total)
+        return self._mu_contribution(param, total, count, precision, temperature)
 
 
 class NormalFreeSigma(_Normal):
@@ -1073,7 +1333,7 @@ class NormalFreeSigma(_Normal):
 
     def statistics(self, term):
         first = self._sum_statistic(term)
-        second = self._statistic(term, "sum_squares", lambda d: _square_interval(d.lower, d.upper))
+        second = self._statistic(term, "sum_squares")
         return (first, second)
 
     def logp_from_statistics(self, term, values, statistics, totals):
@@ -1088,18 +1348,17 @@ class NormalFreeSigma(_Normal):
             - 0.5 * count * math.log(2 * math.pi)
         )
 
-    def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         s1, count = _sum_and_counts(term, statistics, totals)
-        s2 = np.asarray(statistics["sum_squares"], dtype=np.float64)
         if target == "mu":
-            sigma = _aligned(term, "sigma", np.asarray(state["sigma"]), s1.ndim)
-            return self._mu_update(param, prior, s1, count, sigma, temperature)
-        mu = _aligned(term, "mu", np.asarray(state["mu"]), s1.ndim)
-        quadratic = s2 - 2.0 * mu * s1 + count * mu * mu
+            precision = self._precision(term, np.asarray(state["sigma"]), s1)
+            return self._mu_contribution(param, s1, count, precision, temperature)
+        mu = _shaped(term.parameters["mu"], np.asarray(state["mu"]), s1.ndim)
+        quadratic = np.asarray(statistics["sum_squares"]) - 2 * mu * s1 + count * mu * mu
         return {
-            "alpha": prior["alpha"] + _reduce(count, param) / (2.0 * temperature),
-            "beta": prior["beta"] + _reduce(quadratic, param) / (2.0 * temperature),
+            "alpha": _reduce(count, param) / (2 * temperature),
+            "beta": _reduce(quadratic, param) / (2 * temperature),
         }
 
 
@@ -1135,51 +1394,44 @@ class NormalLinearRegression(_Normal):
                 "and the weights must not be indexed by private data."
             )
         covariates = term.parameters["mu"].covariates
-        x_ranges = list(
-            zip(term.covariate_lower.tolist(), term.covariate_upper.tolist(), strict=True)
-        )
-        ((domain, _),) = term.domains
-        y_range = (domain.lower, domain.upper)
-        gram = sum(
-            _product_width(x_ranges[j], x_ranges[k])
-            if j != k
-            else _square_interval(*x_ranges[j])[1] - _square_interval(*x_ranges[j])[0]
-            for j in range(len(x_ranges))
-            for k in range(j, len(x_ranges))
-        )
-        cross = sum(_product_width(x_range, y_range) for x_range in x_ranges)
-        integer = False
+        x_grid, y_grid = term.covariate_grid, term.grid
+        x_ranges = _grid_ranges(x_grid)
+        (y_range,) = _grid_ranges(y_grid)
         p = len(x_ranges)
+        rows, columns = np.triu_indices(p)
+        gram = [
+            _square_range(*x_ranges[j]) if j == k else _product_range(x_ranges[j], x_ranges[k])
+            for j, k in zip(rows.tolist(), columns.tolist(), strict=True)
+        ]
+        cross = [_product_range(x_range, y_range) for x_range in x_ranges]
         specs = [
-            StatisticSpec(
-                name=f"gram({covariates})",
-                kind="gram",
-                data=(covariates,),
-                shape=(p * (p + 1) // 2,),
-                integer=integer,
-                sensitivity_l1=float(gram),
+            _integer_statistic(
+                f"gram({covariates})",
+                "gram",
+                (covariates,),
+                (len(gram),),
+                x_grid.quantum**2,
+                gram,
+                (len(gram),),
+                term.n,
+                grouped=False,
+                grids=(x_grid,),
             ),
-            StatisticSpec(
-                name=f"cross({covariates}, {term.data})",
-                kind="cross",
-                data=(covariates, term.data),
-                shape=(p,),
-                integer=integer,
-                sensitivity_l1=float(cross),
+            _integer_statistic(
+                f"cross({covariates}, {term.data})",
+                "cross",
+                (covariates, term.data),
+                (p,),
+                x_grid.quantum * y_grid.quantum,
+                cross,
+                (p,),
+                term.n,
+                grouped=False,
+                grids=(x_grid, y_grid),
             ),
         ]
         if not self._sigma_known(term):
-            low, high = _square_interval(*y_range)
-            specs.append(
-                StatisticSpec(
-                    name=f"sum_squares({term.data})",
-                    kind="sum_squares",
-                    data=(term.data,),
-                    shape=(),
-                    integer=domain.integer,
-                    sensitivity_l1=float(high - low),
-                )
-            )
+            specs.append(self._statistic(term, "sum_squares"))
         return tuple(specs)
 
     def _quadratic(self, w, statistics, matmul):
@@ -1204,28 +1456,16 @@ class NormalLinearRegression(_Normal):
             - 0.5 * totals * math.log(2 * math.pi)
         )
 
-    def conjugate_update(self, term, target, prior, statistics, totals, temperature, state):
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         self._conjugate_check(term, target)
-        gram = np.asarray(statistics["gram"], dtype=np.float64)
-        cross = np.asarray(statistics["cross"], dtype=np.float64)
+        gram, cross = np.asarray(statistics["gram"]), np.asarray(statistics["cross"])
         if target == "mu":
-            sigma_term = term.parameters["sigma"]
-            sigma = (
-                float(np.unique(sigma_term.constant)[0])
-                if sigma_term.constant is not None
-                else float(sigma_term.apply_link(np.asarray(state["sigma"])))
-            )
-            prior_precision = np.linalg.inv(np.asarray(prior["cov"], dtype=np.float64))
-            precision = prior_precision + gram / (temperature * sigma**2)
-            cov = np.linalg.inv(precision)
-            mean = cov @ (prior_precision @ prior["mu"] + cross / (temperature * sigma**2))
-            return {"mu": mean, "cov": 0.5 * (cov + cov.T)}
-        w = np.asarray(state["mu"], dtype=np.float64)
-        quadratic = self._quadratic(w, statistics, np.dot)
-        return {
-            "alpha": prior["alpha"] + totals / (2.0 * temperature),
-            "beta": prior["beta"] + quadratic / (2.0 * temperature),
-        }
+            sigma = term.parameters["sigma"]
+            value = None if sigma.constant is not None else np.asarray(state["sigma"])
+            precision = self._precision(term, value, cross)
+            return {"h": cross * precision / temperature, "J": gram * precision / temperature}
+        quadratic = self._quadratic(np.asarray(state["mu"]), statistics, np.dot)
+        return {"alpha": totals / (2 * temperature), "beta": quadratic / (2 * temperature)}
 
 
 FAMILIES: tuple[LikelihoodFamily, ...] = (

@@ -38,7 +38,7 @@ from pymc_private.accounting import PrivacyLedger, Release, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
-from pymc_private.mechanisms import discrete_laplace, laplace
+from pymc_private.mechanisms import discrete_laplace
 
 __all__ = [
     "Privatisation",
@@ -143,22 +143,23 @@ def privatize(
 
     Mechanism (Zhang et al. 2016, Algorithm 1; Foulds et al. 2016, eq. 16)
     ---------------------------------------------------------------------
-    ``s̃ = Π(s(D) + noise)`` with ``noise_k ~ Laplace(Δ₁/ε)``, where s(D) stacks every
-    statistic of `pmp.analyze(model).statistics` and ``Δ₁ = sup ‖s(D) − s(D')‖₁`` over one
-    replaced record is the analysis' record-level ``sensitivity_l1``. Integer statistics get
-    discrete Laplace noise and real ones Laplace noise (OpenDP's exact samplers unless
-    ``secure=False``).
+    ``s̃_j = Π(s_j(D) + Z_j)`` for every statistic s_j of `pmp.analyze(model).statistics`,
+    with independent discrete Laplace noise ``Z_j`` of scale Δ₁/ε in natural units, where
+    ``Δ₁ = sup ‖s(D) − s(D')‖₁`` over one replaced record is the analysis' record-level
+    ``sensitivity_l1``.
 
-    Privacy: ε-DP in total. Let Δ_I and Δ_R be the sensitivities of the integer and the real
-    statistics (sums of their per-statistic sensitivities, so Δ_I + Δ_R = Δ₁). The integer
-    part is released with ε_I = ε·Δ_I/Δ₁ and the real part with ε_R = ε − ε_I (rounded down
-    so that ε_I + ε_R ≤ ε exactly in floating point), both at noise scale
-    Δ_I/ε_I = Δ_R/ε_R = Δ₁/ε: the part with L1 sensitivity Δ_I is ε_I-DP (the
-    (discrete) Laplace mechanism), the other ε_R-DP, and the two releases from the same data
-    compose sequentially to ε_I + ε_R ≤ ε. Each release records the ε its mechanism's privacy
-    map returns (≤ its nominal share with OpenDP), so the ledger total is ≤ ε. A part whose
-    sensitivity is 0 is a public function of n and the bounds: it is released as is, at no
-    cost.
+    As implemented (DESIGN.md §5): every statistic is a sum of integers computed exactly in
+    int64 (counts, or the grid integers of `pymc_private.families.DataGrid`: float data are
+    represented on a public grid of step q inside their bounds before anything is summed),
+    so s_j(D) is exact and its sensitivity Δ_j (in grid steps, an integer) is a true bound
+    for the code as it runs (Casacuberta et al. 2022). Each s_j gets OpenDP's exact
+    discrete Laplace noise (Canonne, Kamath & Steinke 2020; no floating-point attack,
+    Mironov 2012) with the share ε_j = ε·Δ_j/Δ₁ (natural units; rounded down until
+    Σ_j ε_j ≤ ε exactly), i.e. scale Δ_j/ε_j in grid steps, Δ₁/ε in natural units. Release j
+    is ε_j-DP and the releases compose sequentially to Σ_j ε_j ≤ ε. Each release records the
+    ε its privacy map returns (≤ its share), so the ledger total is ≤ ε. A statistic whose
+    sensitivity is 0 is a public function of n and the bounds: it is released as is, free.
+    OpenDP adds in saturating int64 arithmetic, a post-processing of the exact sum.
 
     Projection Π (post-processing, free of privacy cost): counts (category 0 derived) are
     projected onto {v ≥ 0, Σ_k v_k = N} in Euclidean distance and rounded to integers with
@@ -218,7 +219,7 @@ def privatize(
     analysis = analyze(model)
     analysis.epsilon_per_draw("privatize")
     placeholders = {
-        spec.name: np.zeros(spec.shape, dtype=np.int64 if spec.integer else np.float64)
+        spec.name: spec.natural(np.zeros(spec.shape, dtype=np.int64))
         for spec in analysis.statistics
     }
     _model_on_statistics(model, analysis, placeholders)
@@ -298,73 +299,50 @@ def _noised(
     secure: bool,
     rng: np.random.Generator,
 ) -> tuple[dict[str, np.ndarray], list[Release]]:
+    """Each statistic in integer steps plus discrete Laplace noise, then in natural units."""
     noisy: dict[str, np.ndarray] = {}
     releases: list[Release] = []
-    # Every part is split and validated before the first mechanism draws any noise.
-    for part, mechanism, sensitivity, part_epsilon in _noise_plan(analysis, epsilon):
-        exact = [np.asarray(spec.compute(arrays)) for spec in part]
-        if mechanism is None:
-            noisy.update({spec.name: value for spec, value in zip(part, exact, strict=True)})
+    # Every share is validated before the first mechanism draws any noise.
+    for spec, spec_epsilon in _noise_plan(analysis, epsilon):
+        exact = spec.compute(arrays)
+        if spec.sensitivity == 0:
+            noisy[spec.name] = spec.natural(exact)
             continue
-        flat, release = mechanism(
-            np.concatenate([value.ravel() for value in exact]),
-            sensitivity,
-            part_epsilon,
-            rng=rng,
-            secure=secure,
-            statistic="; ".join(spec.name for spec in part),
+        values, release = discrete_laplace(
+            exact, spec.sensitivity, spec_epsilon, rng=rng, secure=secure, statistic=spec.name
         )
         releases.append(release)
-        offsets = np.cumsum([0] + [value.size for value in exact])
-        for spec, start, stop in zip(part, offsets[:-1], offsets[1:], strict=True):
-            noisy[spec.name] = flat[start:stop].reshape(spec.shape)
+        noisy[spec.name] = spec.natural(values)
     return noisy, releases
 
 
-def _noise_plan(analysis: PrivacyAnalysis, epsilon: float) -> list[tuple]:
-    """The integer and the real part: ``(specs, mechanism, Δ, ε)`` each, validated.
+def _noise_plan(analysis: PrivacyAnalysis, epsilon: float) -> list[tuple[StatisticSpec, float]]:
+    """Each statistic with its share ε_j = ε·Δ_j/Δ₁ (natural units), validated.
 
-    ε_I = ε·Δ_I/Δ₁ and ε_R = ε − ε_I rounded down until ε_I + ε_R ≤ ε exactly (see
-    `privatize`). A part of sensitivity 0 gets mechanism None (released as is, free). A part
-    with noise must have a finite ε > 0 and a finite noise scale Δ/ε > 0, which floating point
-    can deny when Δ_R ≪ Δ_I (ε_R rounds to 0) or Δ/ε overflows.
+    The shares are rounded down until Σ_j ε_j ≤ ε exactly. A statistic of sensitivity 0 is a
+    public function of n and the bounds and gets no share. A share must be a finite ε > 0
+    with a finite noise scale Δ_j/ε_j > 0 in floating point, which floating point can deny
+    when one statistic's sensitivity is ~1e-17 of Δ₁ or the scale overflows.
     """
-    total_sensitivity = float(analysis.sensitivity_l1)
-    integer_part = [s for s in analysis.statistics if _is_integer(s)]
-    real_part = [s for s in analysis.statistics if not _is_integer(s)]
-    integer_sensitivity = float(sum(s.sensitivity_l1 for s in integer_part))
-    epsilon_integer = epsilon * integer_sensitivity / total_sensitivity if total_sensitivity else 0
-    epsilon_real = epsilon - epsilon_integer
-    while Fraction(epsilon_integer) + Fraction(epsilon_real) > Fraction(epsilon):
-        epsilon_real = math.nextafter(epsilon_real, 0.0)
-    plan = []
-    for kind, part, mechanism, part_epsilon in (
-        ("integer", integer_part, discrete_laplace, epsilon_integer),
-        ("real", real_part, laplace, epsilon_real),
-    ):
-        if not part:
-            continue
-        sensitivity = float(sum(spec.sensitivity_l1 for spec in part))
-        if sensitivity == 0.0:
-            plan.append((part, None, sensitivity, 0.0))
-            continue
-        scale = sensitivity / part_epsilon if part_epsilon > 0 else math.inf
-        if not (part_epsilon > 0 and math.isfinite(part_epsilon) and 0 < scale < math.inf):
-            data = sorted({name for spec in part for name in spec.data})
+    total = Fraction(analysis.sensitivity_l1)
+    noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
+    shares = [epsilon * float(Fraction(spec.sensitivity_l1) / total) for spec in noised]
+    while sum(map(Fraction, shares), Fraction(0)) > Fraction(epsilon):
+        shares = [math.nextafter(share, 0.0) for share in shares]
+    plan = [(spec, 0.0) for spec in analysis.statistics if spec.sensitivity == 0]
+    for spec, share in zip(noised, shares, strict=True):
+        scale = spec.sensitivity / share if share > 0 else math.inf
+        if not (share > 0 and math.isfinite(share) and 0 < scale < math.inf):
             raise InvalidPrivacyParameterError(
-                f"The {kind} statistics ({'; '.join(spec.name for spec in part)}) have "
-                f"sensitivity Δ = {sensitivity!r} of Δ₁ = {total_sensitivity!r}, so their "
-                f"share ε·Δ/Δ₁ of epsilon={epsilon!r} is {part_epsilon!r} with noise scale "
-                f"Δ/ε = {scale!r}, not a finite ε > 0 with a finite scale > 0 in floating "
-                f"point. Rescale {data} (and their bounds) so that the sensitivities are "
-                "within a few orders of magnitude of each other, or choose another epsilon."
+                f"The statistic {spec.name} has sensitivity Δ = {spec.sensitivity_l1!r} of "
+                f"Δ₁ = {float(total)!r}, so its share ε·Δ/Δ₁ of epsilon={epsilon!r} is "
+                f"{share!r} with noise scale {scale!r} (in grid steps), not a finite ε > 0 with "
+                f"a finite scale > 0 in floating point. Rescale {list(spec.data)} (and their "
+                "bounds) so that the sensitivities are within a few orders of magnitude of "
+                "each other, or choose another epsilon."
             )
-        plan.append((part, mechanism, sensitivity, part_epsilon))
+        plan.append((spec, share))
     return plan
-
-
-def _is_integer(spec: StatisticSpec) -> bool:
-    return spec.integer and float(spec.sensitivity_l1).is_integer()
 
 
 # ---------------------------------------------------------------------------------------
@@ -380,7 +358,7 @@ def _projected(analysis: PrivacyAnalysis, noisy: dict[str, np.ndarray]) -> dict[
         if spec.kind == "counts":
             out[spec.name] = _projected_counts(value, _cell_totals(analysis, spec, out))
         elif spec.kind in ("sum", "sum_squares"):
-            out[spec.name] = _clipped_sum(analysis, spec, value, _cell_totals(analysis, spec, out))
+            out[spec.name] = _clipped_sum(spec, value, _cell_totals(analysis, spec, out))
         else:
             out[spec.name] = np.asarray(value, dtype=np.float64)
     _consistent_squares(analysis, out)
@@ -435,17 +413,12 @@ def _round_preserving_total(values: np.ndarray, totals: np.ndarray) -> np.ndarra
     return floor + (ranks < missing[..., None])
 
 
-def _clipped_sum(analysis: PrivacyAnalysis, spec: StatisticSpec, value, totals) -> np.ndarray:
-    """Σ t(x) into [N·min t, N·max t] elementwise over the declared bounds."""
-    data = analysis.private_data[spec.data[0]]
-    lower, upper = data.lower, data.upper
-    if spec.kind == "sum_squares":
-        lower, upper = (
-            np.where((lower <= 0) & (upper >= 0), 0.0, np.minimum(lower**2, upper**2)),
-            np.maximum(lower**2, upper**2),
-        )
-    clipped = np.clip(value, totals * lower, totals * upper)
-    return clipped.astype(np.int64 if _is_integer(spec) else np.float64)
+def _clipped_sum(spec: StatisticSpec, value, totals) -> np.ndarray:
+    """Σ t(x) into [N·min t, N·max t] elementwise, t's range on the data grid."""
+    value = np.asarray(value)
+    lower = totals * spec.natural(spec.record_lower)
+    upper = totals * spec.natural(spec.record_upper)
+    return np.clip(value, lower, upper).astype(value.dtype)
 
 
 def _consistent_squares(analysis: PrivacyAnalysis, out: dict) -> None:
@@ -460,7 +433,7 @@ def _consistent_squares(analysis: PrivacyAnalysis, out: dict) -> None:
         with np.errstate(divide="ignore", invalid="ignore"):
             floor = np.where(totals > 0, s1**2 / totals, 0.0)
         raised = np.maximum(np.asarray(out[spec.name], dtype=np.float64), floor)
-        if _is_integer(spec):
+        if out[spec.name].dtype.kind in "iu":
             raised = np.ceil(raised)
         out[spec.name] = raised.astype(out[spec.name].dtype)
 

@@ -65,7 +65,7 @@ def test_beta_bernoulli_costs(a):
         assert analysis.epsilon_per_draw(route, temperature=4) == pytest.approx(expected / 2)
     assert analysis.epsilon_per_draw("privatize") == 0.0
     (statistic,) = analysis.statistics
-    assert (statistic.name, statistic.shape, statistic.integer) == ("counts(y_obs)", (1,), True)
+    assert (statistic.name, statistic.shape, statistic.unit) == ("counts(y_obs)", (1,), 1.0)
     assert analysis.sensitivity_l1 == 1.0
     assert analysis.n_records == N
     assert analysis.routes == ("posterior_sampling", "gibbs", "metropolis", "privatize")

@@ -15,9 +15,11 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
-from pymc_private.errors import UnsupportedModelError
+from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.families import (
     FAMILIES,
     Bernoulli,
@@ -33,6 +35,7 @@ from pymc_private.families import (
     ParameterTerm,
     Poisson,
     complete_statistic,
+    data_grid,
     find_family,
 )
 
@@ -61,8 +64,16 @@ def constant(name, value):
     )
 
 
+def grid(domain, record_shape=(), n=10):
+    """The data grid of a record of ``record_shape`` elements, all on ``domain``."""
+    lower = np.full(record_shape, domain.lower)
+    upper = np.full(record_shape, domain.upper)
+    return data_grid(lower, upper, n, integer=domain.integer)
+
+
 def term(family, parameters, domain, *, n=10, record_shape=(), group=None, **kwargs):
     count = int(np.prod(record_shape))
+    kwargs.setdefault("grid", grid(domain, record_shape, n))
     extra = {}
     if group is not None:
         index, n_groups = group
@@ -205,8 +216,19 @@ def test_normal_sigma_near_zero_is_unbounded():
 # -- Δ₁ by enumeration ----------------------------------------------------------------------
 
 
+def on_grid(t, x):
+    """The data as the statistics see it: each value at its point of the term's grid."""
+    return t.grid.quantize(x) * t.grid.quantum
+
+
+def natural(specs, arrays):
+    """The statistics of ``arrays`` by kind, in natural units."""
+    return {s.kind: s.natural(s.compute(arrays)) for s in specs}
+
+
 def released_vector(specs, arrays):
-    return np.concatenate([np.ravel(spec.compute(arrays)) for spec in specs]).astype(float)
+    """The released statistics in natural units (grid steps times the grid's unit)."""
+    return np.concatenate([np.ravel(spec.natural(spec.compute(arrays))) for spec in specs])
 
 
 def enumerated_sensitivity(specs, records):
@@ -223,7 +245,7 @@ def test_categorical_counts_sensitivity_by_enumeration(k):
     claimed = sum(s.sensitivity_l1 for s in specs)
     records = [{"x_obs": np.array([x])} for x in range(k)]
     assert claimed == enumerated_sensitivity(specs, records) == (1.0 if k == 2 else 2.0)
-    assert all(s.integer for s in specs)
+    assert all(s.unit == 1.0 and s.compute(records[0]).dtype == np.int64 for s in specs)
 
 
 def test_grouped_poisson_sums_sensitivity_by_enumeration():
@@ -239,7 +261,8 @@ def test_grouped_poisson_sums_sensitivity_by_enumeration():
 
 
 def test_normal_free_sigma_sensitivity_bounds_the_enumerated_one():
-    """Σx and Σx² on x ∈ [−1, 2]: 3 + 4 = 7 claimed (sum of the two), ≥ the joint sup."""
+    """Σx and Σx² on x ∈ [−1, 2]: 3 + 4 = 7 claimed (sum of the two), ≥ the joint sup; both
+    exact integers on the grid of step 2⁻²⁴ (the largest bound, 2, over 2²⁵ steps)."""
     parameters = {
         "mu": free("mu", -1.0, 1.0),
         "sigma": free("sigma", 0.5, 2.0, variable="tau", link="inverse_sqrt"),
@@ -251,7 +274,84 @@ def test_normal_free_sigma_sensitivity_bounds_the_enumerated_one():
     records = [{"x_obs": np.array([x])} for x in np.linspace(-1, 2, 61)]
     assert claimed == 7.0
     assert enumerated_sensitivity(specs, records) <= claimed
-    assert not any(s.integer for s in specs)
+    q = 2.0**-24
+    assert [(s.unit, s.sensitivity) for s in specs] == [(q, 3 * 2**24), (q * q, 4 * 2**48)]
+    assert all(s.compute(records[5]).dtype == np.int64 for s in specs)
+
+
+def _normal_statistics(lower, upper, n, *, grouped=False):
+    parameters = {
+        "mu": free(
+            "mu", -1.0, 1.0, shape=(2,) if grouped else (), group_by="g" if grouped else None
+        ),
+        "sigma": free("sigma", 0.5, 2.0, variable="tau", link="inverse_sqrt"),
+    }
+    domain = ElementDomain(lower, upper, False)
+    t = term(NormalFreeSigma(), parameters, domain, n=n, group=("g", 2) if grouped else None)
+    return NormalFreeSigma().statistics(t)
+
+
+def _edge_values(lower, upper):
+    """Floats a record can take inside [lower, upper], extremes first."""
+    inside = [
+        lower,
+        upper,
+        math.nextafter(lower, math.inf),
+        math.nextafter(upper, -math.inf),
+        0.5 * (lower + upper),
+    ]
+    if lower <= 0.0 <= upper:
+        inside += [0.0, -0.0, 5e-324, -5e-324]
+    return [v for v in inside if lower <= v <= upper]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    centre=st.sampled_from([0.0, 1.0, -3.5, 1e3, -2e6, 1e9]),
+    width=st.sampled_from([1e-3, 1.0, 7.0, 1e4]),
+    n=st.integers(2, 400),
+    grouped=st.booleans(),
+    data=st.data(),
+)
+def test_float_statistics_move_by_at_most_their_sensitivity_as_computed(
+    centre, width, n, grouped, data
+):
+    """DESIGN §5 and the float-sum attack (Casacuberta et al. 2022): for any data set of n
+    records inside the bounds and any neighbour, the statistics *as computed* move by at
+    most their stated sensitivity, in exact integer steps."""
+    lower, upper = centre - width / 2, centre + width / 2
+    try:
+        specs = _normal_statistics(lower, upper, n, grouped=grouped)
+    except DataBoundsError:
+        # Only when the grid (≤ 2²⁵ steps up to the largest bound) cannot resolve the range.
+        assert width / max(abs(lower), abs(upper)) < 2.0**-13
+        return
+    edges = _edge_values(lower, upper)
+    values = st.one_of(st.sampled_from(edges), st.floats(lower, upper))
+    rows = data.draw(st.lists(values, min_size=n, max_size=n))
+    x = np.array(rows)
+    changed = x.copy()
+    row = data.draw(st.integers(0, n - 1))
+    changed[row] = data.draw(values)
+    arrays, neighbour = {"x_obs": x}, {"x_obs": changed}
+    if grouped:
+        groups = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)))
+        moved = groups.copy()
+        moved[row] = data.draw(st.integers(0, 1))
+        arrays["g"], neighbour["g"] = groups, moved
+    for spec in specs:
+        first, second = spec.compute(arrays), spec.compute(neighbour)
+        assert first.dtype == second.dtype == np.int64
+        moved_by = int(np.abs(first.astype(object) - second.astype(object)).sum())
+        assert moved_by <= spec.sensitivity
+
+
+def test_bounds_too_narrow_for_their_magnitude_are_refused_up_front():
+    """The attack of the audit: bounds (1e15, 1e15 + 1), n = 1000, moved a float Σx by 128
+    with Δ₁ = 1. A grid that resolves the range cannot hold n such values exactly in int64,
+    so the statistics are refused from the declaration alone, whatever the data."""
+    with pytest.raises(DataBoundsError, match=r"too coarse for its declared range.*Recentre"):
+        _normal_statistics(1e15, 1e15 + 1, 1000)
 
 
 # -- statistics, conjugate updates, log-likelihood from statistics ------------------------
@@ -390,8 +490,8 @@ def test_exponential_rate_update_through_the_reciprocal_link(rng):
     x = rng.exponential(0.5, size=20).clip(0, 3)
     scale = free("scale", 0.25, 2.0, variable="lam", link="reciprocal")
     t = term(Exponential(), {"scale": scale}, ElementDomain(0, 3, False), n=20)
-    (spec,) = Exponential().statistics(t)
-    stat = {"sum": spec.compute({"x_obs": x})}
+    x = on_grid(t, x)
+    stat = natural(Exponential().statistics(t), {"x_obs": x})
     for lam in (0.5, 2.0):
         exact = stats.expon.logpdf(x, scale=1 / lam).sum()
         assert Exponential().logp_from_statistics(t, {"scale": lam}, stat, 20) == pytest.approx(
@@ -409,8 +509,8 @@ def test_normal_known_sigma_update_is_the_tempered_posterior(rng, temperature):
     x = rng.normal(0.3, 1.0, size=25).clip(-2, 2)
     parameters = {"mu": free("mu", -1.0, 1.0), "sigma": constant("sigma", 1.5)}
     t = term(NormalKnownSigma(), parameters, ElementDomain(-2, 2, False), n=25)
-    (spec,) = NormalKnownSigma().statistics(t)
-    stat = {"sum": spec.compute({"x_obs": x})}
+    x = on_grid(t, x)
+    stat = natural(NormalKnownSigma().statistics(t), {"x_obs": x})
     family = NormalKnownSigma()
     post = family.conjugate_update(t, "mu", {"mu": 0.2, "sigma": 0.7}, stat, 25, temperature, {})
     precision = 1 / 0.7**2 + 25 / (temperature * 1.5**2)
@@ -434,8 +534,8 @@ def test_normal_free_sigma_logp_is_exact_and_precision_update(rng):
         "sigma": free("sigma", 0.5, 2.0, variable="tau", link="inverse_sqrt"),
     }
     t = term(NormalFreeSigma(), parameters, ElementDomain(-3, 3, False), n=30)
-    specs = NormalFreeSigma().statistics(t)
-    stat = {s.kind: s.compute({"x_obs": x}) for s in specs}
+    x = on_grid(t, x)
+    stat = natural(NormalFreeSigma().statistics(t), {"x_obs": x})
     family = NormalFreeSigma()
     for mu, tau in ((0.0, 1.0), (0.5, 3.0)):
         exact = stats.norm.logpdf(x, mu, tau**-0.5).sum()
@@ -476,8 +576,7 @@ def regression_term(n, sigma):
         {"mu": mu, "sigma": sigma},
         ElementDomain(-3, 3, False),
         n=n,
-        covariate_lower=np.array([-1.0, 0.0]),
-        covariate_upper=np.array([1.0, 2.0]),
+        covariate_grid=data_grid(np.array([-1.0, 0.0]), np.array([1.0, 2.0]), n, integer=False),
     )
 
 
@@ -491,9 +590,12 @@ def test_regression_statistics_logp_and_weight_update(rng):
     assert [s.kind for s in specs] == ["gram", "cross", "sum_squares"]
     # x1 ∈ [−1, 1], x2 ∈ [0, 2], y ∈ [−3, 3]: widths x1² 1, x1·x2 4, x2² 4; x1·y 6, x2·y 12; y² 9.
     assert [s.sensitivity_l1 for s in specs] == [9.0, 18.0, 9.0]
+    # The statistics are exact on the data grids: compare with the data on those grids.
+    x = t.covariate_grid.quantize(x) * t.covariate_grid.quantum
+    y = on_grid(t, y)
     arrays = {"X": x, "x_obs": y}
-    stat = {s.kind: complete_statistic(s, s.compute(arrays), 40) for s in specs}
-    np.testing.assert_allclose(stat["gram"], x.T @ x)
+    stat = {s.kind: complete_statistic(s, s.natural(s.compute(arrays)), 40) for s in specs}
+    np.testing.assert_allclose(stat["gram"], x.T @ x, rtol=1e-13)
     w, tau_value = np.array([0.2, -0.1]), 1.7
     exact = stats.norm.logpdf(y, x @ w, tau_value**-0.5).sum()
     value = family.logp_from_statistics(t, {"mu": w, "sigma": tau_value}, stat, 40)

@@ -164,16 +164,19 @@ def test_privatised_logp_is_the_likelihood_at_the_released_statistics(private_nb
     assert logp(point) == pytest.approx(expected, rel=1e-10)
 
 
-def test_release_is_recorded_once_and_statistics_are_projected(nb_model):
+def test_one_release_per_statistic_and_statistics_are_projected(nb_model):
+    """Δ₁ = 7: counts(y_obs) moves by 1 and counts(x_obs | y_obs) by 2d = 6; each gets its
+    share ε·Δ_j/Δ₁ of ε = 0.02, the same noise scale Δ₁/ε."""
     ledger = PrivacyLedger()
     private = privatize(nb_model, 0.02, secure=False, random_seed=4, ledger=ledger)
-    (release,) = ledger.releases
-    assert (release.mechanism, release.epsilon, release.sensitivity) == (
-        "discrete_laplace",
-        0.02,
-        7,
-    )
-    assert release.secure is False and "x_obs" in release.statistic
+    labels, features = ledger.releases
+    assert [(r.mechanism, r.statistic, r.sensitivity) for r in ledger.releases] == [
+        ("discrete_laplace", "counts(y_obs)", 1),
+        ("discrete_laplace", "counts(x_obs | y_obs)", 6),
+    ]
+    assert labels.epsilon == pytest.approx(0.02 / 7) and features.epsilon == pytest.approx(0.12 / 7)
+    assert Fraction(labels.epsilon) + Fraction(features.epsilon) <= Fraction(0.02)
+    assert not labels.secure and not features.secure
     assert privatisation_of(private).ledger is ledger
     released = privatised_statistics(private)
     n1 = released["counts(y_obs)"]
@@ -221,7 +224,7 @@ def test_regression_gram_matrix_is_projected_positive_semidefinite():
     assert np.linalg.eigvalsh(joint).min() >= -1e-8 * np.abs(joint).max()
 
 
-def test_mixed_statistics_split_epsilon_between_two_releases():
+def test_mixed_statistics_are_exact_integers_with_shares_of_epsilon():
     rng = np.random.default_rng(8)
     with pm.Model() as model:
         y_obs = PrivateData("y_obs", rng.integers(0, 2, 50), bounds=(0, 1))
@@ -233,9 +236,11 @@ def test_mixed_statistics_split_epsilon_between_two_releases():
     assert analyze(model).sensitivity_l1 == 3.0  # counts: 1, sum over [0, 2]: 2
     ledger = PrivacyLedger()
     privatize(model, 0.9, secure=False, random_seed=9, ledger=ledger)
-    integer, real = ledger.releases
+    by_statistic = {r.statistic: r for r in ledger.releases}
+    integer, real = by_statistic["counts(y_obs)"], by_statistic["sum(x_obs)"]
     assert (integer.mechanism, integer.sensitivity) == ("discrete_laplace", 1.0)
-    assert (real.mechanism, real.sensitivity) == ("laplace", 2.0)
+    # Σx on the grid of step 2⁻²⁴ (2 over 2²⁵ steps): Δ = 2 · 2²⁴ steps, exact discrete noise.
+    assert (real.mechanism, real.sensitivity) == ("discrete_laplace", 2.0 * 2**24)
     assert integer.epsilon == pytest.approx(0.3) and real.epsilon == pytest.approx(0.6)
     assert Fraction(integer.epsilon) + Fraction(real.epsilon) <= Fraction(0.9)
     secure = PrivacyLedger()
@@ -260,7 +265,6 @@ def test_invalid_epsilon_is_refused_before_any_noise(nb_model, monkeypatch, epsi
     # `pmp.privatize` (the function) shadows the submodule's attribute on the package.
     module = sys.modules["pymc_private.privatize"]
     monkeypatch.setattr(module, "discrete_laplace", no_noise)
-    monkeypatch.setattr(module, "laplace", no_noise)
     ledger = ledger_for(nb_model)
     recorded = len(ledger)
     with pytest.raises(InvalidPrivacyParameterError, match="epsilon must be a finite number > 0"):
@@ -272,7 +276,7 @@ def _tiny_real_part_model():
     rng = np.random.default_rng(8)
     with pm.Model() as model:
         y_obs = PrivateData("y_obs", rng.integers(0, 2, 20), bounds=(0, 1))
-        x_obs = PrivateData("x_obs", rng.uniform(0, 1e-17, 20), bounds=(0.0, 1e-17))
+        x_obs = PrivateData("x_obs", rng.uniform(0, 1e-305, 20), bounds=(0.0, 1e-305))
         p = TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9)
         mu = TruncatedNormal("mu", 0.0, 1.0, lower=-1.0, upper=1.0)
         pm.Bernoulli("y", p, observed=y_obs)
@@ -283,10 +287,10 @@ def _tiny_real_part_model():
 @pytest.mark.parametrize(
     ("build", "epsilon", "message"),
     [
-        # Δ_R = 1e-17 of Δ₁ = 1 + 1e-17: ε_R = ε − ε·Δ_I/Δ₁ rounds to 0.0.
-        (_tiny_real_part_model, 1.0, r"real statistics \(sum\(x_obs\)\).*is 0\.0.*Rescale"),
+        # Σx moves by 1e-305 of Δ₁ ≈ 1: its share ≈ 1e-305, its scale in grid steps inf.
+        (_tiny_real_part_model, 1.0, r"statistic sum\(x_obs\).*scale inf.*Rescale"),
         # A valid ε whose noise scale Δ₁/ε = 1/5e-324 overflows to inf.
-        (lambda: beta_bernoulli([0, 1, 1]), 5e-324, r"integer statistics.*scale Δ/ε = inf"),
+        (lambda: beta_bernoulli([0, 1, 1]), 5e-324, r"statistic counts\(y_obs\).*scale inf"),
     ],
 )
 def test_split_of_epsilon_is_validated_before_any_noise(monkeypatch, build, epsilon, message):
@@ -295,7 +299,6 @@ def test_split_of_epsilon_is_validated_before_any_noise(monkeypatch, build, epsi
 
     module = sys.modules["pymc_private.privatize"]
     monkeypatch.setattr(module, "discrete_laplace", no_noise)
-    monkeypatch.setattr(module, "laplace", no_noise)
     model = build()
     ledger = PrivacyLedger()
     with pytest.raises(InvalidPrivacyParameterError, match=message):
@@ -534,7 +537,7 @@ def test_netcdf_keeps_ledger_and_leaks_no_raw_data(private_normal, normal_data, 
     idata.to_netcdf(str(path), compress=False)
     loaded = az.from_netcdf(path)
     ledger = ledger_of(loaded)
-    assert ledger.releases[0].mechanism == "laplace"
+    assert {r.mechanism for r in ledger.releases} == {"discrete_laplace"}
     assert ledger.epsilon() == pytest.approx(1.0)
     assert "sum(x_obs)" in loaded.constant_data
     assert "observed_data" not in loaded.groups()

@@ -26,9 +26,9 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_private.analysis import PrivacyAnalysis, analyze
-from pymc_private.conjugate import MAX_PROPOSALS, draw_conjugate
+from pymc_private.conjugate import CONJUGATE_FAMILIES, MAX_PROPOSALS, draw_conjugate
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.families import LikelihoodTerm
+from pymc_private.families import LikelihoodTerm, as_exact
 from pymc_private.priors import ParameterSupport, parameter_support
 from pymc_private.privatize import (
     POTENTIAL_SUFFIX,
@@ -68,27 +68,43 @@ class ConjugateBlock:
     support: ParameterSupport
     updates: tuple[tuple[LikelihoodTerm, str, Mapping[str, str]], ...]
 
+    def posterior(
+        self,
+        statistics: Mapping[str, tuple[dict[str, np.ndarray], object]],
+        values: Mapping[str, np.ndarray],
+        temperature,
+        *,
+        exact: bool = False,
+    ) -> dict[str, np.ndarray]:
+        """The conditional in its family's additive coordinates (`CONJUGATE_FAMILIES`): the
+        prior's plus each node's contribution, given full statistics by node and the others'
+        values. ``exact=True`` computes in exact rationals (statistics, values and
+        temperature must then be exact too)."""
+        prior = {k: as_exact(v) if exact else v for k, v in self.prior.items()}
+        parameters = CONJUGATE_FAMILIES[self.family].additive(prior)
+        for term, parameter, state in self.updates:
+            full, totals = statistics[term.node]
+            contribution = term.family.conjugate_contribution(
+                term,
+                parameter,
+                full,
+                totals,
+                temperature,
+                {name: values[variable] for name, variable in state.items()},
+            )
+            parameters = {k: parameters[k] + contribution[k] for k in parameters}
+        return parameters
+
     def conditional(
         self,
         statistics: Mapping[str, tuple[dict[str, np.ndarray], object]],
         values: Mapping[str, np.ndarray],
         temperature: float,
     ) -> dict[str, np.ndarray]:
-        """Posterior parameters given full statistics by node and the others' values: the
-        prior updated by each node in turn (conjugate updates compose)."""
-        parameters = dict(self.prior)
-        for term, parameter, state in self.updates:
-            full, totals = statistics[term.node]
-            parameters = term.family.conjugate_update(
-                term,
-                parameter,
-                parameters,
-                full,
-                totals,
-                temperature,
-                {name: values[variable] for name, variable in state.items()},
-            )
-        return parameters
+        """The conditional's usual parameters (beta: alpha, beta; gamma: alpha, beta;
+        normal: mu, sigma; dirichlet: a; mvnormal: mu, cov)."""
+        family = CONJUGATE_FAMILIES[self.family]
+        return family.usual(self.posterior(statistics, values, temperature))
 
 
 _PRIORS_AS_CONJUGATE: dict[str, tuple[str, Callable]] = {
@@ -439,7 +455,7 @@ def raw_statistics(
         for variable in model.data_vars
         if variable.name in analysis.private_data
     }
-    return {name: spec.compute(arrays) for name, spec in specs.items()}
+    return {name: spec.natural(spec.compute(arrays)) for name, spec in specs.items()}
 
 
 def _forward_transform(model: pm.Model, rv: Variable, compile_kwargs: dict | None):
