@@ -1,11 +1,14 @@
-"""Exact draws from conjugate posteriors truncated to a prior's support.
+"""Draws from conjugate posteriors truncated to a prior's support, given public parameters.
 
-Posterior sampling is private only when each draw comes *exactly* from the (tempered)
-posterior restricted to the prior's support Θ (Dimitrakakis et al. 2017, Theorem 8; Foulds
-et al. 2016, §4.1): an approximate sampler voids the 2L/T guarantee. The closed-form
-conditionals of the supported families are truncated Beta, Gamma, Normal, Dirichlet and
-MvNormal distributions; this module draws from them exactly, vectorised over batches of
-parameters, using only the numpy ``Generator`` it is handed.
+The closed-form conditionals of the supported families are truncated Beta, Gamma, Normal,
+Dirichlet and MvNormal distributions; this module draws from them, vectorised over batches
+of parameters, using only the numpy ``Generator`` it is handed, exactly up to floating point.
+It serves parameters that are public: privatised statistics (every draw is post-processing),
+prior draws, released states. It is **not** a private mechanism: an inverse CDF maps the
+2⁵³ uniforms to a set of floats that depends on the parameters, so on raw data the set of
+possible outputs would depend on the data (ε = ∞ as implemented; Mironov 2012). Raw-data
+draws go through `pymc_private.exact`. Also defined here: `CONJUGATE_FAMILIES`, the additive
+coordinates in which conjugate updates add up.
 
 Functions
 ---------
@@ -21,7 +24,7 @@ truncated_dirichlet(rng, a, min_prob=0, size=None, *, name=..., max_proposals=10
 mvnormal_in_ball(rng, mu, cov, radius=inf, size=None, *, name=..., max_proposals=100_000,
                  return_acceptance_rate=False)
     MvNormal(μ, Σ) on {w : ‖w‖₂ ≤ radius}.
-draw_conjugate(rng, family, parameters, support, *, name, max_proposals, size=None)
+draw_conjugate(rng, family, parameters, support, *, name, size=None)
     Dispatch on the conjugate family name used by `pymc_private.families` ("beta", "gamma",
     "normal", "dirichlet", "mvnormal") with the support read by
     `pymc_private.priors.parameter_support`.
@@ -44,23 +47,12 @@ For the Dirichlet the better of two proposals is used per draw: the untruncated
 Dirichlet(a), or p = m + (1 − Km)·q with q ~ Dirichlet(min(a, 1)) and an acceptance
 probability ≤ 1 (exact for a = 1, where the untruncated proposal is hopeless for large K).
 
-Giving up, and the timing side channel
---------------------------------------
-With ``max_proposals`` an integer, a draw that saw that many proposals without acceptance
-raises `UnsupportedModelError`. Whether that happens depends on the acceptance rate, a
-function of the parameters, so the error is itself a release: it is allowed only when the
-parameters are public (privatised statistics, prior draws, released states). When they come
-from raw private data the callers pass ``max_proposals=None``: rejection never gives up, so
-the output is an exact draw whatever the data, and the ε of the exponential mechanism covers
-it. What remains is a timing channel: the number of proposals, hence the running time, is
-geometric with the data-dependent acceptance rate. It is a known side channel NOT covered by
-ε (Dimitrakakis et al. 2017 and Foulds et al. 2016 account for the output only). When
-acceptance is poor, prefer privatised statistics (`pmp.privatize`, after which sampling is
-free and the cap applies), a smaller ``min_prob`` or a larger ``radius``.
+Giving up
+---------
+A draw that saw ``max_proposals`` proposals without acceptance raises
+`UnsupportedModelError`. Whether that happens depends on the acceptance rate, a function of
+the parameters; the parameters are public here, so the error reveals nothing private.
 
-Acceptance rates and error messages: when the parameters come from raw private data, the
-acceptance rate is a function of private data; it is returned only on request and never
-quoted in an error message.
 """
 
 from __future__ import annotations
@@ -93,8 +85,7 @@ __all__ = [
 # and above the smallest probability that keeps full precision.
 _RELATIVE_MASS = 1e-6
 _SMALLEST_MASS = 1e-280
-# With public parameters, rejection gives up after this many proposals per draw (acceptance
-# below ~1e-5); with parameters from raw data it never gives up (module docstring).
+# Rejection gives up after this many proposals per draw (acceptance below ~1e-5).
 MAX_PROPOSALS = 100_000
 # Memory cap on the floats proposed in one round of rejection.
 _MAX_ROUND_FLOATS = 2_000_000
@@ -174,15 +165,14 @@ def _rejection(
     *,
     name: str,
     hint: str,
-    max_proposals: int | None,
+    max_proposals: int,
 ) -> tuple[np.ndarray, float]:
     """Collect one accepted proposal per draw; return the draws and the acceptance rate.
 
     ``propose(rows, k)`` returns candidates of shape (len(rows), k, *core_shape) for the
     draws indexed by ``rows`` and their acceptance mask of shape (len(rows), k). Rounds grow
     with the observed acceptance rate; a draw that saw ``max_proposals`` proposals without
-    acceptance raises `UnsupportedModelError` (no rate is quoted: it may be private). With
-    ``max_proposals=None`` it never gives up (parameters from raw data, module docstring).
+    acceptance raises `UnsupportedModelError`.
     """
     out = np.empty((n_draws, *core_shape))
     pending = np.arange(n_draws)
@@ -190,13 +180,13 @@ def _rejection(
     per_draw = 1
     floats = max(1, math.prod(core_shape))
     while pending.size:
-        if max_proposals is not None and tried >= max_proposals:
+        if tried >= max_proposals:
             raise UnsupportedModelError(
                 f"Exact sampling of `{name}`: no proposal was accepted after {max_proposals} "
                 f"proposals per draw, so almost none of the untruncated posterior lies in the "
                 f"prior's support. {hint}"
             )
-        left = per_draw if max_proposals is None else max_proposals - tried
+        left = max_proposals - tried
         per_draw = max(1, min(per_draw, left, _MAX_ROUND_FLOATS // (pending.size * floats)))
         candidates, ok = propose(pending, per_draw)
         proposed += ok.size
@@ -471,16 +461,13 @@ def truncated_normal(
 
 
 def _checked_max_proposals(function: str, max_proposals: Any) -> None:
-    if max_proposals is None:
-        return
     if (
         isinstance(max_proposals, bool | np.bool_)
         or not isinstance(max_proposals, int | np.integer)
         or max_proposals < 1
     ):
         raise ValueError(
-            f"{function}: `max_proposals` must be an integer >= 1 (public parameters) or None "
-            f"(parameters from raw private data: never give up), got {max_proposals!r}."
+            f"{function}: `max_proposals` must be an integer >= 1, got {max_proposals!r}."
         )
 
 
@@ -496,7 +483,7 @@ def truncated_dirichlet(
     size: int | tuple[int, ...] | None = None,
     *,
     name: str = "the variable",
-    max_proposals: int | None = MAX_PROPOSALS,
+    max_proposals: int = MAX_PROPOSALS,
     return_acceptance_rate: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, float]:
     """Exact draws from Dirichlet(a) restricted to {p : every p_k ≥ min_prob}.
@@ -519,13 +506,10 @@ def truncated_dirichlet(
         Batch shape of the output (the batch shape of ``a`` broadcasts to it).
     name : str
         The variable's name, for the error message.
-    max_proposals : int or None
-        Proposals per draw before giving up, for public ``a`` only. None: never give up, as
-        required when ``a`` comes from raw private data (giving up would release whether
-        acceptance is poor; only a timing side channel, not covered by ε, remains: see the
-        module docstring).
+    max_proposals : int
+        Proposals per draw before giving up.
     return_acceptance_rate : bool
-        Also return the fraction of proposals accepted (private when ``a`` is).
+        Also return the fraction of proposals accepted.
 
     Returns
     -------
@@ -600,7 +584,7 @@ def mvnormal_in_ball(
     size: int | tuple[int, ...] | None = None,
     *,
     name: str = "the variable",
-    max_proposals: int | None = MAX_PROPOSALS,
+    max_proposals: int = MAX_PROPOSALS,
     return_acceptance_rate: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, float]:
     """Exact draws from MvNormal(μ, Σ) restricted to the ball ‖w‖₂ ≤ radius (centred at 0).
@@ -677,7 +661,6 @@ def draw_conjugate(
     support: Any,
     *,
     name: str,
-    max_proposals: int | None,
     size: int | tuple[int, ...] | None = None,
 ) -> np.ndarray:
     """One exact draw per element from a conjugate posterior truncated to a prior's support.
@@ -697,11 +680,6 @@ def draw_conjugate(
         families, ``simplex_min_prob`` for the Dirichlet, ``radius`` for the MvNormal.
     name : str
         The variable's name, for error messages.
-    max_proposals : int or None
-        For the rejection samplers (dirichlet, mvnormal): an integer cap when ``parameters``
-        are public (privatised statistics, prior draws), None when they come from raw private
-        data, so that no data-dependent error is raised (module docstring: only a timing
-        side channel, not covered by ε, remains). Required, so every caller decides.
     size : optional
         As in the functions above.
     """
@@ -723,7 +701,6 @@ def draw_conjugate(
             support.simplex_min_prob or 0.0,
             size,
             name=name,
-            max_proposals=max_proposals,
         )
     if family == "mvnormal":
         radius = support.radius if support.radius is not None else np.inf
@@ -734,7 +711,6 @@ def draw_conjugate(
             radius,
             size,
             name=name,
-            max_proposals=max_proposals,
         )
     raise UnsupportedModelError(
         f"`{name}`: no exact sampler for the conjugate family {family!r}; supported: beta, "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import arviz as az
@@ -23,16 +24,23 @@ import pymc as pm
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
-from pymc_private.conjugate import MAX_PROPOSALS, draw_conjugate
+from pymc_private.conjugate import draw_conjugate
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
+from pymc_private.exact import DEFAULT_CELLS, checked_cells
+from pymc_private.mechanisms import resolve_secure
 from pymc_private.privatize import POTENTIAL_SUFFIX, privatisation_of, term_statistics
 from pymc_private.sampling import LEDGER_ATTR
 from pymc_private.steps.base import checked_temperature
-from pymc_private.steps.gibbs import ConjugateBlock, conjugate_block, raw_statistics
+from pymc_private.steps.gibbs import (
+    ConjugateBlock,
+    conjugate_block,
+    grid_block,
+    raw_statistics,
+)
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
 
@@ -45,53 +53,53 @@ def sample_posterior(
     n: int = 1,
     *,
     temperature: float = 1.0,
+    cells: int = DEFAULT_CELLS,
     budget: Budget | None = None,
     ledger: PrivacyLedger | None = None,
+    secure: bool | None = None,
     random_seed: int | np.random.Generator | None = None,
 ) -> az.InferenceData:
-    r"""``n`` independent exact draws from the (tempered) posterior: BAPS.
+    r"""``n`` independent draws from the (tempered) posterior: BAPS.
 
     Dimitrakakis et al. (2017), Algorithm 1: each draw is
 
         θ ~ ξ(θ) · Π_i p(x_i | θ)^{1/T}   on the prior's support Θ,
 
-    drawn exactly from its closed form (`pymc_private.conjugate`: inverse CDF, or rejection
-    whose first accepted proposal is exact), independently of the others.
+    independently of the others. On raw data each block is drawn by the grid exponential
+    mechanism of `pymc_private.exact` (the posterior with its density held constant on
+    ``cells`` public cells per entry, one cell chosen by an exact selection, then a uniform
+    draw inside it), so that the set of possible outputs does not depend on the data; on a
+    privatised model, exactly in floating point (`pymc_private.conjugate`).
 
     Privacy cost
     ------------
-    ε = n · 2L/T, with L the record Lipschitz constant over the prior supports and the
-    declared bounds (`pmp.analyze(model).record_lipschitz`) and T the temperature. One draw
-    from the posterior is 2L-DP (Dimitrakakis et al. 2017, Theorem 8, part 1); a draw from the
-    tempered posterior is the exponential mechanism with utility Σ_i ℓ(x_i; θ), whose
-    sensitivity is L, scaled by 1/T, hence 2L/T-DP; n independent draws compose to n · 2L/T
-    (their Corollary 10, part 1: 2NL at T = 1). The cost is a function of public quantities,
-    so ``budget`` is checked before the data is read: over budget, `BudgetExceededError`
-    says how many draws fit, nothing is drawn and the ledger is unchanged. The spend is
-    recorded as one `Release` (mechanism ``"posterior_sampling"``, ε = 2L/T each,
-    ``count = n``) once the budget check has passed, before the data is read, so an error
-    while drawing still counts as a release.
+    ε = n · (2L/T + a), with L the record Lipschitz constant over the prior supports and the
+    declared bounds (`pmp.analyze(model).record_lipschitz`), T the temperature and a the sum
+    of the blocks' floating-point allowances (`pymc_private.exact.GridBlock.allowance`,
+    ~1e-13 for ordinary models). One draw from the posterior is 2L-DP (Dimitrakakis et al.
+    2017, Theorem 8, part 1); a draw from the tempered posterior is the exponential mechanism
+    with utility Σ_i ℓ(x_i; θ), whose sensitivity is L, scaled by 1/T, hence 2L/T-DP; the
+    `pymc_private.exact` module docstring proves that the grid draw as implemented is
+    (2L/T + a)-DP; n independent draws compose to n times that (their Corollary 10, part 1:
+    2NL at T = 1). The cost is a function of public quantities, so ``budget`` is checked
+    before the data is read: over budget, `BudgetExceededError` says how many draws fit,
+    nothing is drawn and the ledger is unchanged. The spend is recorded as one `Release`
+    (mechanism ``"posterior_sampling"``, ``count = n``) once the budget check has passed,
+    before the data is read, so an error while drawing still counts as a release. Every draw
+    does the same work and consumes the same number of words from the generator whatever the
+    data (no rejection on raw data).
 
     On a model returned by `pmp.privatize` the posterior is the one given the privatised
     statistics: the draws are post-processing and cost ε = 0 (recorded as a free release in
     the privatisation's ledger by default).
 
-    Timing side channel (not covered by ε): Dirichlet and MvNormal blocks are drawn by
-    rejection. On raw data the rejection never gives up (``max_proposals=None`` in
-    `pymc_private.conjugate`), since an error after a fixed number of proposals would release
-    whether acceptance is poor, which depends on the data; the draws stay exact and n · 2L/T
-    covers them, but the running time is geometric in the data-dependent acceptance rate,
-    which ε does not account for. When acceptance is poor, prefer privatised statistics
-    (`pmp.privatize`, after which the draws are free and a hopeless acceptance is a clear
-    error), a smaller ``min_prob`` or a larger ``radius``.
-
     Supported models: every free variable is one conjugate block (Beta for Bernoulli or
     Binomial probabilities, Dirichlet for Categorical ones, Gamma for Poisson or Exponential
-    rates, Normal for a Normal mean with σ a constant, MvNormal for regression weights with σ
-    a constant) with constant prior parameters, and every observed node depends on a single
-    free variable, so the joint posterior is the product of the blocks' posteriors. Naive
-    Bayes qualifies: the class prior and the class-conditional tables are separate blocks,
-    given the data. No Potentials.
+    rates, Normal for a Normal mean with σ a constant; on a privatised model also MvNormal
+    for regression weights with σ a constant) with constant prior parameters, and every
+    observed node depends on a single free variable, so the joint posterior is the product
+    of the blocks' posteriors. Naive Bayes qualifies: the class prior and the
+    class-conditional tables are separate blocks, given the data. No Potentials.
 
     Parameters
     ----------
@@ -101,26 +109,35 @@ def sample_posterior(
         Number of draws N ≥ 1.
     temperature
         T ≥ 1, finite: the likelihood is raised to 1/T.
+    cells
+        Grid cells per entry on raw data (an integer in [2, 65536]; see
+        `pmp.PrivateGibbs`); ignored on a privatised model.
     budget
         A `pmp.Budget` the ledger plus these n releases must fit.
     ledger
         The ledger to record in (default: the model's own, `pmp.ledger_for(model)`, so that
         calls on the same model compose under a budget).
+    secure
+        None (default): secure unless ``random_seed`` is given. Secure draws select with
+        OpenDP's exact sampler from the operating system's generator; a seeded run is
+        reproducible by whoever holds the seed, not exact, and recorded as not secure.
     random_seed
-        An int seed or a `numpy.random.Generator` (used as is).
+        An int seed or a `numpy.random.Generator` (used as is): makes the draws reproducible
+        and the release not secure.
 
     Returns
     -------
     arviz.InferenceData
         ``posterior`` with one chain of ``n`` draws of every free variable (and the model's
-        Deterministics), ``sample_stats["privacy_epsilon"]`` (2L/T per draw), the ledger as
+        Deterministics), ``sample_stats["privacy_epsilon"]`` (2L/T + a per draw), the ledger as
         JSON in ``attrs["privacy_ledger"]`` (`pmp.sampling.ledger_of`), and nothing else
         derived from the data.
 
     Raises
     ------
     InvalidPrivacyParameterError
-        ``n`` not an integer ≥ 1; ``temperature`` below 1, NaN or infinite.
+        ``n`` not an integer ≥ 1; ``temperature`` below 1, NaN or infinite; ``cells`` out of
+        range; ``secure=True`` with a ``random_seed``.
     TypeError, ValueError
         ``budget``, ``ledger`` or ``random_seed`` of the wrong type, or a negative seed. Every
         argument is checked before the model is read or anything is recorded.
@@ -134,6 +151,8 @@ def sample_posterior(
     """
     n = _checked_count(n)
     temperature = checked_temperature(temperature, "2L/T per draw")
+    cells = checked_cells(cells)
+    secure = resolve_secure(secure, random_seed)
     rng = _checked_rng(random_seed)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
@@ -144,19 +163,32 @@ def sample_posterior(
     privatised = privatisation is not None
     analysis = privatisation.analysis if privatised else analyze(model)
     blocks = _product_of_blocks(model, analysis, privatised=privatised)
-    epsilon = 0.0 if privatised else analysis.epsilon_per_draw("posterior_sampling", temperature)
+    grids = (
+        {}
+        if privatised
+        else {
+            block.name: grid_block(block, analysis, model, temperature, cells) for block in blocks
+        }
+    )
+    epsilon = 0.0
+    if not privatised:
+        epsilon = analysis.epsilon_per_draw("posterior_sampling", temperature) + sum(
+            grid.allowance for grid in grids.values()
+        )
     release = Release(
         mechanism=MECHANISM_ON_PRIVATISED if privatised else MECHANISM,
         epsilon=epsilon,
         count=n,
         sensitivity=None if privatised else analysis.record_lipschitz,
         statistic=", ".join(block.name for block in blocks),
+        secure=secure or privatised,
         chain=0,
         draw=0,
         note=(
             f"exact posterior draws given privatised statistics at T={temperature:g}; free"
             if privatised
-            else f"exact posterior draws (BAPS) at T={temperature:g}; ε per draw = 2L/T"
+            else f"posterior draws (BAPS) on a grid of {cells} cells at T={temperature:g}; "
+            "ε per draw = 2L/T + float allowance"
         ),
     )
     if ledger is None:
@@ -167,28 +199,37 @@ def sample_posterior(
     ledger.record(release)
     nodes = sorted({term.node for block in blocks for term, _, _ in block.updates})
     if privatised:
-        released = dict(privatisation.statistics)
+        statistics = {
+            node: term_statistics(analysis, privatisation.statistics, node) for node in nodes
+        }
+        posterior = {
+            block.name: _conjugate_draws(block, statistics, temperature, rng, n) for block in blocks
+        }
     else:
-        released = raw_statistics(model, analysis, nodes)
-    statistics = {node: term_statistics(analysis, released, node) for node in nodes}
-    max_proposals = MAX_PROPOSALS if privatised else None  # raw data: never give up
-    posterior = {}
-    for block in blocks:
-        parameters = block.conditional(statistics, {}, temperature)
-        batch = block.support.lower.shape
-        if block.family in ("dirichlet", "mvnormal"):
-            batch = batch[:-1]
-        draws = draw_conjugate(
-            rng,
-            block.family,
-            parameters,
-            block.support,
-            name=block.name,
-            max_proposals=max_proposals,
-            size=(n, *batch),
-        )
-        posterior[block.name] = draws[np.newaxis]
+        exact = raw_statistics(model, analysis, nodes, exact=True)
+        statistics = {node: term_statistics(analysis, exact, node) for node in nodes}
+        posterior = {}
+        for block in blocks:
+            parameters = block.posterior(statistics, {}, Fraction(temperature), exact=True)
+            draws = [grids[block.name].draw(parameters, secure=secure, rng=rng) for _ in range(n)]
+            posterior[block.name] = np.stack(draws)[np.newaxis]
     return _inference_data(model, posterior, epsilon, n, ledger, temperature)
+
+
+def _conjugate_draws(block, statistics, temperature: float, rng, n: int) -> np.ndarray:
+    """n exact float draws of a block given privatised statistics (post-processing)."""
+    batch = block.support.lower.shape
+    if block.family in ("dirichlet", "mvnormal"):
+        batch = batch[:-1]
+    draws = draw_conjugate(
+        rng,
+        block.family,
+        block.conditional(statistics, {}, temperature),
+        block.support,
+        name=block.name,
+        size=(n, *batch),
+    )
+    return draws[np.newaxis]
 
 
 def _checked_count(n: Any) -> int:

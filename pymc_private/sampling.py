@@ -82,7 +82,11 @@ def sample(
         ``min(4, cpu count)``): the number of chains must be known to plan the cost.
     budget
         A `pmp.Budget` the whole ledger (earlier releases included) must fit.
-    random_seed, progressbar, **kwargs
+    random_seed
+        Passed to `pm.sample`. A seed makes the run reproducible by whoever holds it, so on
+        raw data the private steps switch to their seeded samplers (``secure = False``) and
+        every release of the run is recorded as not secure. Leave it None for a secure run.
+    progressbar, **kwargs
         Passed to `pm.sample` (except ``trace``, ``return_inferencedata``, ``idata_kwargs``
         and ``nuts_sampler``, which would bypass what `pmp.sample` guarantees).
     ledger
@@ -116,6 +120,10 @@ def sample(
     )
     if ledger is None:
         ledger = privatisation.ledger if privatisation is not None else ledger_for(model)
+    if random_seed is not None:
+        # A seeded run is reproducible by whoever holds the seed: never secure (DESIGN §5).
+        for private_step in private_steps:
+            private_step.secure = False
 
     planned = [
         s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps

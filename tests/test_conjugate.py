@@ -13,7 +13,6 @@ import pytest
 from scipy import special, stats
 
 from pymc_private.conjugate import (
-    MAX_PROPOSALS,
     draw_conjugate,
     mvnormal_in_ball,
     truncated_beta,
@@ -196,7 +195,7 @@ def test_truncated_dirichlet_matches_rejection_from_numpy(a, min_prob):
 
 
 def test_truncated_dirichlet_hopeless_acceptance_is_a_clear_error_with_public_parameters():
-    # The cap applies when the parameters are public (an integer max_proposals, the default).
+    # These samplers see public parameters only (raw data goes through pymc_private.exact).
     with pytest.raises(UnsupportedModelError, match=r"`theta`.*smaller `min_prob`") as error:
         truncated_dirichlet(
             np.random.default_rng(10), [1e4, 1.0, 1.0], 0.2, name="theta", max_proposals=1000
@@ -210,39 +209,14 @@ def test_truncated_dirichlet_hopeless_acceptance_is_a_clear_error_with_public_pa
             {"a": np.array([1e4, 1.0, 1.0])},
             support,
             name="theta",
-            max_proposals=MAX_PROPOSALS,
         )
 
 
-# The reviewer's neighbouring data sets: n = 200 Categorical records over 3 categories,
-# Dirichlet(1, 1, 1) prior with min_prob 0.2; D' (one record moved) gives a = (200, 2, 1),
-# whose acceptance (~4e-5) made the capped sampler fail on ~3% of draws, and D none: an
-# uncharged, data-dependent release.
-REVIEWER_A = np.array([200.0, 2.0, 1.0])
-
-
-def test_rejection_from_raw_parameters_never_gives_up():
-    with pytest.raises(UnsupportedModelError):
-        truncated_dirichlet(
-            np.random.default_rng(31), REVIEWER_A, 0.2, size=100, max_proposals=MAX_PROPOSALS
-        )
-    draws = truncated_dirichlet(
-        np.random.default_rng(31), REVIEWER_A, 0.2, size=100, max_proposals=None
-    )
-    assert draws.shape == (100, 3)
-    assert draws.min() >= 0.2 and np.allclose(draws.sum(-1), 1.0)
-    # Far from the ball: with the cap this would fail every draw.
-    inside = mvnormal_in_ball(
-        np.random.default_rng(32), [3.0, 0.0], 0.25 * np.eye(2), 1.0, size=5, max_proposals=None
-    )
-    assert np.linalg.norm(inside, axis=1).max() <= 1.0
-
-
-@pytest.mark.parametrize("max_proposals", [0, -5, 2.5, True, "100"])
+@pytest.mark.parametrize("max_proposals", [0, -5, 2.5, True, "100", None])
 def test_invalid_max_proposals_is_refused(max_proposals):
-    with pytest.raises(ValueError, match=r"`max_proposals` must be an integer >= 1.*or None"):
+    with pytest.raises(ValueError, match=r"`max_proposals` must be an integer >= 1"):
         truncated_dirichlet(np.random.default_rng(0), [1.0, 1.0], max_proposals=max_proposals)
-    with pytest.raises(ValueError, match=r"`max_proposals` must be an integer >= 1.*or None"):
+    with pytest.raises(ValueError, match=r"`max_proposals` must be an integer >= 1"):
         mvnormal_in_ball(np.random.default_rng(0), [0.0], [[1.0]], max_proposals=max_proposals)
 
 
@@ -296,17 +270,16 @@ def _support(family, lower, upper, **extra):
 
 def test_draw_conjugate_dispatches_on_the_family():
     rng = np.random.default_rng(15)
-    cap = {"max_proposals": MAX_PROPOSALS}
     beta = draw_conjugate(
-        rng, "beta", {"alpha": 2.0, "beta": 2.0}, _support("beta", 0.2, 0.3), name="p", **cap
+        rng, "beta", {"alpha": 2.0, "beta": 2.0}, _support("beta", 0.2, 0.3), name="p"
     )
     assert 0.2 <= beta <= 0.3
     gamma = draw_conjugate(
-        rng, "gamma", {"alpha": 2.0, "beta": 2.0}, _support("gamma", 1.0, 2.0), name="lam", **cap
+        rng, "gamma", {"alpha": 2.0, "beta": 2.0}, _support("gamma", 1.0, 2.0), name="lam"
     )
     assert 1.0 <= gamma <= 2.0
     normal = draw_conjugate(
-        rng, "normal", {"mu": 0.0, "sigma": 1.0}, _support("normal", 3.0, 4.0), name="mu", **cap
+        rng, "normal", {"mu": 0.0, "sigma": 1.0}, _support("normal", 3.0, 4.0), name="mu"
     )
     assert 3.0 <= normal <= 4.0
     simplex = draw_conjugate(
@@ -315,7 +288,6 @@ def test_draw_conjugate_dispatches_on_the_family():
         {"a": np.ones((2, 3))},
         _support("dirichlet", 0.2, 0.6, simplex_min_prob=0.2),
         name="p",
-        **cap,
     )
     assert simplex.shape == (2, 3) and simplex.min() >= 0.2
     weights = draw_conjugate(
@@ -324,8 +296,7 @@ def test_draw_conjugate_dispatches_on_the_family():
         {"mu": np.zeros(3), "cov": np.eye(3)},
         _support("mvnormal", -0.5, 0.5, radius=0.5),
         name="w",
-        **cap,
     )
     assert weights.shape == (3,) and np.linalg.norm(weights) <= 0.5
     with pytest.raises(UnsupportedModelError, match="no exact sampler for the conjugate family"):
-        draw_conjugate(rng, "wishart", {}, _support("wishart", 0.0, 1.0), name="s", **cap)
+        draw_conjugate(rng, "wishart", {}, _support("wishart", 0.0, 1.0), name="s")

@@ -20,7 +20,7 @@ from pymc.util import get_untransformed_name, is_transformed_name
 from pymc_private.accounting import Release
 from pymc_private.errors import InvalidPrivacyParameterError
 
-__all__ = ["PrivateStep", "checked_temperature"]
+__all__ = ["PrivateStep", "checked_secure", "checked_temperature"]
 
 
 class PrivateStep:
@@ -92,3 +92,13 @@ def checked_temperature(temperature, cost: str) -> float:
             f"the posterior, larger T tempers the likelihood and lowers ε = {cost}."
         )
     return float(temperature)
+
+
+def checked_secure(secure) -> bool:
+    """Validate a step's ``secure`` flag (True or False) at the boundary."""
+    if not isinstance(secure, bool | np.bool_):
+        raise InvalidPrivacyParameterError(
+            f"secure must be True or False, got {secure!r}: True draws data-dependent choices "
+            "with exact samplers from the system's generator, False from the seeded rng."
+        )
+    return bool(secure)

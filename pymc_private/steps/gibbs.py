@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
@@ -26,8 +27,15 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_private.analysis import PrivacyAnalysis, analyze
-from pymc_private.conjugate import CONJUGATE_FAMILIES, MAX_PROPOSALS, draw_conjugate
+from pymc_private.conjugate import CONJUGATE_FAMILIES, draw_conjugate
 from pymc_private.errors import UnsupportedModelError
+from pymc_private.exact import (
+    DEFAULT_CELLS,
+    GridBlock,
+    checked_cells,
+    intervals,
+    statistic_bounds,
+)
 from pymc_private.families import LikelihoodTerm, as_exact
 from pymc_private.priors import ParameterSupport, parameter_support
 from pymc_private.privatize import (
@@ -36,9 +44,9 @@ from pymc_private.privatize import (
     privatised_model_of,
     term_statistics,
 )
-from pymc_private.steps.base import PrivateStep, checked_temperature
+from pymc_private.steps.base import PrivateStep, checked_secure, checked_temperature
 
-__all__ = ["ConjugateBlock", "PrivateGibbs", "conjugate_block", "raw_statistics"]
+__all__ = ["ConjugateBlock", "PrivateGibbs", "conjugate_block", "grid_block", "raw_statistics"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,52 +236,49 @@ def _no_conditional(name: str, reason: str) -> UnsupportedModelError:
 class PrivateGibbs(BlockedStep, PrivateStep):
     r"""Conjugate Gibbs sampling through sufficient statistics, private by construction.
 
-    One iteration (a sweep) draws each block θ_j, one free variable, exactly from its
-    tempered conditional restricted to its prior's support Θ_j,
+    One iteration (a sweep) draws each block θ_j, one free variable, from its tempered
+    conditional restricted to its prior's support Θ_j,
 
         θ_j ~ ξ_j(θ_j) · Π_i p(x_i | θ_j, θ_−j)^{1/T}   on Θ_j,
 
     given the current values θ_−j of the other variables. The conditionals are the conjugate
     updates of `pymc_private.families` (Beta / Dirichlet for Bernoulli, Binomial and
     Categorical counts; Gamma for Poisson and Exponential rates and for the precision of a
-    Normal; Normal for a mean with σ known or given; MvNormal for regression weights), drawn
-    by inverse CDF or rejection (`pymc_private.conjugate`), never approximately.
+    Normal; Normal for a mean with σ known or given; MvNormal for regression weights).
 
     Privacy cost per iteration
     --------------------------
     *On a model returned by* `pmp.privatize`: ε = 0. The statistics are the privatised ones,
-    already paid for by the privatisation's release; every draw is post-processing. This
-    step is registered in ``pm.STEP_METHODS`` and claims (IDEAL competence) the conjugate
-    variables of privatised models only.
+    already paid for by the privatisation's release; every draw is post-processing, drawn
+    exactly in floating point (`pymc_private.conjugate`). This step is registered in
+    ``pm.STEP_METHODS`` and claims (IDEAL competence) the conjugate variables of privatised
+    models only.
 
-    *On a model with raw* `PrivateData`: ε = Σ_j 2·L_j / T per sweep, L_j the record
-    Lipschitz constant of the observed nodes that depend on θ_j, over the prior supports
-    of all parameters (`pmp.analyze(model).block_lipschitz`). The argument (Foulds et al.
-    2016, §4.1; Dimitrakakis et al. 2017, Theorem 8 applied per block): given the released
-    current state θ_−j, the update draws θ_j with density ∝ ξ_j(θ_j) exp(u(D, θ_j)/T) with
-    utility u(D, θ_j) = Σ_i ℓ(x_i; θ_j, θ_−j), summed over the nodes that depend on θ_j
-    (the other nodes' terms are constant in θ_j and cancel). Replacing one record changes u
-    by at most L_j at every θ_j, so the normalised densities under neighbouring data sets
-    differ by a factor at most e^{L_j/T} · e^{L_j/T}: the update is the exponential
-    mechanism, (2·L_j/T)-DP. A sweep is the sequential composition of its block updates,
-    each conditioned on the already-released output of the previous ones: Σ_j 2·L_j/T. Every
-    iteration is charged, tuning included (`pmp.sample` plans ``chains × (tune + draws)``
-    releases); thinning does not reduce the cost and convergence is not assumed. Exactness
-    matters: the guarantee is for exact conditional draws, which the truncated conjugate
-    samplers provide. The statistics are computed once from the raw data when the step is
-    built, kept inside it and never emitted; the only sample stat is ``privacy_epsilon``.
-    The temperature must be T ≥ 1; the chain then targets the tempered posterior
-    ξ(θ) Π_i p(x_i | θ)^{1/T} on Θ.
+    *On a model with raw* `PrivateData`: per sweep
 
-    Timing side channel (not covered by ε): the Dirichlet and MvNormal conditionals are drawn
-    by rejection. On raw data the rejection never gives up (``max_proposals=None`` in
-    `pymc_private.conjugate`): an error after a fixed number of proposals would release
-    whether acceptance is poor, which depends on the data. The draws are then exact and the
-    ε above covers them, but the running time of a sweep is geometric in the acceptance
-    rate, a function of the private data; ε does not account for it. When acceptance is poor
-    (a posterior far from the support), prefer privatised statistics (`pmp.privatize`, after
-    which this step is free and gives up with a clear error instead), a smaller ``min_prob``
-    or a larger ``radius``.
+        ε = Σ_j (2·L_j/T + a_j),
+
+    L_j the record Lipschitz constant of the observed nodes that depend on θ_j over the prior
+    supports of all parameters (`pmp.analyze(model).block_lipschitz`), a_j the block's
+    floating-point allowance (`pymc_private.exact.GridBlock.allowance`, ~1e-13 for ordinary
+    models). The argument (Foulds et al. 2016, §4.1; Dimitrakakis et al. 2017, Theorem 8
+    applied per block): given the released current state θ_−j, the update draws θ_j with
+    density ∝ ξ_j(θ_j) exp(u(D, θ_j)/T), u(D, θ_j) = Σ_i ℓ(x_i; θ_j, θ_−j); replacing one
+    record moves u by at most L_j at every θ_j, so the update is the exponential mechanism,
+    (2·L_j/T)-DP. As implemented, θ_j is drawn on a public grid of ``cells`` cells per entry
+    by an exact selection (`pymc_private.exact`, whose module docstring proves the bound for
+    the code as it runs: data-independent output support, scores from exact rational
+    statistics with a proved rounding bound a_j, OpenDP's exact Gumbel noisy max). A sweep is
+    the sequential composition of its block updates, each conditioned on the already-released
+    output of the previous ones. Every iteration is charged, tuning included (`pmp.sample`
+    plans ``chains × (tune + draws)`` releases); thinning does not reduce the cost and
+    convergence is not assumed. The statistics are computed once from the raw data when the
+    step is built, kept inside it and never emitted; the only sample stat is
+    ``privacy_epsilon``. The temperature must be T ≥ 1; the chain targets the tempered
+    posterior ξ(θ) Π_i p(x_i | θ)^{1/T} on Θ, each block at the grid's resolution. Every
+    sweep does the same work and consumes the same number of words from ``rng`` whatever the
+    data (no rejection on raw data). Regression weights (an MvNormal block) have no exact grid
+    sampler on raw data: sample them with `pmp.PrivateMetropolis`, or privatise first.
 
     Only the likelihood terms of the privacy analysis enter a conditional: a variable that
     is also a parameter of another free variable's prior (a hyperprior) or an input of a
@@ -288,7 +293,19 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         its own samplers, free there); on raw data, every free variable (an unsupported one
         raises).
     temperature
-        T ≥ 1, finite: the likelihood is raised to 1/T (ε per sweep 2·ΣL_j/T on raw data).
+        T ≥ 1, finite: the likelihood is raised to 1/T (ε per sweep Σ_j (2L_j/T + a_j) on raw
+        data).
+    cells
+        On raw data, the number of grid cells each entry of a block is drawn on (an integer
+        in [2, 65536], default 1024; a Dirichlet block uses the finest lattice of at most
+        that many points). Public: choose it so that a cell (support width / cells) is well
+        below the posterior's standard deviation. Ignored on a privatised model.
+    secure
+        On raw data: True (default) draws every data-dependent choice with OpenDP's exact
+        sampler from the operating system's generator, not reproducible from a seed; False
+        draws it from ``rng`` in floating point (reproducible by whoever holds the seed, and
+        not exact), and the releases are marked not secure. `pmp.sample` with a
+        ``random_seed`` switches to False.
     model
         The model (default: the context model).
     rng
@@ -300,7 +317,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     Raises
     ------
     InvalidPrivacyParameterError
-        A temperature below 1, NaN or infinite, before the model is read.
+        A temperature below 1, NaN or infinite, or ``cells`` outside [2, 65536], before the
+        model is read.
     UnsupportedModelError
         A variable without a closed-form conditional (the message names it and suggests
         pmp.PrivateMetropolis), a variable not of the model, or a model the privacy analysis
@@ -320,6 +338,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         vars=None,
         *,
         temperature: float = 1.0,
+        cells: int = DEFAULT_CELLS,
+        secure: bool = True,
         model: pm.Model | None = None,
         rng=None,
         initial_point: PointType | None = None,
@@ -327,6 +347,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         blocked: bool = True,
     ):
         self.temperature = checked_temperature(temperature, "Σ_j 2L_j/T")
+        cells = checked_cells(cells)
+        self.secure = checked_secure(secure)
         model = pm.modelcontext(model)
         privatisation = privatisation_of(model)
         analysis = analyze(model) if privatisation is None else privatisation.analysis
@@ -343,21 +365,23 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         if privatisation is None:
             self.mechanism = "gibbs_exponential"
             self.touches_raw_data = True
-            released = raw_statistics(model, analysis, nodes)
+            self._grids = {
+                block.name: grid_block(block, analysis, model, self.temperature, cells)
+                for block in self.blocks
+            }
             blocks = [[block.name] for block in self.blocks]
             self.privacy_epsilon_per_draw = analysis.epsilon_per_draw(
                 "gibbs", self.temperature, blocks=blocks
-            )
+            ) + sum(grid.allowance for grid in self._grids.values())
             self.sensitivity = float(sum(analysis.lipschitz_for(b) for b in blocks))
-            # Parameters from raw data: never give up (conjugate module docstring).
-            self.max_proposals = None
+            released = raw_statistics(model, analysis, nodes, exact=True)
         else:
             self.mechanism = "gibbs_on_privatised_statistics"
             self.touches_raw_data = False
+            self._grids = {}
             released = dict(privatisation.statistics)
             self.privacy_epsilon_per_draw = 0.0
             self.sensitivity = None
-            self.max_proposals = MAX_PROPOSALS
         self._statistics = {node: term_statistics(analysis, released, node) for node in nodes}
 
         self.vars = [model.rvs_to_values[rv] for rv in rvs]
@@ -391,15 +415,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         values = dict(zip(self._given, self._current_values(point), strict=True))
         new_point = dict(point)
         for block in self.blocks:
-            parameters = block.conditional(self._statistics, values, self.temperature)
-            draw = draw_conjugate(
-                self.rng,
-                block.family,
-                parameters,
-                block.support,
-                name=block.name,
-                max_proposals=self.max_proposals,
-            )
+            draw = self._draw(block, values)
             values[block.name] = draw
             value_name = self._value_names[block.name]
             current = point[value_name]
@@ -407,6 +423,22 @@ class PrivateGibbs(BlockedStep, PrivateStep):
             sampled = draw if forward is None else forward(draw)
             new_point[value_name] = np.asarray(sampled, dtype=current.dtype).reshape(current.shape)
         return new_point, [self.privacy_stats()]
+
+    def _draw(self, block: ConjugateBlock, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """One draw of ``block`` given the others' ``values``: exact floats on privatised
+        statistics; on raw data the grid exponential mechanism, from the exact conditional."""
+        if not self.touches_raw_data:
+            parameters = block.conditional(self._statistics, values, self.temperature)
+            return draw_conjugate(
+                self.rng,
+                block.family,
+                parameters,
+                block.support,
+                name=block.name,
+            )
+        exact = {name: as_exact(value) for name, value in values.items()}
+        posterior = block.posterior(self._statistics, exact, Fraction(self.temperature), exact=True)
+        return self._grids[block.name].draw(posterior, secure=self.secure, rng=self.rng)
 
     def release_note(self) -> str:
         if not self.touches_raw_data:
@@ -442,9 +474,10 @@ def _has_conditional(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) -
 
 
 def raw_statistics(
-    model: pm.Model, analysis: PrivacyAnalysis, nodes: list[str]
+    model: pm.Model, analysis: PrivacyAnalysis, nodes: list[str], *, exact: bool = False
 ) -> dict[str, np.ndarray]:
-    """The exact statistics of ``nodes`` from the raw data: private, kept in the step."""
+    """The statistics of ``nodes`` from the raw data in natural units (exact rationals with
+    ``exact=True``): private, kept in the step."""
     specs = {}
     for node in nodes:
         totals = analysis.term(node).totals_statistic()
@@ -455,7 +488,30 @@ def raw_statistics(
         for variable in model.data_vars
         if variable.name in analysis.private_data
     }
-    return {name: spec.natural(spec.compute(arrays)) for name, spec in specs.items()}
+    return {name: spec.natural(spec.compute(arrays), exact=exact) for name, spec in specs.items()}
+
+
+def grid_block(
+    block: ConjugateBlock,
+    analysis: PrivacyAnalysis,
+    model: pm.Model,
+    temperature: float,
+    cells: int,
+) -> GridBlock:
+    """The grid exponential mechanism of a block on raw data, with its float allowance from
+    the block's posterior over every public data set and state (interval arithmetic)."""
+    nodes = {term.node for term, _, _ in block.updates}
+    statistics = {node: statistic_bounds(analysis, node) for node in nodes}
+    states = {variable for _, _, state in block.updates for variable in state.values()}
+    values = {}
+    for variable in states:
+        support = parameter_support(model[variable])
+        values[variable] = intervals(as_exact(support.lower), as_exact(support.upper))
+    posterior = block.posterior(statistics, values, Fraction(temperature), exact=True)
+    try:
+        return GridBlock.build(block.family, block.support, cells, posterior)
+    except UnsupportedModelError as error:
+        raise _no_conditional(block.name, str(error)) from None
 
 
 def _forward_transform(model: pm.Model, rv: Variable, compile_kwargs: dict | None):
