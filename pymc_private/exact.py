@@ -89,8 +89,10 @@ from pymc_private.priors import ParameterSupport
 
 __all__ = [
     "DEFAULT_CELLS",
+    "FAMILIES",
     "GridBlock",
     "IntervalNumber",
+    "check_family",
     "checked_cells",
     "intervals",
     "statistic_bounds",
@@ -103,6 +105,20 @@ _UNIT_ROUNDOFF = Fraction(1, 2**53)
 # A jittered value stays this fraction of its cell's width away from the cell's edges, so
 # that no draw lands on the support's boundary (where transforms are infinite).
 _EDGE_MARGIN = 2.0**-20
+
+
+FAMILIES = ("beta", "gamma", "normal", "dirichlet")
+"""The conjugate families with a grid sampler on raw data."""
+
+
+def check_family(family: str) -> None:
+    """Refuse a conjugate family without a grid sampler (regression weights)."""
+    if family not in FAMILIES:
+        raise UnsupportedModelError(
+            f"no exact grid sampler for a {family} block on raw data (a grid over a vector "
+            "of weights is not tractable): use pmp.PrivateMetropolis for it (one 2L/T per "
+            "step for the whole vector), or pmp.privatize the statistics first."
+        )
 
 
 def checked_cells(cells) -> int:
@@ -264,7 +280,7 @@ def _normal_centre(lower: float, upper: float) -> float:
 def _lattice(n_categories: int, cells: int) -> np.ndarray:
     """All compositions j of r into K parts, for the largest r with at most ``cells`` of
     them (stars and bars), as an int array (N, K)."""
-    resolution = 1
+    resolution = 0
     while math.comb(resolution + n_categories, n_categories - 1) <= cells:
         resolution += 1
     rows = []
@@ -343,11 +359,7 @@ class GridBlock:
         within the declared bounds and every state of the other blocks: public bounds from
         which B_c ≥ |β_c| follow.
         """
-        if family not in ("beta", "gamma", "normal", "dirichlet"):
-            raise UnsupportedModelError(
-                f"no exact grid sampler for a {family} block on raw data: use "
-                "pmp.PrivateMetropolis for it, or pmp.privatize the statistics first."
-            )
+        check_family(family)
         lower, upper = np.asarray(support.lower), np.asarray(support.upper)
         if family == "dirichlet":
             batch_shape = lower.shape[:-1]

@@ -32,6 +32,7 @@ from pymc_private.errors import UnsupportedModelError
 from pymc_private.exact import (
     DEFAULT_CELLS,
     GridBlock,
+    check_family,
     checked_cells,
     intervals,
     statistic_bounds,
@@ -500,6 +501,10 @@ def grid_block(
 ) -> GridBlock:
     """The grid exponential mechanism of a block on raw data, with its float allowance from
     the block's posterior over every public data set and state (interval arithmetic)."""
+    try:
+        check_family(block.family)
+    except UnsupportedModelError as error:
+        raise _no_conditional(block.name, str(error)) from None
     nodes = {term.node for term, _, _ in block.updates}
     statistics = {node: statistic_bounds(analysis, node) for node in nodes}
     states = {variable for _, _, state in block.updates for variable in state.values()}
@@ -508,10 +513,7 @@ def grid_block(
         support = parameter_support(model[variable])
         values[variable] = intervals(as_exact(support.lower), as_exact(support.upper))
     posterior = block.posterior(statistics, values, Fraction(temperature), exact=True)
-    try:
-        return GridBlock.build(block.family, block.support, cells, posterior)
-    except UnsupportedModelError as error:
-        raise _no_conditional(block.name, str(error)) from None
+    return GridBlock.build(block.family, block.support, cells, posterior)
 
 
 def _forward_transform(model: pm.Model, rv: Variable, compile_kwargs: dict | None):
