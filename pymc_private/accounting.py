@@ -32,15 +32,17 @@ when it is smaller by more than 0.1 %.
 
 from __future__ import annotations
 
+import fcntl
 import html
 import json
 import math
+import os
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, NamedTuple
-from weakref import WeakKeyDictionary
 
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution
@@ -48,13 +50,20 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import stats
 from scipy.special import expit
 
-from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
+from pymc_private import session
+from pymc_private.data import datasets_of
+from pymc_private.errors import (
+    BudgetExceededError,
+    InvalidPrivacyParameterError,
+    UnsupportedModelError,
+)
 
 __all__ = [
     "Budget",
     "Composition",
     "PrivacyLedger",
     "Release",
+    "dataset_ledger",
     "ledger_for",
 ]
 
@@ -402,6 +411,38 @@ def _compose(groups: _Groups, delta: float) -> Composition:
     return plain
 
 
+class _Journal:
+    """An append-only file of JSON lines ``{"uid": ..., "release": {...}}``, read from where
+    the last read stopped. Appends are single ``write`` calls on a file opened with
+    ``O_APPEND`` under an exclusive lock, so lines from several processes never interleave."""
+
+    def __init__(self, path) -> None:
+        self.path = str(path)
+        self._offset = 0
+        descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.close(descriptor)
+
+    def append(self, lines: str) -> None:
+        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            os.write(descriptor, lines.encode())
+        finally:
+            os.close(descriptor)
+
+    def read_new(self) -> list[tuple[str, Release]]:
+        with open(self.path, "rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        out = []
+        for line in complete.splitlines():
+            entry = json.loads(line)
+            out.append((entry["uid"], Release.from_dict(entry["release"])))
+        return out
+
+
 class PrivacyLedger:
     """Every release made from one data set, and their composition.
 
@@ -409,6 +450,13 @@ class PrivacyLedger:
     ----------
     releases
         Releases to record at once (as `record_all`).
+    journals
+        Paths of append-only journal files (JSON lines) to keep the ledger in. Every release
+        recorded is written to each of them before `record_all` returns, and every read
+        (`releases`, `composition`, a `Budget` check, ...) first picks up what any process
+        appended since, so a ledger shared by the worker processes of ``pm.sample`` sees
+        their charges. A ledger over several journals is the union of their releases (each
+        recorded release appears once). Without journals the ledger lives in memory.
 
     Notes
     -----
@@ -417,30 +465,69 @@ class PrivacyLedger:
     Compositions are cached on the ledger's contents, so asking twice is free.
     """
 
-    def __init__(self, releases: Iterable[Release] = ()) -> None:
+    def __init__(self, releases: Iterable[Release] = (), *, journals: Iterable = ()) -> None:
         self._releases: list[Release] = []
         self._counts: dict[tuple[float, float], int] = {}
+        self._journals = [_Journal(path) for path in journals]
+        self._seen: set[str] = set()
+        self._sync()
         self.record_all(releases)
+
+    @property
+    def journals(self) -> tuple[str, ...]:
+        """The journal files of the ledger (empty for an in-memory ledger)."""
+        return tuple(journal.path for journal in self._journals)
+
+    def _sync(self) -> None:
+        """Add what the journals gained since the last read (from any process)."""
+        for journal in self._journals:
+            for uid, release in journal.read_new():
+                if uid not in self._seen:
+                    self._seen.add(uid)
+                    self._releases.append(release)
+                    _add_releases(self._counts, [release])
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._journals:
+            return {"journals": self.journals}
+        return {"releases": list(self._releases)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state.get("releases", ()), journals=state.get("journals", ()))
 
     def record(self, release: Release) -> None:
         """Append one release."""
         self.record_all([release])
 
     def record_all(self, releases: Iterable[Release]) -> None:
-        """Append every release, or none of them if any is not a `Release`."""
+        """Append every release, or none of them if any is not a `Release`; with journals,
+        written to every journal before this returns."""
         items = _validated_releases(releases, "releases")
-        self._releases.extend(items)
-        _add_releases(self._counts, items)
+        if not items:
+            return
+        if not self._journals:
+            self._releases.extend(items)
+            _add_releases(self._counts, items)
+            return
+        lines = "".join(
+            json.dumps({"uid": uuid.uuid4().hex, "release": item.to_dict()}) + "\n"
+            for item in items
+        )
+        for journal in self._journals:
+            journal.append(lines)
+        self._sync()
 
     @property
     def releases(self) -> tuple[Release, ...]:
         """The recorded releases, in order."""
+        self._sync()
         return tuple(self._releases)
 
     def __len__(self) -> int:
-        return len(self._releases)
+        return len(self.releases)
 
     def _groups(self, planned: Iterable[Release] = ()) -> _Groups:
+        self._sync()
         counts = dict(self._counts)
         _add_releases(counts, planned)
         return _groups_of(counts)
@@ -477,7 +564,7 @@ class PrivacyLedger:
         return {
             "format": _LEDGER_FORMAT,
             "version": _LEDGER_VERSION,
-            "releases": [release.to_dict() for release in self._releases],
+            "releases": [release.to_dict() for release in self.releases],
         }
 
     @classmethod
@@ -513,7 +600,7 @@ class PrivacyLedger:
         δ_i > 0), and the composition at ``delta`` when it is given.
         """
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for release in self._releases:
+        for release in self.releases:
             key = (release.mechanism, release.statistic, release.epsilon, release.delta)
             key += (release.secure,)
             row = rows.setdefault(
@@ -568,7 +655,7 @@ class PrivacyLedger:
         return header, body
 
     def __repr__(self) -> str:
-        if not self._releases:
+        if not self.releases:
             return "PrivacyLedger(no releases)"
         header, body = self._table()
         widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
@@ -722,6 +809,7 @@ class Budget:
                 f"{per_count!r}."
             )
         eps = float(epsilon_per_release)
+        ledger._sync()
         base = dict(ledger._counts)
         if _unavoidable_delta(_groups_of(base)) > self.delta:
             return 0
@@ -751,19 +839,41 @@ class Budget:
         return _largest_fitting(fits, start, first_step=start // 4)
 
 
-_LEDGERS: WeakKeyDictionary[Any, PrivacyLedger] = WeakKeyDictionary()
+_VIEWS: dict[tuple[str, ...], PrivacyLedger] = {}
 
 
-def ledger_for(owner: Any) -> PrivacyLedger:
-    """The default ledger of everything released from ``owner``'s private data.
-
-    ``owner`` is a `pm.Model`: `pmp.privatize`, `pmp.sample` and `pmp.sample_posterior`
-    record in it unless given a ledger, so releases from the same model compose across calls
-    and a `Budget` sees them all (a model returned by `pmp.privatize` shares its source's
-    ledger). A model rebuilt from the same data (a copy, `pm.do`, a new `pm.Model`) is another
-    owner: pass ``ledger=`` explicitly to compose across such models.
-    """
-    ledger = _LEDGERS.get(owner)
+def dataset_ledger(datasets: Iterable[str]) -> PrivacyLedger:
+    """The ledger of everything released from the given private data sets (by the ids
+    `pymc_private.data` gives them): the union of their journals in the session directory.
+    A release recorded in it is recorded for each of them."""
+    key = tuple(sorted(set(datasets)))
+    ledger = _VIEWS.get(key)
     if ledger is None:
-        ledger = _LEDGERS[owner] = PrivacyLedger()
+        folder = session.directory()
+        ledger = _VIEWS[key] = PrivacyLedger(journals=[folder / f"{d}.jsonl" for d in key])
     return ledger
+
+
+def ledger_for(model: Any) -> PrivacyLedger:
+    """The ledger of everything released from the private data a model reads.
+
+    One ledger per private data set (DESIGN.md §5): a `pmp.PrivateData` array is a data set,
+    identified by its values, so the same data reached through another model, `pm.do`, a
+    copy, a pickle or a second `PrivateData` declaration is the same data set; a model
+    returned by `pmp.privatize` carries the data sets its statistics were released from. A
+    model that reads several data sets charges each of them, and its ledger is the union of
+    theirs. `pmp.privatize`, `pmp.sample`, `pmp.sample_posterior` and the private steps
+    record here, and budgets are checked against it.
+
+    Raises
+    ------
+    UnsupportedModelError
+        When the model reads no private data and no released statistics.
+    """
+    datasets = datasets_of(model)
+    if not datasets:
+        raise UnsupportedModelError(
+            "This model reads no pmp.PrivateData and no privatised statistics: there is no "
+            "private data set whose ledger to use."
+        )
+    return dataset_ledger(datasets)

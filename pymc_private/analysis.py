@@ -37,7 +37,7 @@ from pymc.pytensorf import constant_fold
 from pytensor import graph_replace
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.traversal import graph_inputs
+from pytensor.graph.traversal import ancestors, graph_inputs
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
@@ -65,7 +65,7 @@ from pymc_private.families import (
 )
 from pymc_private.priors import parameter_support
 
-__all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "refuse_private_paths"]
+__all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "reads_private_data", "refuse_private_paths"]
 
 ROUTES = ("posterior_sampling", "gibbs", "metropolis", "privatize")
 
@@ -470,6 +470,28 @@ def _collect_statistics(
             if term.node not in known.nodes:
                 merged[spec.name] = replace(known, nodes=(*known.nodes, term.node))
     return tuple(merged.values()), unavailable
+
+
+def reads_private_data(model: pm.Model | None = None) -> bool:
+    """Whether the model reads raw private data: some `PrivateData` is an ancestor of a prior,
+    an observed variable or its value, a Potential or a Deterministic (through its values or
+    through a shape computed from them). The graph decides the route (DESIGN.md §5): a
+    model that reads raw data is sampled by private steps and pays per draw, whatever else
+    it holds (released statistics included); one that reads only released statistics is
+    sampled for free."""
+    model = pm.modelcontext(model)
+    specs = private_data(model)
+    private = {variable for variable in model.data_vars if variable.name in specs}
+    if not private:
+        return False
+    outputs = [
+        *model.free_RVs,
+        *model.observed_RVs,
+        *(model.rvs_to_values[rv] for rv in model.observed_RVs),
+        *model.potentials,
+        *model.deterministics,
+    ]
+    return any(variable in private for variable in ancestors(outputs))
 
 
 def refuse_private_paths(model: pm.Model | None = None) -> None:

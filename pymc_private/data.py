@@ -11,6 +11,9 @@ one row across every `PrivateData` array of a model, so all of them share n.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,9 +24,12 @@ from pytensor.tensor.variable import TensorVariable
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
 
 __all__ = [
+    "RELEASED_TAG",
     "PrivateData",
     "PrivateDataSpec",
     "check_private_data",
+    "dataset_id",
+    "datasets_of",
     "private_data",
     "private_data_domain",
     "private_record_count",
@@ -55,6 +61,8 @@ class PrivateDataSpec:
         is private and is not recorded.
     dims
         The dims the data was registered with, if any.
+    dataset
+        The id of the private data set (`dataset_id`): the key of its ledger.
     """
 
     name: str
@@ -65,6 +73,7 @@ class PrivateDataSpec:
     integer: bool
     out_of_bounds: str
     dims: tuple[str, ...] | None = None
+    dataset: str = ""
 
     def element_bounds(self) -> list[tuple[float, float, int]]:
         """The distinct (lower, upper) element domains of one record with their multiplicity."""
@@ -80,6 +89,37 @@ class PrivateDataSpec:
 
 
 _SPEC_TAG = "pymc_private_spec"
+RELEASED_TAG = "pymc_private_released"
+"""The tag of the data variables of a privatised model that hold released statistics; its
+value has a ``datasets`` attribute, the ids of the data sets they were released from."""
+
+# Data sets are identified by a keyed hash of their values (a key drawn per process, so the
+# digests mean nothing outside it and reveal nothing about the data).
+_DATASET_KEY = os.urandom(32)
+_DATASET_IDS: dict[bytes, str] = {}
+
+
+def dataset_id(array: np.ndarray) -> str:
+    """The id of the private data set an array holds: the same values (dtype and shape
+    included) give the same id in this process, whichever object or model holds them."""
+    array = np.ascontiguousarray(array)
+    digest = hashlib.blake2b(key=_DATASET_KEY, digest_size=32)
+    digest.update(f"{array.dtype.str}{array.shape}".encode())
+    digest.update(array.tobytes())
+    return _DATASET_IDS.setdefault(digest.digest(), uuid.uuid4().hex)
+
+
+def datasets_of(model: pm.Model | None = None) -> tuple[str, ...]:
+    """The ids of the private data sets a model reads: those of its `PrivateData` and those
+    its released statistics (a model returned by `pmp.privatize`) came from."""
+    model = pm.modelcontext(model)
+    found: list[str] = []
+    for variable in model.data_vars:
+        spec = getattr(variable.tag, _SPEC_TAG, None)
+        released = getattr(variable.tag, RELEASED_TAG, None)
+        ids = [spec.dataset] if spec is not None else list(getattr(released, "datasets", ()))
+        found.extend(i for i in ids if i not in found)
+    return tuple(found)
 
 
 def PrivateData(
@@ -157,6 +197,7 @@ def PrivateData(
         integer=integer,
         out_of_bounds=out_of_bounds,
         dims=tuple(dims) if dims is not None else None,
+        dataset=dataset_id(array),
     )
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable

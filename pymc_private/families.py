@@ -477,27 +477,50 @@ def _group_sum(t: np.ndarray, group: np.ndarray | None, n_groups: int | None) ->
     return out
 
 
-def complete_statistic(spec: StatisticSpec, released: np.ndarray, totals) -> np.ndarray:
+def complete_statistic(spec: StatisticSpec, released, totals):
     """The full statistic from its released form in natural units (post-processing).
 
     Counts get their category 0 back as ``totals − Σ_{k≥1} counts_k`` (``totals`` is n, or the
     full group-count vector for grouped counts); a packed Gram matrix is unpacked to a
-    symmetric matrix; other kinds are returned as they are. Works on floats and on object
-    arrays of exact rationals alike.
+    symmetric matrix; other kinds are returned as they are. Works on floats, on object
+    arrays of exact rationals and on PyTensor tensors (the data of a privatised model).
     """
+    if isinstance(released, pt.TensorVariable):
+        return _complete_tensor(spec, released, totals)
     released = np.asarray(released)
     if spec.kind == "counts":
         total = _expand_totals(np.asarray(totals), released.ndim - 1, spec.group_by is not None)
         first = total - released.sum(axis=-1)
         return np.concatenate([np.asarray(first)[..., None], released], axis=-1)
     if spec.kind == "gram":
-        size = round((math.sqrt(8 * released.size + 1) - 1) / 2)
+        size = _gram_size(released.size)
         full = np.zeros((size, size), dtype=released.dtype)
         full[np.triu_indices(size)] = released
         lower = np.tril_indices(size, -1)
         full[lower] = full.T[lower]
         return full
     return released
+
+
+def _complete_tensor(spec: StatisticSpec, released: pt.TensorVariable, totals):
+    if spec.kind == "counts":
+        grouped = spec.group_by is not None
+        total = _expand_totals(pt.as_tensor(totals), released.ndim - 1, grouped)
+        first = total - released.sum(axis=-1)
+        return pt.concatenate([pt.shape_padright(first), released], axis=-1)
+    if spec.kind == "gram":
+        size = _gram_size(spec.shape[0])
+        rows, columns = np.triu_indices(size)
+        upper = pt.set_subtensor(
+            pt.zeros((size, size), dtype=released.dtype)[rows, columns], released
+        )
+        return upper + pt.triu(upper, 1).T
+    return released
+
+
+def _gram_size(packed: int) -> int:
+    """p from the p(p+1)/2 entries of a packed upper triangle."""
+    return round((math.sqrt(8 * packed + 1) - 1) / 2)
 
 
 def _expand_totals(totals, ndim: int, grouped: bool):

@@ -32,7 +32,7 @@ from pymc_private.errors import (
 )
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
 from pymc_private.mechanisms import resolve_secure
-from pymc_private.privatize import POTENTIAL_SUFFIX, privatisation_of, term_statistics
+from pymc_private.privatize import POTENTIAL_SUFFIX, privatised_route, term_statistics
 from pymc_private.sampling import LEDGER_ATTR
 from pymc_private.steps.base import checked_temperature
 from pymc_private.steps.gibbs import (
@@ -55,7 +55,6 @@ def sample_posterior(
     temperature: float = 1.0,
     cells: int = DEFAULT_CELLS,
     budget: Budget | None = None,
-    ledger: PrivacyLedger | None = None,
     secure: bool | None = None,
     random_seed: int | np.random.Generator | None = None,
 ) -> az.InferenceData:
@@ -91,7 +90,7 @@ def sample_posterior(
 
     On a model returned by `pmp.privatize` the posterior is the one given the privatised
     statistics: the draws are post-processing and cost ε = 0 (recorded as a free release in
-    the privatisation's ledger by default).
+    the data sets' ledger).
 
     Supported models: every free variable is one conjugate block (Beta for Bernoulli or
     Binomial probabilities, Dirichlet for Categorical ones, Gamma for Poisson or Exponential
@@ -113,10 +112,8 @@ def sample_posterior(
         Grid cells per entry on raw data (an integer in [2, 65536]; see
         `pmp.PrivateGibbs`); ignored on a privatised model.
     budget
-        A `pmp.Budget` the ledger plus these n releases must fit.
-    ledger
-        The ledger to record in (default: the model's own, `pmp.ledger_for(model)`, so that
-        calls on the same model compose under a budget).
+        A `pmp.Budget` the data sets' ledger (`pmp.ledger_for`) plus these n releases must
+        fit.
     secure
         None (default): secure unless ``random_seed`` is given. Secure draws select with
         OpenDP's exact sampler from the operating system's generator; a seeded run is
@@ -139,7 +136,7 @@ def sample_posterior(
         ``n`` not an integer ≥ 1; ``temperature`` below 1, NaN or infinite; ``cells`` out of
         range; ``secure=True`` with a ``random_seed``.
     TypeError, ValueError
-        ``budget``, ``ledger`` or ``random_seed`` of the wrong type, or a negative seed. Every
+        ``budget`` or ``random_seed`` of the wrong type, or a negative seed. Every
         argument is checked before the model is read or anything is recorded.
     UnsupportedModelError
         A model whose posterior is not a product of exact conjugate blocks (use
@@ -156,10 +153,8 @@ def sample_posterior(
     rng = _checked_rng(random_seed)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
-    if ledger is not None and not isinstance(ledger, PrivacyLedger):
-        raise TypeError(f"ledger must be a pmp.PrivacyLedger or None, got {type(ledger).__name__}.")
     model = pm.modelcontext(model)
-    privatisation = privatisation_of(model)
+    privatisation = privatised_route(model)
     privatised = privatisation is not None
     analysis = privatisation.analysis if privatised else analyze(model)
     blocks = _product_of_blocks(model, analysis, privatised=privatised)
@@ -191,8 +186,7 @@ def sample_posterior(
             "ε per draw = 2L/T + float allowance"
         ),
     )
-    if ledger is None:
-        ledger = privatisation.ledger if privatised else ledger_for(model)
+    ledger = ledger_for(model)
     if budget is not None:
         _check_budget(budget, ledger, release, n)
 

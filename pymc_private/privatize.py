@@ -12,15 +12,14 @@ are public: any number of draws, chains and step methods (NUTS included) cost no
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 from pymc.model.fgraph import (
     ModelNamed,
@@ -28,22 +27,25 @@ from pymc.model.fgraph import (
     ModelVar,
     fgraph_from_model,
     model_from_fgraph,
+    model_named,
     model_potential,
 )
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 
-from pymc_private.accounting import PrivacyLedger, Release, ledger_for
-from pymc_private.analysis import PrivacyAnalysis, analyze
+from pymc_private.accounting import Budget, Release, ledger_for
+from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
+from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
-from pymc_private.mechanisms import discrete_laplace
+from pymc_private.mechanisms import discrete_laplace, resolve_secure
 
 __all__ = [
     "Privatisation",
+    "has_closed_form_conditional",
     "privatisation_of",
-    "privatised_model_of",
+    "privatised_route",
     "privatised_statistics",
     "privatize",
     "release_statistics",
@@ -57,50 +59,67 @@ POTENTIAL_SUFFIX = "_privatised"
 class Privatisation:
     """What `privatize` released for a model: public from then on.
 
+    It travels in the privatised model's graph, as the tag of the data variables that hold
+    the released statistics (`pymc_private.data.RELEASED_TAG`), so copies, `pm.do` and
+    pickles of the model carry it and no decision rests on which Python object is sampled.
+
     Attributes
     ----------
     statistics
-        The privatised (noisy, then projected) sufficient statistics in released form, by
-        the names of ``analysis.statistics`` (category 0 of counts and the lower triangle of
-        Gram matrices are derived, see `pymc_private.families.complete_statistic`).
+        The privatised (noisy, then projected) sufficient statistics in released form and
+        natural units, by the names of ``analysis.statistics`` (category 0 of counts and the
+        lower triangle of Gram matrices are derived, see
+        `pymc_private.families.complete_statistic`).
     releases
-        The releases that paid for them: one per kind of noise (discrete Laplace for the
-        integer statistics, Laplace for the real ones), whose ε add up to the ε asked for.
-    ledger
-        The ledger the releases were recorded in; `pmp.sample` on the privatised model records
-        there the draws of any private step it is given (at ε = 0), and checks budgets
-        against it.
+        The releases that paid for them: one discrete Laplace release per statistic, whose
+        ε add up to at most the ε asked for.
     analysis
         The public privacy analysis of the original model (terms, statistics, Δ₁), which the
         conjugate Gibbs sampler reads.
     epsilon
         The ε asked for.
+    datasets
+        The ids of the private data sets the statistics were computed from: a model built on
+        them charges their ledgers (`pmp.ledger_for`).
     """
 
     statistics: dict[str, np.ndarray]
     releases: tuple[Release, ...]
-    ledger: PrivacyLedger
     analysis: PrivacyAnalysis
     epsilon: float
+    datasets: tuple[str, ...]
 
 
-_PRIVATISATIONS: WeakKeyDictionary[pm.Model, Privatisation] = WeakKeyDictionary()
-_VARIABLE_MODELS: WeakKeyDictionary[Variable, weakref.ref] = WeakKeyDictionary()
+_CONJUGATE_TAG = "pymc_private_conjugate"
 
 
 def privatisation_of(model: pm.Model) -> Privatisation | None:
-    """The privatisation a model was built from by `privatize`, or None for other models."""
-    return _PRIVATISATIONS.get(model)
+    """The privatisation whose released statistics a model holds (a model returned by
+    `privatize`, or a copy or `pm.do` of one), or None."""
+    for variable in model.data_vars:
+        privatisation = getattr(variable.tag, RELEASED_TAG, None)
+        if privatisation is not None:
+            return privatisation
+    return None
 
 
-def privatised_model_of(variable: Variable) -> pm.Model | None:
-    """The model returned by `privatize` that a free random variable belongs to, or None."""
-    reference = _VARIABLE_MODELS.get(variable)
-    return None if reference is None else reference()
+def privatised_route(model: pm.Model) -> Privatisation | None:
+    """The privatisation to sample a model on for free: the one whose released statistics it
+    holds, provided it reads no raw private data (`pymc_private.analysis.reads_private_data`:
+    a privatised model extended with raw `PrivateData` pays per draw again). None otherwise."""
+    if reads_private_data(model):
+        return None
+    return privatisation_of(model)
+
+
+def has_closed_form_conditional(rv: Variable) -> bool:
+    """Whether `privatize` found a closed-form conditional for this free variable of the
+    model it returned (the competence of `pmp.PrivateGibbs`)."""
+    return bool(getattr(rv.tag, _CONJUGATE_TAG, False))
 
 
 def privatised_statistics(model: pm.Model) -> dict[str, np.ndarray]:
-    """The privatised statistics of a model returned by `privatize` (copies; public)."""
+    """The privatised statistics a model holds (copies; public)."""
     privatisation = privatisation_of(model)
     if privatisation is None:
         raise UnsupportedModelError(
@@ -135,9 +154,9 @@ def privatize(
     model: pm.Model,
     epsilon: float,
     *,
-    secure: bool = True,
+    budget: Budget | None = None,
+    secure: bool | None = None,
     random_seed=None,
-    ledger: PrivacyLedger | None = None,
 ) -> pm.Model:
     """Release the model's sufficient statistics once under ε-DP and return a model on them.
 
@@ -172,9 +191,15 @@ def privatize(
     The returned model has the same free variables, priors, coords and names; each observed
     node on `PrivateData` is replaced by a ``pm.Potential`` named ``<node>_privatised``
     holding its log-likelihood written with the privatised statistics
-    (`LikelihoodFamily.logp_from_statistics`); the `PrivateData` (and dims used only by
-    them) are gone from its graph. Any sampler may be used on it (`pmp.PrivateGibbs` is
-    chosen by `pmp.sample` and by PyMC's own step assignment for the conjugate variables).
+    (`LikelihoodFamily.logp_from_statistics`), which it reads from data variables named
+    after the statistics and tagged as released (`Privatisation`); the `PrivateData` (and
+    dims used only by them) are gone from its graph. Any sampler may be used on it
+    (`pmp.PrivateGibbs` is chosen by `pmp.sample` and by PyMC's own step assignment for the
+    conjugate variables). Should the model be extended with raw `PrivateData` again, the
+    graph decides: `pmp.sample` then treats it as a raw-data model.
+
+    The releases are recorded in the ledger of the data sets the model reads
+    (`pmp.ledger_for`), which the returned model shares.
 
     Parameters
     ----------
@@ -183,15 +208,18 @@ def privatize(
         reduces to sufficient statistics (see `pmp.analyze`).
     epsilon
         The ε of the release: finite and > 0.
+    budget
+        A `pmp.Budget` the data sets' ledger plus this release must fit, checked before
+        the data is read: over budget, `BudgetExceededError`, nothing is released or
+        recorded.
     secure
-        True: OpenDP's exact samplers (not seedable). False: numpy noise, reproducible from
-        ``random_seed``, for simulations and benchmarks; the releases are marked not secure.
+        None (default): secure unless ``random_seed`` is given. True: OpenDP's exact
+        samplers from the operating system's generator (not seedable). False: numpy noise,
+        reproducible from ``random_seed``, for simulations and benchmarks; the releases are
+        marked not secure.
     random_seed
-        Seed of the numpy noise when ``secure=False`` (ignored otherwise).
-    ledger
-        Where to record the releases. Default: the ledger of ``model``'s data
-        (`pmp.ledger_for(model)`), so that releases from the same data compose; the returned
-        model shares it, so budgets checked when sampling it see these releases.
+        Seed of the numpy noise: makes the release reproducible by whoever holds it, hence
+        not secure (``secure=True`` with a seed is refused).
 
     Returns
     -------
@@ -201,9 +229,12 @@ def privatize(
     Raises
     ------
     InvalidPrivacyParameterError
-        ``epsilon`` not a finite number > 0, ``secure`` not a bool, or a share ε_I or ε_R
-        that is not a finite number > 0 with a finite noise scale > 0 in floating point
-        (e.g. a real part whose Δ_R is ~1e-17 of Δ₁); all before any noise.
+        ``epsilon`` not a finite number > 0, ``secure`` not a bool, ``secure=True`` with a
+        seed, or a share ε_j that is not a finite number > 0 with a finite noise scale > 0
+        in floating point (e.g. a statistic whose Δ_j is ~1e-305 of Δ₁); all before any
+        noise.
+    BudgetExceededError
+        The release does not fit ``budget``.
     UnsupportedModelError
         The analysis cannot reduce the model to sufficient statistics (its own message), or
         the model cannot be rebuilt without the data (before any noise).
@@ -211,18 +242,27 @@ def privatize(
         From `pmp.analyze`.
     """
     epsilon = _checked_epsilon(epsilon)
-    if not isinstance(secure, bool):
-        raise InvalidPrivacyParameterError(f"secure must be True or False, got {secure!r}.")
-    if ledger is not None and not isinstance(ledger, PrivacyLedger):
-        raise TypeError(f"ledger must be a pmp.PrivacyLedger or None, got {type(ledger)}.")
+    secure = resolve_secure(secure, random_seed)
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
     rng = np.random.default_rng(random_seed)
     analysis = analyze(model)
     analysis.epsilon_per_draw("privatize")
+    plan = _noise_plan(analysis, epsilon)
+    datasets = datasets_of(model)
     placeholders = {
         spec.name: spec.natural(np.zeros(spec.shape, dtype=np.int64))
         for spec in analysis.statistics
     }
-    _model_on_statistics(model, analysis, placeholders)
+    _model_on_statistics(model, analysis, _released(analysis, placeholders, (), 0.0, datasets))
+    ledger = ledger_for(model)
+    if budget is not None:
+        planned = [
+            Release("discrete_laplace", share, statistic=spec.name, secure=secure)
+            for spec, share in plan
+            if share > 0
+        ]
+        budget.check(ledger, planned)
 
     arrays = {
         variable.name: variable.get_value(borrow=True)
@@ -230,24 +270,26 @@ def privatize(
         if variable.name in analysis.private_data
     }
     statistics, releases = release_statistics(analysis, arrays, epsilon, secure=secure, rng=rng)
-    private_model = _model_on_statistics(model, analysis, statistics)
-
-    ledger = ledger_for(model) if ledger is None else ledger
     ledger.record_all(releases)
-    _PRIVATISATIONS[private_model] = Privatisation(
-        statistics=statistics,
-        releases=tuple(releases),
-        ledger=ledger,
-        analysis=analysis,
-        epsilon=epsilon,
-    )
-    for rv in private_model.free_RVs:
-        _VARIABLE_MODELS[rv] = weakref.ref(private_model)
+    privatisation = _released(analysis, statistics, releases, epsilon, datasets)
     # PyMC's own step assignment must find PrivateGibbs for the conjugate variables of the
     # returned model: importing the step registers it in pm.STEP_METHODS.
-    import pymc_private.steps.gibbs  # noqa: F401
+    from pymc_private.steps.gibbs import has_conditional
 
+    private_model = _model_on_statistics(model, analysis, privatisation)
+    for rv in private_model.free_RVs:
+        setattr(rv.tag, _CONJUGATE_TAG, has_conditional(analysis, rv, private_model))
     return private_model
+
+
+def _released(analysis, statistics, releases, epsilon, datasets) -> Privatisation:
+    return Privatisation(
+        statistics=statistics,
+        releases=tuple(releases),
+        analysis=analysis,
+        epsilon=epsilon,
+        datasets=datasets,
+    )
 
 
 def release_statistics(
@@ -468,9 +510,10 @@ def _positive_semidefinite_gram(analysis: PrivacyAnalysis, out: dict) -> None:
 
 
 def _model_on_statistics(
-    model: pm.Model, analysis: PrivacyAnalysis, statistics: dict[str, np.ndarray]
+    model: pm.Model, analysis: PrivacyAnalysis, privatisation: Privatisation
 ) -> pm.Model:
-    """A copy of ``model`` without its private data: observed nodes become Potentials."""
+    """A copy of ``model`` without its private data: observed nodes become Potentials that
+    read the released statistics from data variables tagged with ``privatisation``."""
     if any(value is not None for value in model.rvs_to_initial_values.values()):
         raise UnsupportedModelError(
             "pmp.privatize copies the model without its data and cannot copy custom initial "
@@ -485,10 +528,25 @@ def _model_on_statistics(
             f"pmp.privatize names the likelihood of each observed node `<node>"
             f"{POTENTIAL_SUFFIX}`, but the model already has {taken}: rename them."
         )
+    taken = sorted({spec.name for spec in analysis.statistics} & set(model.named_vars))
+    if taken:
+        raise UnsupportedModelError(
+            f"pmp.privatize names the data holding each released statistic after it, but the "
+            f"model already has {taken}: rename them."
+        )
     fgraph, memo = fgraph_from_model(model, inlined_views=True)
     free = {rv.name: memo[rv] for rv in model.free_RVs}
+    released = {}
+    for name, value in privatisation.statistics.items():
+        data = pytensor.shared(np.array(value), name=name)
+        setattr(data.tag, RELEASED_TAG, privatisation)
+        fgraph.add_input(data)
+        named = model_named(data)
+        named.name = name
+        fgraph.add_output(named)
+        released[name] = data
     for term in analysis.terms:
-        full, totals = term_statistics(analysis, statistics, term.node)
+        full, totals = term_statistics(analysis, released, term.node)
         values = {
             name: free[parameter.free_variable]
             for name, parameter in term.parameters.items()
@@ -497,8 +555,8 @@ def _model_on_statistics(
         logp = term.family.logp_from_statistics(
             term,
             values,
-            {kind: np.asarray(value, dtype=np.float64) for kind, value in full.items()},
-            np.asarray(totals, dtype=np.float64),
+            {kind: pt.cast(value, "float64") for kind, value in full.items()},
+            pt.cast(totals, "float64"),
         )
         potential = model_potential(pt.as_tensor_variable(logp, dtype="float64"))
         potential.name = f"{term.node}{POTENTIAL_SUFFIX}"

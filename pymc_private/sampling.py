@@ -22,7 +22,7 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
-from pymc_private.privatize import Privatisation, privatisation_of
+from pymc_private.privatize import Privatisation, privatised_route
 from pymc_private.steps.base import PrivateStep
 
 __all__ = ["LEDGER_ATTR", "ledger_of", "sample"]
@@ -40,19 +40,21 @@ def sample(
     budget: Budget | None = None,
     random_seed=None,
     progressbar: bool = True,
-    ledger: PrivacyLedger | None = None,
     model: pm.Model | None = None,
     **kwargs,
 ) -> az.InferenceData:
     """Sample a model privately and return an `InferenceData` that is safe to release.
 
-    Two routes (DESIGN.md §2):
+    Two routes (DESIGN.md §2), decided by what the model's graph reads
+    (`pymc_private.analysis.reads_private_data`), not by which Python object it is:
 
-    - a model returned by `pmp.privatize` depends on privatised statistics only, so any step
-      method is post-processing and every draw costs ε = 0; without ``step`` PyMC assigns
+    - a model that reads only released statistics (returned by `pmp.privatize`, or a copy
+      or `pm.do` of one) depends on privatised statistics only, so any step method is
+      post-processing and every draw costs ε = 0; without ``step`` PyMC assigns
       `pmp.PrivateGibbs` to the conjugate variables and NUTS to the others;
-    - a model on raw `pmp.PrivateData` must be sampled entirely by private step methods
-      (`pmp.PrivateGibbs`, `pmp.PrivateMetropolis`), each draw charged its stated ε.
+    - a model that reads raw `pmp.PrivateData` (a privatised model extended with raw data
+      included) must be sampled entirely by private step methods (`pmp.PrivateGibbs`,
+      `pmp.PrivateMetropolis`), each draw charged its stated ε.
 
     The planned spend, ``chains × (tune + draws)`` releases of the sweep's per-draw ε
     (tuning iterations touch the data and are charged), is composed by the ledger and
@@ -81,7 +83,8 @@ def sample(
         As `pm.sample` (``chains`` defaults to ``max(2, cores)``, ``cores`` to
         ``min(4, cpu count)``): the number of chains must be known to plan the cost.
     budget
-        A `pmp.Budget` the whole ledger (earlier releases included) must fit.
+        A `pmp.Budget` the data sets' whole ledger (`pmp.ledger_for`: every earlier release
+        from the same data, through any model) must fit.
     random_seed
         Passed to `pm.sample`. A seed makes the run reproducible by whoever holds it, so on
         raw data the private steps switch to their seeded samplers (``secure = False``) and
@@ -89,14 +92,10 @@ def sample(
     progressbar, **kwargs
         Passed to `pm.sample` (except ``trace``, ``return_inferencedata``, ``idata_kwargs``
         and ``nuts_sampler``, which would bypass what `pmp.sample` guarantees).
-    ledger
-        The ledger to record in. Defaults to the model's own ledger (`pmp.ledger_for`;
-        a privatised model shares its source's), so that calls compose and the budget
-        sees every earlier release from the same model.
     """
     _check_keywords(kwargs)
     model = pm.modelcontext(model)
-    privatisation = privatisation_of(model)
+    privatisation = privatised_route(model)
     if privatisation is None:
         check_private_data(model)
     steps = _steps_for(model, step, privatisation)
@@ -114,12 +113,10 @@ def sample(
         chains=chains,
         cores=cores,
         budget=budget,
-        ledger=ledger,
         random_seed=random_seed,
         kwargs=kwargs,
     )
-    if ledger is None:
-        ledger = privatisation.ledger if privatisation is not None else ledger_for(model)
+    ledger = ledger_for(model)
     if random_seed is not None:
         # A seeded run is reproducible by whoever holds the seed: never secure (DESIGN §5).
         for private_step in private_steps:
@@ -134,18 +131,24 @@ def sample(
     # whatever it released (an error, draws kept by a callback), so it is never undercounted.
     ledger.record_all(planned)
 
-    idata = pm.sample(
-        draws,
-        tune=tune,
-        step=steps or None,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        model=model,
-        idata_kwargs={"log_likelihood": False},
-        **kwargs,
-    )
+    for private_step in private_steps:
+        private_step.prepaid = True
+    try:
+        idata = pm.sample(
+            draws,
+            tune=tune,
+            step=steps or None,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            model=model,
+            idata_kwargs={"log_likelihood": False},
+            **kwargs,
+        )
+    finally:
+        for private_step in private_steps:
+            private_step.prepaid = False
     released = _released(idata, private_steps, privatisation)
     released.attrs[LEDGER_ATTR] = ledger.to_json()
     return released
@@ -179,7 +182,7 @@ def _count(name: str, value, minimum: int) -> None:
 
 
 def _check_arguments(
-    model: pm.Model, *, draws, tune, chains, cores, budget, ledger, random_seed, kwargs
+    model: pm.Model, *, draws, tune, chains, cores, budget, random_seed, kwargs
 ) -> None:
     """Everything `pm.sample` would refuse, refused before anything is charged."""
     _count("draws", draws, 0)
@@ -190,8 +193,6 @@ def _check_arguments(
         raise InvalidPrivacyParameterError("draws + tune must be at least 1: nothing to sample.")
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
-    if ledger is not None and not isinstance(ledger, PrivacyLedger):
-        raise TypeError(f"ledger must be a pmp.PrivacyLedger or None, got {type(ledger).__name__}.")
     seeds = random_seed if isinstance(random_seed, Sequence) else [random_seed]
     for seed in seeds:
         if isinstance(seed, np.random.Generator | np.random.RandomState) or seed is None:

@@ -197,7 +197,6 @@ def test_scenario_one_through_pmp_sample_uses_the_grid_mechanism():
             chains=1,
             cores=1,
             progressbar=False,
-            ledger=pmp.PrivacyLedger(),
         )
     draws = idata.posterior["p"].values.ravel()
     assert draws.min() > 0.05 and draws.max() < 0.95

@@ -21,7 +21,7 @@ from pymc.sampling.mcmc import assign_step_methods
 from pymc.step_methods.compound import Competence
 from scipy import special, stats
 
-from pymc_private.accounting import PrivacyLedger, ledger_for
+from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
@@ -127,7 +127,6 @@ def test_privacy_epsilon_per_draw_is_the_formula(request, fixture, temperature, 
             cores=1,
             random_seed=3,
             progressbar=False,
-            ledger=PrivacyLedger(),
         )
     per_draw = idata.sample_stats["privacy_epsilon"].values
     # The formula plus the blocks' float allowance (pymc_private.exact), tiny but never 0.
@@ -454,9 +453,7 @@ def test_audit_one_gibbs_update_and_catch_half_charge():
 def test_raw_gibbs_chains_cores_and_canary(normal_model, normal_data, tmp_path, capsys):
     kwargs = {"tune": 5, "chains": 4, "random_seed": 16, "progressbar": False}
     with normal_model:
-        serial = sample(
-            20, step=PrivateGibbs(temperature=10.0), cores=1, ledger=PrivacyLedger(), **kwargs
-        )
+        serial = sample(20, step=PrivateGibbs(temperature=10.0), cores=1, **kwargs)
         parallel = sample(20, step=PrivateGibbs(temperature=10.0), cores=2, **kwargs)
     np.testing.assert_array_equal(serial.posterior["mu"], parallel.posterior["mu"])
     assert set(serial.groups()) == {"posterior", "sample_stats"}

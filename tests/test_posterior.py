@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
+from pymc_private.accounting import Budget, Release, ledger_for
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.errors import (
@@ -85,15 +85,16 @@ def test_draws_follow_the_truncated_tempered_posterior(model, temperature):
 
 
 def test_ledger_records_n_times_two_l_over_t(model):
-    ledger = PrivacyLedger([Release("laplace", 0.5)])
+    ledger = ledger_for(model)
+    ledger.record(Release("laplace", 0.5))
     n, temperature = 7, 3.0
-    idata = sample_posterior(model, n, temperature=temperature, ledger=ledger, random_seed=1)
+    idata = sample_posterior(model, n, temperature=temperature, random_seed=1)
     per_draw = 2 * L_BERNOULLI / temperature
     release = ledger.releases[-1]
     assert len(ledger) == 2
     assert release.mechanism == "posterior_sampling"
     assert release.count == n
-    assert release.epsilon == pytest.approx(per_draw, rel=1e-12)
+    assert release.epsilon == pytest.approx(per_draw, rel=1e-12) and release.epsilon > per_draw
     assert release.sensitivity == pytest.approx(L_BERNOULLI, rel=1e-12)
     assert ledger.epsilon() == pytest.approx(0.5 + n * per_draw, rel=1e-12)
     np.testing.assert_allclose(idata.sample_stats["privacy_epsilon"].values, per_draw, rtol=1e-12)
@@ -105,7 +106,8 @@ def test_ledger_records_n_times_two_l_over_t(model):
 def test_budget_refusal_draws_and_reads_nothing(model, monkeypatch):
     temperature = 2.0
     per_draw = 2 * L_BERNOULLI / temperature  # ln 9 ≈ 1.0986
-    ledger = PrivacyLedger([Release("laplace", 1.0)])
+    ledger = ledger_for(model)
+    ledger.record(Release("laplace", 1.0))
     budget = Budget(1.0 + 4.5 * per_draw)  # four more draws fit, five do not
     rng = np.random.default_rng(5)
     state = rng.bit_generator.state
@@ -116,14 +118,12 @@ def test_budget_refusal_draws_and_reads_nothing(model, monkeypatch):
     monkeypatch.setattr("pymc_private.posterior.raw_statistics", no_data)
     with pytest.raises(BudgetExceededError, match=r"at most n = 4 draws fit \(asked for n = 5\)"):
         sample_posterior(
-            model, 5, temperature=temperature, budget=budget, ledger=ledger, random_seed=rng
+            model, 5, temperature=temperature, budget=budget, secure=False, random_seed=rng
         )
     assert rng.bit_generator.state == state
     assert len(ledger) == 1 and ledger.epsilon() == 1.0
     monkeypatch.undo()
-    sample_posterior(
-        model, 4, temperature=temperature, budget=budget, ledger=ledger, random_seed=rng
-    )
+    sample_posterior(model, 4, temperature=temperature, budget=budget, random_seed=rng)
     assert ledger.epsilon() == pytest.approx(1.0 + 4 * per_draw, rel=1e-12)
     assert rng.bit_generator.state != state
 
@@ -135,8 +135,8 @@ def test_naive_bayes_means_match_the_truncated_conjugate_means(make_naive_bayes)
     labels = data.integers(0, 2, 40)
     features = (data.uniform(size=(40, 3)) < np.where(labels[:, None] == 1, 0.8, 0.3)).astype(int)
     nb = make_naive_bayes(labels, features, a)
-    ledger = PrivacyLedger()
-    idata = sample_posterior(nb, n, temperature=temperature, ledger=ledger, random_seed=4)
+    ledger = ledger_for(nb)
+    idata = sample_posterior(nb, n, temperature=temperature, random_seed=4)
     per_draw = 2 * (1 + 3) * math.log((1 - a) / a) / temperature
     assert ledger.releases[0].epsilon == pytest.approx(per_draw, rel=1e-12)
 
@@ -226,8 +226,8 @@ def test_audit_one_draw_is_within_two_l_and_beyond_l(neighbours):
 
 
 def test_privatised_model_draws_are_free(model):
-    ledger = PrivacyLedger()
-    private = privatize(model, 1.0, random_seed=3, ledger=ledger)
+    ledger = ledger_for(model)
+    private = privatize(model, 1.0, random_seed=3)
     idata = sample_posterior(private, 50, random_seed=2)
     assert ledger.epsilon() == pytest.approx(1.0)
     assert ledger.releases[-1].mechanism == "posterior_sampling_on_privatised_statistics"
@@ -280,10 +280,10 @@ def _potential_model():
     ],
 )
 def test_models_without_exact_posterior_are_refused(build, advice):
-    ledger = PrivacyLedger()
+    model = build()
     with pytest.raises(UnsupportedModelError, match=advice):
-        sample_posterior(build(), 3, ledger=ledger)
-    assert len(ledger) == 0
+        sample_posterior(model, 3)
+    assert len(ledger_for(model)) == 0
 
 
 @settings(max_examples=40, deadline=None)
@@ -296,12 +296,13 @@ def test_models_without_exact_posterior_are_refused(build, advice):
     ),
 )
 def test_invalid_n_is_refused(model, n):
-    ledger = PrivacyLedger()
+    ledger = ledger_for(model)
+    recorded = len(ledger)
     rng = np.random.default_rng(0)
     state = rng.bit_generator.state
     with pytest.raises(InvalidPrivacyParameterError, match="n must be an integer >= 1"):
-        sample_posterior(model, n, ledger=ledger, random_seed=rng)
-    assert len(ledger) == 0 and rng.bit_generator.state == state
+        sample_posterior(model, n, random_seed=rng)
+    assert len(ledger) == recorded and rng.bit_generator.state == state
 
 
 @settings(max_examples=40, deadline=None)
@@ -314,12 +315,13 @@ def test_invalid_n_is_refused(model, n):
     ),
 )
 def test_invalid_temperature_is_refused(model, temperature):
-    ledger = PrivacyLedger()
+    ledger = ledger_for(model)
+    recorded = len(ledger)
     rng = np.random.default_rng(0)
     state = rng.bit_generator.state
     with pytest.raises(InvalidPrivacyParameterError, match="temperature must be a finite"):
-        sample_posterior(model, 2, temperature=temperature, ledger=ledger, random_seed=rng)
-    assert len(ledger) == 0 and rng.bit_generator.state == state
+        sample_posterior(model, 2, temperature=temperature, random_seed=rng)
+    assert len(ledger) == recorded and rng.bit_generator.state == state
 
 
 @pytest.mark.parametrize(
@@ -361,14 +363,14 @@ def test_raw_data_draws_read_the_callers_generator_the_same_way_for_any_data():
     states = []
     for moved in (0, 1):
         rng = np.random.default_rng(23)
-        idata = sample_posterior(_categorical(moved), 40, ledger=PrivacyLedger(), random_seed=rng)
+        idata = sample_posterior(_categorical(moved), 40, random_seed=rng)
         draws = idata.posterior["p"].values
         assert draws.shape == (1, 40, 3) and draws.min() >= 0.2
         np.testing.assert_allclose(draws.sum(-1), 1.0)
         assert not ledger_of(idata).releases[-1].secure
         states.append(rng.bit_generator.state)
     assert states[0] == states[1]
-    secure = sample_posterior(_categorical(1), 3, ledger=PrivacyLedger())
+    secure = sample_posterior(_categorical(1), 3)
     assert ledger_of(secure).releases[-1].secure
     with pytest.raises(InvalidPrivacyParameterError, match="cannot be secure"):
         sample_posterior(_categorical(1), 3, secure=True, random_seed=1)
@@ -382,8 +384,8 @@ def squared_error_utility(theta, query, response):
 
 
 def test_psaqr_answers_from_the_sample_set_without_spending(model):
-    ledger = PrivacyLedger()
-    idata = sample_posterior(model, 25, ledger=ledger, random_seed=9)
+    ledger = ledger_for(model)
+    idata = sample_posterior(model, 25, random_seed=9)
     responder = PosteriorSampleResponder(idata, squared_error_utility)
     grid = np.linspace(0.0, 1.0, 101)
     theta_hat = idata.posterior["theta"].values.ravel()

@@ -23,10 +23,10 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 from scipy import special, stats
 
-from pymc_private.accounting import PrivacyLedger, ledger_for
+from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
-from pymc_private.data import PrivateData
+from pymc_private.data import RELEASED_TAG, PrivateData
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
 from pymc_private.privatize import (
@@ -125,7 +125,11 @@ def _graph_values(model):
 
 def test_privatised_model_graph_holds_no_raw_data(nb_model, nb_data, private_nb, normal_data):
     labels, _ = nb_data
-    assert private_nb.data_vars == []
+    released = analyze(nb_model).statistics
+    assert sorted(v.name for v in private_nb.data_vars) == sorted(spec.name for spec in released)
+    assert all(
+        getattr(v.tag, RELEASED_TAG) is privatisation_of(private_nb) for v in private_nb.data_vars
+    )
     for value in _graph_values(private_nb):
         assert value.shape[:1] != (len(labels),), "an array with one row per record"
     private_normal = privatize(normal_free_precision(normal_data), 2.0, secure=False)
@@ -167,8 +171,8 @@ def test_privatised_logp_is_the_likelihood_at_the_released_statistics(private_nb
 def test_one_release_per_statistic_and_statistics_are_projected(nb_model):
     """Δ₁ = 7: counts(y_obs) moves by 1 and counts(x_obs | y_obs) by 2d = 6; each gets its
     share ε·Δ_j/Δ₁ of ε = 0.02, the same noise scale Δ₁/ε."""
-    ledger = PrivacyLedger()
-    private = privatize(nb_model, 0.02, secure=False, random_seed=4, ledger=ledger)
+    ledger = ledger_for(nb_model)
+    private = privatize(nb_model, 0.02, secure=False, random_seed=4)
     labels, features = ledger.releases
     assert [(r.mechanism, r.statistic, r.sensitivity) for r in ledger.releases] == [
         ("discrete_laplace", "counts(y_obs)", 1),
@@ -177,7 +181,7 @@ def test_one_release_per_statistic_and_statistics_are_projected(nb_model):
     assert labels.epsilon == pytest.approx(0.02 / 7) and features.epsilon == pytest.approx(0.12 / 7)
     assert Fraction(labels.epsilon) + Fraction(features.epsilon) <= Fraction(0.02)
     assert not labels.secure and not features.secure
-    assert privatisation_of(private).ledger is ledger
+    assert ledger_for(private).releases == ledger.releases
     released = privatised_statistics(private)
     n1 = released["counts(y_obs)"]
     assert n1.dtype == np.int64 and 0 <= n1[0] <= 200
@@ -234,8 +238,8 @@ def test_mixed_statistics_are_exact_integers_with_shares_of_epsilon():
         pm.Bernoulli("y", p, observed=y_obs)
         pm.Normal("x", mu, 1.0, observed=x_obs)
     assert analyze(model).sensitivity_l1 == 3.0  # counts: 1, sum over [0, 2]: 2
-    ledger = PrivacyLedger()
-    privatize(model, 0.9, secure=False, random_seed=9, ledger=ledger)
+    ledger = ledger_for(model)
+    privatize(model, 0.9, secure=False, random_seed=9)
     by_statistic = {r.statistic: r for r in ledger.releases}
     integer, real = by_statistic["counts(y_obs)"], by_statistic["sum(x_obs)"]
     assert (integer.mechanism, integer.sensitivity) == ("discrete_laplace", 1.0)
@@ -243,10 +247,9 @@ def test_mixed_statistics_are_exact_integers_with_shares_of_epsilon():
     assert (real.mechanism, real.sensitivity) == ("discrete_laplace", 2.0 * 2**24)
     assert integer.epsilon == pytest.approx(0.3) and real.epsilon == pytest.approx(0.6)
     assert Fraction(integer.epsilon) + Fraction(real.epsilon) <= Fraction(0.9)
-    secure = PrivacyLedger()
-    privatize(model, 0.9, ledger=secure)
-    assert all(r.secure for r in secure.releases)
-    assert sum(r.epsilon for r in secure.releases) <= 0.9
+    secure = ledger_for(privatize(model, 0.9)).releases[2:]
+    assert len(secure) == 2 and all(r.secure for r in secure)
+    assert sum(r.epsilon for r in secure) <= 0.9
 
 
 @settings(
@@ -300,10 +303,9 @@ def test_split_of_epsilon_is_validated_before_any_noise(monkeypatch, build, epsi
     module = sys.modules["pymc_private.privatize"]
     monkeypatch.setattr(module, "discrete_laplace", no_noise)
     model = build()
-    ledger = PrivacyLedger()
     with pytest.raises(InvalidPrivacyParameterError, match=message):
-        privatize(model, epsilon, secure=False, random_seed=0, ledger=ledger)
-    assert len(ledger) == 0 and len(ledger_for(model)) == 0
+        privatize(model, epsilon, secure=False, random_seed=0)
+    assert len(ledger_for(model)) == 0
 
 
 def test_models_without_sufficient_statistics_are_refused_with_the_analysis_error():
@@ -528,7 +530,10 @@ def _raw_data_in(idata: az.InferenceData, raw: np.ndarray) -> list[str]:
     return found
 
 
-def test_netcdf_keeps_ledger_and_leaks_no_raw_data(private_normal, normal_data, tmp_path, capsys):
+def test_netcdf_keeps_ledger_and_leaks_no_raw_data(normal_data, tmp_path, capsys):
+    private_normal = privatize(
+        normal_free_precision(normal_data), 1.0, secure=False, random_seed=18
+    )
     with private_normal:
         idata = sample(50, tune=10, chains=2, cores=1, random_seed=20, progressbar=False)
     # Uncompressed, so that raw float64 bytes in the file would be found by a byte search

@@ -36,7 +36,6 @@ def model() -> pm.Model:
 
 @pytest.fixture(scope="module")
 def released(model):
-    ledger = PrivacyLedger()
     with model:
         step = PrivateMetropolis([model["theta"]], temperature=10.0)
         idata = sample(
@@ -45,11 +44,9 @@ def released(model):
             tune=10,
             chains=2,
             cores=1,
-            ledger=ledger,
-            random_seed=3,
             progressbar=False,
         )
-    return idata, ledger
+    return idata, ledger_for(model)
 
 
 def test_raw_route_needs_private_steps(model):
@@ -61,7 +58,7 @@ def test_raw_route_needs_private_steps(model):
 
 
 def test_budget_refusal_samples_nothing_and_says_what_fits(model):
-    ledger = PrivacyLedger()
+    ledger = ledger_for(model)
     with model:
         step = PrivateMetropolis([model["theta"]], temperature=10.0)
         with pytest.raises(BudgetExceededError) as refusal:
@@ -71,7 +68,6 @@ def test_budget_refusal_samples_nothing_and_says_what_fits(model):
                 tune=0,
                 chains=2,
                 budget=Budget(1.0),
-                ledger=ledger,
                 progressbar=False,
             )
     assert len(ledger) == 0
@@ -130,21 +126,21 @@ def test_idata_without_ledger_is_refused():
 def test_a_draw_costs_the_whole_sweep_of_several_steps(make_naive_bayes):
     rng = np.random.default_rng(0)
     nb = make_naive_bayes(rng.integers(0, 2, 40), rng.integers(0, 2, (40, 3)), A)
-    ledger = PrivacyLedger()
+    ledger = ledger_for(nb)
     with nb:
         steps = [
             PrivateMetropolis([nb["pi"]], temperature=5.0),
             PrivateMetropolis([nb["theta"]], temperature=5.0),
         ]
-        idata = sample(5, step=steps, chains=1, cores=1, ledger=ledger, progressbar=False)
+        idata = sample(5, step=steps, chains=1, cores=1, progressbar=False)
     sweep = 2 * L / 5.0 + 2 * 3 * L / 5.0  # pi: one node; theta: d = 3 feature elements
     np.testing.assert_allclose(idata.sample_stats["privacy_epsilon"].values, sweep)
     assert ledger.epsilon() == pytest.approx(5 * sweep)
 
 
 def test_calls_on_one_model_compose_in_its_ledger(model):
-    """Without ``ledger=``, every call records in the model's own ledger, so a budget sees
-    earlier calls: the second run, which alone would fit, is refused."""
+    """Every call records in the data set's ledger, so a budget sees earlier calls: the
+    second run, which alone would fit, is refused."""
     per_draw = 2 * L / 10.0
     ledger = ledger_for(model)
     spent_before = ledger.epsilon()
@@ -183,20 +179,20 @@ def test_a_run_that_fails_part_way_is_still_charged(model, monkeypatch):
         raise RuntimeError("sampling failed")
 
     monkeypatch.setattr(pm, "sample", fails)
-    ledger = PrivacyLedger()
+    ledger = ledger_for(model)
     with model:
         step = PrivateMetropolis([model["theta"]], temperature=10.0)
         with pytest.raises(RuntimeError, match="sampling failed"):
-            sample(10, step=step, chains=2, cores=1, ledger=ledger, progressbar=False)
+            sample(10, step=step, chains=2, cores=1, progressbar=False)
     assert ledger.epsilon() == pytest.approx(20 * 2 * L / 10.0)
 
 
 @pytest.mark.parametrize("keyword", ["trace", "return_inferencedata", "nuts_sampler"])
 def test_keywords_that_would_bypass_the_release_are_refused(model, keyword):
-    ledger = PrivacyLedger()
+    ledger = ledger_for(model)
     with model:
         with pytest.raises(UnsupportedModelError, match=f"does not take {keyword}="):
-            sample(10, step=[], chains=1, ledger=ledger, **{keyword: None})
+            sample(10, step=[], chains=1, **{keyword: None})
     assert len(ledger) == 0
 
 
@@ -220,8 +216,8 @@ BAD_ARGUMENTS = [
 
 @pytest.mark.parametrize("bad", BAD_ARGUMENTS, ids=lambda bad: "-".join(map(str, bad)))
 def test_bad_arguments_are_refused_before_anything_is_charged(model, bad):
-    ledger = PrivacyLedger()
-    arguments = {"draws": 3, "chains": 2, "cores": 1, "ledger": ledger, "progressbar": False}
+    ledger = ledger_for(model)
+    arguments = {"draws": 3, "chains": 2, "cores": 1, "progressbar": False}
     with model:
         step = PrivateMetropolis([model["theta"]], temperature=10.0)
         with pytest.raises((PrivacyError, TypeError, ValueError)):
@@ -235,8 +231,8 @@ def test_a_step_of_another_model_is_refused(model):
         theta = TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A)
         pm.Bernoulli("x", theta, observed=x_obs)
         foreign = PrivateMetropolis([theta], temperature=10.0)
-    ledger = PrivacyLedger()
+    ledger = ledger_for(model)
     with model:
         with pytest.raises(UnsupportedModelError, match="not variables of this model"):
-            sample(3, step=foreign, chains=1, ledger=ledger, progressbar=False)
+            sample(3, step=foreign, chains=1, progressbar=False)
     assert len(ledger) == 0

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import ClassVar
 
 import numpy as np
 from pymc.util import get_untransformed_name, is_transformed_name
 
-from pymc_private.accounting import Release
+from pymc_private.accounting import PrivacyLedger, Release
 from pymc_private.errors import InvalidPrivacyParameterError
 
 __all__ = ["PrivateStep", "checked_secure", "checked_temperature"]
@@ -47,8 +48,11 @@ class PrivateStep:
     sensitivity: float | None
     touches_raw_data: bool = True
     secure: bool = True
+    ledger: PrivacyLedger | None = None
+    prepaid: bool = False
+    _warned: bool = False
 
-    def planned_release(self, draws: int, chain: int) -> Release:
+    def planned_release(self, draws: int, chain: int | None) -> Release:
         """The release of ``draws`` transitions of this step in chain ``chain``.
 
         Sequential composition of per-draw releases is left to the ledger: the record says
@@ -61,10 +65,32 @@ class PrivateStep:
             sensitivity=None if self.sensitivity is None else float(self.sensitivity),
             statistic=", ".join(_variable_name(v.name) for v in self.vars),
             secure=bool(self.secure) or not self.touches_raw_data,
-            chain=int(chain),
-            draw=0,
+            chain=None if chain is None else int(chain),
+            draw=None if chain is None else 0,
             note=self.release_note(),
         )
+
+    def charge(self) -> None:
+        """Record one transition in the data sets' ledger before it is drawn.
+
+        `pmp.sample` plans, checks and records a whole run before sampling and marks its steps
+        ``prepaid``; a step run any other way (plain ``pm.sample``, by hand) charges every
+        transition here as it runs, in whichever process runs it (the ledger lives in journal
+        files every worker appends to), and warns once that the result is not releasable.
+        """
+        if not self.touches_raw_data or self.prepaid:
+            return
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{type(self).__name__} is running outside pmp.sample: each transition is "
+                "charged to the data set's ledger as it runs, but the InferenceData pm.sample "
+                "returns holds the raw observed_data (and a log density computed from it) and "
+                "is not releasable. Use pmp.sample for a result you can release.",
+                UserWarning,
+                stacklevel=3,
+            )
+        self.ledger.record(self.planned_release(1, None))
 
     def release_note(self) -> str:
         """Public words for the report (temperature, clipping ...); subclasses may extend."""

@@ -26,6 +26,7 @@ from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
+from pymc_private.accounting import ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conjugate import CONJUGATE_FAMILIES, draw_conjugate
 from pymc_private.errors import UnsupportedModelError
@@ -41,13 +42,21 @@ from pymc_private.families import LikelihoodTerm, as_exact
 from pymc_private.priors import ParameterSupport, parameter_support
 from pymc_private.privatize import (
     POTENTIAL_SUFFIX,
-    privatisation_of,
-    privatised_model_of,
+    has_closed_form_conditional,
+    privatised_route,
     term_statistics,
 )
+from pymc_private.session import PrivatePayload
 from pymc_private.steps.base import PrivateStep, checked_secure, checked_temperature
 
-__all__ = ["ConjugateBlock", "PrivateGibbs", "conjugate_block", "grid_block", "raw_statistics"]
+__all__ = [
+    "ConjugateBlock",
+    "PrivateGibbs",
+    "conjugate_block",
+    "grid_block",
+    "has_conditional",
+    "raw_statistics",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,7 +214,7 @@ def _logp_terms_outside(model: pm.Model, analysis: PrivacyAnalysis, rv: Variable
     text ("" when none): other free variables' priors, Potentials other than the
     likelihood Potentials of a privatised model, observed nodes without a term."""
     nodes = {term.node for term in analysis.terms}
-    privatised = privatisation_of(model) is not None
+    privatised = privatised_route(model) is not None
     likelihoods = {node + POTENTIAL_SUFFIX for node in nodes} if privatised else set()
     found = [
         f"the prior of `{other.name}`"
@@ -351,11 +360,11 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         cells = checked_cells(cells)
         self.secure = checked_secure(secure)
         model = pm.modelcontext(model)
-        privatisation = privatisation_of(model)
+        privatisation = privatised_route(model)
         analysis = analyze(model) if privatisation is None else privatisation.analysis
         rvs = _free_variables(model, vars)
         if vars is None and privatisation is not None:
-            rvs = [rv for rv in rvs if _has_conditional(analysis, rv, model)]
+            rvs = [rv for rv in rvs if has_conditional(analysis, rv, model)]
             if not rvs:
                 raise _no_conditional(
                     ", ".join(rv.name for rv in model.free_RVs), "none is conjugate"
@@ -375,6 +384,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
                 "gibbs", self.temperature, blocks=blocks
             ) + sum(grid.allowance for grid in self._grids.values())
             self.sensitivity = float(sum(analysis.lipschitz_for(b) for b in blocks))
+            self.ledger = ledger_for(model)
             released = raw_statistics(model, analysis, nodes, exact=True)
         else:
             self.mechanism = "gibbs_on_privatised_statistics"
@@ -383,7 +393,11 @@ class PrivateGibbs(BlockedStep, PrivateStep):
             released = dict(privatisation.statistics)
             self.privacy_epsilon_per_draw = 0.0
             self.sensitivity = None
-        self._statistics = {node: term_statistics(analysis, released, node) for node in nodes}
+        # The raw statistics travel to worker processes as a reference to a private file of
+        # the session, never inside a pickle of the step (pymc_private.session).
+        self._payload = PrivatePayload(
+            {node: term_statistics(analysis, released, node) for node in nodes}
+        )
 
         self.vars = [model.rvs_to_values[rv] for rv in rvs]
         self._value_names = {rv.name: model.rvs_to_values[rv].name for rv in rvs}
@@ -406,13 +420,17 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         """IDEAL for a conjugate variable of a model returned by `pmp.privatize`, else
         INCOMPATIBLE: PyMC must never assign a raw-data Gibbs sampler on its own, nor one
         whose conditional would miss a logp term (a hyperprior, a Potential)."""
-        model = privatised_model_of(var)
-        privatisation = None if model is None else privatisation_of(model)
-        if privatisation is not None and _has_conditional(privatisation.analysis, var, model):
+        if has_closed_form_conditional(var):
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
 
+    @property
+    def _statistics(self) -> dict:
+        """The full statistics by node (exact and private on raw data)."""
+        return self._payload.value
+
     def step(self, point: PointType) -> tuple[PointType, StatsType]:
+        self.charge()
         values = dict(zip(self._given, self._current_values(point), strict=True))
         new_point = dict(point)
         for block in self.blocks:
@@ -466,7 +484,8 @@ def _free_variables(model: pm.Model, vars) -> list[Variable]:
     return rvs
 
 
-def _has_conditional(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) -> bool:
+def has_conditional(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) -> bool:
+    """Whether ``rv`` has a closed-form conditional (`conjugate_block` succeeds)."""
     try:
         conjugate_block(analysis, rv, model)
     except UnsupportedModelError:
