@@ -37,7 +37,7 @@ import opendp.prelude as dp
 from pymc_private.accounting import Release
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
-__all__ = ["discrete_laplace", "exact_choice", "exponential_mechanism", "laplace", "resolve_secure"]
+__all__ = ["discrete_laplace", "exact_choice", "exponential_mechanism", "laplace"]
 
 dp.enable_features("contrib")
 
@@ -345,28 +345,6 @@ def _opendp_softmax():
         dp.linf_distance(T=float, monotonic=False),
     )
     return dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=1.0)
-
-
-def resolve_secure(secure: bool | None, random_seed) -> bool:
-    """Whether a release is secure, from the caller's ``secure`` and ``random_seed``.
-
-    A seeded release is reproducible by whoever holds the seed, so it is never secure (DESIGN
-    §5): ``secure=None`` (the default of the public functions) means True without a seed and
-    False with one; ``secure=True`` together with a seed is refused.
-    """
-    if secure is None:
-        return random_seed is None
-    if not isinstance(secure, bool | np.bool_):
-        raise InvalidPrivacyParameterError(
-            f"secure must be True, False or None (secure unless seeded), got {secure!r}."
-        )
-    if secure and random_seed is not None:
-        raise InvalidPrivacyParameterError(
-            "random_seed makes the release reproducible by whoever holds the seed, so it "
-            "cannot be secure: drop random_seed for a secure release, or pass secure=False "
-            "to accept a reproducible one (marked not secure in the ledger)."
-        )
-    return secure
 
 
 def _check_arguments(

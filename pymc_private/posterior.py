@@ -31,10 +31,9 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
-from pymc_private.mechanisms import resolve_secure
 from pymc_private.privatize import POTENTIAL_SUFFIX, privatised_route, term_statistics
 from pymc_private.sampling import LEDGER_ATTR
-from pymc_private.steps.base import checked_temperature
+from pymc_private.steps.base import checked_secure, checked_temperature
 from pymc_private.steps.gibbs import (
     ConjugateBlock,
     conjugate_block,
@@ -55,7 +54,7 @@ def sample_posterior(
     temperature: float = 1.0,
     cells: int = DEFAULT_CELLS,
     budget: Budget | None = None,
-    secure: bool | None = None,
+    secure: bool = True,
     random_seed: int | np.random.Generator | None = None,
 ) -> az.InferenceData:
     r"""``n`` independent draws from the (tempered) posterior: BAPS.
@@ -115,12 +114,13 @@ def sample_posterior(
         A `pmp.Budget` the data sets' ledger (`pmp.ledger_for`) plus these n releases must
         fit.
     secure
-        None (default): secure unless ``random_seed`` is given. Secure draws select with
-        OpenDP's exact sampler from the operating system's generator; a seeded run is
-        reproducible by whoever holds the seed, not exact, and recorded as not secure.
+        True (default): every data-dependent choice is drawn by OpenDP's exact sampler from
+        the operating system's generator, so ``random_seed`` seeds only the data-independent
+        jitter and the draws are not reproducible. False: everything is drawn from
+        ``random_seed`` in floating point, reproducible by whoever holds the seed and not
+        exact; the release is marked not secure.
     random_seed
-        An int seed or a `numpy.random.Generator` (used as is): makes the draws reproducible
-        and the release not secure.
+        An int seed or a `numpy.random.Generator` (used as is).
 
     Returns
     -------
@@ -134,7 +134,7 @@ def sample_posterior(
     ------
     InvalidPrivacyParameterError
         ``n`` not an integer ≥ 1; ``temperature`` below 1, NaN or infinite; ``cells`` out of
-        range; ``secure=True`` with a ``random_seed``.
+        range; ``secure`` not a bool.
     TypeError, ValueError
         ``budget`` or ``random_seed`` of the wrong type, or a negative seed. Every
         argument is checked before the model is read or anything is recorded.
@@ -149,7 +149,7 @@ def sample_posterior(
     n = _checked_count(n)
     temperature = checked_temperature(temperature, "2L/T per draw")
     cells = checked_cells(cells)
-    secure = resolve_secure(secure, random_seed)
+    secure = checked_secure(secure)
     rng = _checked_rng(random_seed)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")

@@ -39,7 +39,8 @@ from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
 from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
-from pymc_private.mechanisms import discrete_laplace, resolve_secure
+from pymc_private.mechanisms import discrete_laplace
+from pymc_private.steps.base import checked_secure
 
 __all__ = [
     "Privatisation",
@@ -155,7 +156,7 @@ def privatize(
     epsilon: float,
     *,
     budget: Budget | None = None,
-    secure: bool | None = None,
+    secure: bool = True,
     random_seed=None,
 ) -> pm.Model:
     """Release the model's sufficient statistics once under ε-DP and return a model on them.
@@ -213,13 +214,12 @@ def privatize(
         the data is read: over budget, `BudgetExceededError`, nothing is released or
         recorded.
     secure
-        None (default): secure unless ``random_seed`` is given. True: OpenDP's exact
-        samplers from the operating system's generator (not seedable). False: numpy noise,
-        reproducible from ``random_seed``, for simulations and benchmarks; the releases are
-        marked not secure.
+        True (default): OpenDP's exact samplers from the operating system's generator, not
+        seedable. False: numpy noise, reproducible from ``random_seed`` by whoever holds
+        it, for simulations and benchmarks; the releases are marked not secure.
     random_seed
-        Seed of the numpy noise: makes the release reproducible by whoever holds it, hence
-        not secure (``secure=True`` with a seed is refused).
+        Seed of the numpy noise when ``secure=False``; a secure release ignores it (a seeded
+        release would be reproducible, hence not secure).
 
     Returns
     -------
@@ -229,10 +229,9 @@ def privatize(
     Raises
     ------
     InvalidPrivacyParameterError
-        ``epsilon`` not a finite number > 0, ``secure`` not a bool, ``secure=True`` with a
-        seed, or a share ε_j that is not a finite number > 0 with a finite noise scale > 0
-        in floating point (e.g. a statistic whose Δ_j is ~1e-305 of Δ₁); all before any
-        noise.
+        ``epsilon`` not a finite number > 0, ``secure`` not a bool, or a share ε_j that is
+        not a finite number > 0 with a finite noise scale > 0 in floating point (e.g. a
+        statistic whose Δ_j is ~1e-305 of Δ₁); all before any noise.
     BudgetExceededError
         The release does not fit ``budget``.
     UnsupportedModelError
@@ -242,7 +241,7 @@ def privatize(
         From `pmp.analyze`.
     """
     epsilon = _checked_epsilon(epsilon)
-    secure = resolve_secure(secure, random_seed)
+    secure = checked_secure(secure)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
     rng = np.random.default_rng(random_seed)

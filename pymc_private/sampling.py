@@ -86,9 +86,10 @@ def sample(
         A `pmp.Budget` the data sets' whole ledger (`pmp.ledger_for`: every earlier release
         from the same data, through any model) must fit.
     random_seed
-        Passed to `pm.sample`. A seed makes the run reproducible by whoever holds it, so on
-        raw data the private steps switch to their seeded samplers (``secure = False``) and
-        every release of the run is recorded as not secure. Leave it None for a secure run.
+        Passed to `pm.sample`. On raw data it seeds only what the private steps draw
+        independently of the data (proposals, jitter) when they are secure (their default),
+        so the run is not reproducible; steps built with ``secure=False`` draw everything
+        from it, reproducibly, and their releases are recorded as not secure.
     progressbar, **kwargs
         Passed to `pm.sample` (except ``trace``, ``return_inferencedata``, ``idata_kwargs``
         and ``nuts_sampler``, which would bypass what `pmp.sample` guarantees).
@@ -117,10 +118,6 @@ def sample(
         kwargs=kwargs,
     )
     ledger = ledger_for(model)
-    if random_seed is not None:
-        # A seeded run is reproducible by whoever holds the seed: never secure (DESIGN §5).
-        for private_step in private_steps:
-            private_step.secure = False
 
     planned = [
         s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps

@@ -150,7 +150,7 @@ def test_raw_gibbs_targets_the_tempered_truncated_posterior(bb_model, temperatur
     with bb_model:
         idata = sample(
             800,
-            step=PrivateGibbs(temperature=temperature),
+            step=PrivateGibbs(temperature=temperature, secure=False),
             chains=2,
             cores=1,
             random_seed=4,
@@ -168,7 +168,12 @@ def test_naive_bayes_blocks_target_their_exact_conditionals(nb_model, nb_data):
     labels, features = nb_data
     with nb_model:
         idata = sample(
-            800, step=PrivateGibbs(), chains=2, cores=1, random_seed=5, progressbar=False
+            800,
+            step=PrivateGibbs(secure=False),
+            chains=2,
+            cores=1,
+            random_seed=5,
+            progressbar=False,
         )
     theta = idata.posterior["theta"].values.reshape(-1, 2, 3)
     ones = int(features[labels == 1, 2].sum())
@@ -453,8 +458,8 @@ def test_audit_one_gibbs_update_and_catch_half_charge():
 def test_raw_gibbs_chains_cores_and_canary(normal_model, normal_data, tmp_path, capsys):
     kwargs = {"tune": 5, "chains": 4, "random_seed": 16, "progressbar": False}
     with normal_model:
-        serial = sample(20, step=PrivateGibbs(temperature=10.0), cores=1, **kwargs)
-        parallel = sample(20, step=PrivateGibbs(temperature=10.0), cores=2, **kwargs)
+        serial = sample(20, step=PrivateGibbs(temperature=10.0, secure=False), cores=1, **kwargs)
+        parallel = sample(20, step=PrivateGibbs(temperature=10.0, secure=False), cores=2, **kwargs)
     np.testing.assert_array_equal(serial.posterior["mu"], parallel.posterior["mu"])
     assert set(serial.groups()) == {"posterior", "sample_stats"}
     assert az.summary(serial, var_names=["mu"]).shape[0] == 1

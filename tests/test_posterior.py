@@ -69,7 +69,7 @@ def test_draws_follow_the_truncated_tempered_posterior(model, temperature):
     """KS test against Beta(α + s/T, β + (n − s)/T) truncated to [a, 1 − a]; the same draws
     are rejected by the untruncated posterior and by the other temperature's."""
     idata = sample_posterior(
-        model, 3000, temperature=temperature, random_seed=int(10 * temperature)
+        model, 3000, temperature=temperature, secure=False, random_seed=int(10 * temperature)
     )
     theta = idata.posterior["theta"].values
     assert theta.shape == (1, 3000)
@@ -117,9 +117,7 @@ def test_budget_refusal_draws_and_reads_nothing(model, monkeypatch):
 
     monkeypatch.setattr("pymc_private.posterior.raw_statistics", no_data)
     with pytest.raises(BudgetExceededError, match=r"at most n = 4 draws fit \(asked for n = 5\)"):
-        sample_posterior(
-            model, 5, temperature=temperature, budget=budget, secure=False, random_seed=rng
-        )
+        sample_posterior(model, 5, temperature=temperature, budget=budget, random_seed=rng)
     assert rng.bit_generator.state == state
     assert len(ledger) == 1 and ledger.epsilon() == 1.0
     monkeypatch.undo()
@@ -136,7 +134,7 @@ def test_naive_bayes_means_match_the_truncated_conjugate_means(make_naive_bayes)
     features = (data.uniform(size=(40, 3)) < np.where(labels[:, None] == 1, 0.8, 0.3)).astype(int)
     nb = make_naive_bayes(labels, features, a)
     ledger = ledger_for(nb)
-    idata = sample_posterior(nb, n, temperature=temperature, random_seed=4)
+    idata = sample_posterior(nb, n, temperature=temperature, secure=False, random_seed=4)
     per_draw = 2 * (1 + 3) * math.log((1 - a) / a) / temperature
     assert ledger.releases[0].epsilon == pytest.approx(per_draw, rel=1e-12)
 
@@ -169,7 +167,7 @@ def test_gamma_normal_and_dirichlet_blocks():
         pm.Normal("z", mu, 1.0, observed=z_obs)
         pm.Categorical("c", p, observed=c_obs)
     temperature, n = 3.0, 2000
-    idata = sample_posterior(model, n, temperature=temperature, random_seed=8)
+    idata = sample_posterior(model, n, temperature=temperature, secure=False, random_seed=8)
     post = idata.posterior
     gamma = stats.truncate(
         Gamma(a=2.0 + counts.sum() / temperature) / (1.0 + counts.size / temperature),
@@ -209,7 +207,9 @@ def test_audit_one_draw_is_within_two_l_and_beyond_l(neighbours):
     lipschitz = math.log((1 - a) / a)
 
     def mechanism(data, rng, size):
-        idata = sample_posterior(neighbours[data], size, temperature=temperature, random_seed=rng)
+        idata = sample_posterior(
+            neighbours[data], size, temperature=temperature, secure=False, random_seed=rng
+        )
         return idata.posterior["theta"].values.ravel()
 
     result = epsilon_lower_bound(
@@ -359,21 +359,19 @@ def _categorical(moved: int) -> pm.Model:
 def test_raw_data_draws_read_the_callers_generator_the_same_way_for_any_data():
     """Raw data is drawn on the public lattice by a selection, never by rejection: a seeded
     caller's generator ends in the same state whatever the data (K Gumbel draws per entry and
-    draw). A secure draw does not accept a generator at all."""
+    draw). A secure draw selects from the system's generator, whatever the seed."""
     states = []
     for moved in (0, 1):
         rng = np.random.default_rng(23)
-        idata = sample_posterior(_categorical(moved), 40, random_seed=rng)
+        idata = sample_posterior(_categorical(moved), 40, secure=False, random_seed=rng)
         draws = idata.posterior["p"].values
         assert draws.shape == (1, 40, 3) and draws.min() >= 0.2
         np.testing.assert_allclose(draws.sum(-1), 1.0)
         assert not ledger_of(idata).releases[-1].secure
         states.append(rng.bit_generator.state)
     assert states[0] == states[1]
-    secure = sample_posterior(_categorical(1), 3)
+    secure = sample_posterior(_categorical(1), 3, random_seed=np.random.default_rng(1))
     assert ledger_of(secure).releases[-1].secure
-    with pytest.raises(InvalidPrivacyParameterError, match="cannot be secure"):
-        sample_posterior(_categorical(1), 3, secure=True, random_seed=1)
     private = privatize(_categorical(1), 1.0, secure=False, random_seed=24)
     sample_posterior(private, 5, random_seed=25)  # public parameters: rejection, capped
 

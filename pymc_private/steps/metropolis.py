@@ -2,14 +2,17 @@
 
 Every transition reads the raw data once, through the accept/reject decision, and is one
 differentially private release (DESIGN.md §2.4). The proposal is data-independent, the
-acceptance probability is Barker's logistic σ(Λ) instead of min(1, e^Λ), and the tempered
-log-likelihood enters Λ with a bounded record sensitivity, so the ε of one step is a formula
-of public quantities fixed when the step is built.
+acceptance probability is Barker's logistic σ(Λ) instead of min(1, e^Λ), the log-odds Λ is
+summed exactly on a public grid with its rounding error bounded, and the decision is an exact
+choice between the log-weights (Λ, 0), so the ε of one step is a formula of public quantities
+fixed when the step is built, and it holds for the floating-point program that runs.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
@@ -33,15 +36,37 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 
 from pymc_private.analysis import analyze, refuse_private_paths
 from pymc_private.data import check_private_data, private_data
-from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.errors import (
+    InvalidPrivacyParameterError,
+    UnboundedSensitivityError,
+    UnsupportedModelError,
+)
+from pymc_private.families import LikelihoodTerm
+from pymc_private.mechanisms import exact_choice
 from pymc_private.steps.base import PrivateStep, checked_temperature
 
 __all__ = [
+    "LOG_LIKELIHOOD_ERROR",
+    "LOG_ODDS_BOUND",
+    "ROUNDING_ALLOWANCE",
     "GaussianRandomWalk",
     "PrivateMetropolis",
     "PrivateMetropolisState",
-    "barker_select",
+    "barker_log_odds",
 ]
+
+LOG_ODDS_BOUND = 512.0
+"""B: Λ is clamped to [−B, B] before its one rounding (changes σ(Λ) by less than e^−B)."""
+
+ROUNDING_ALLOWANCE = Fraction(2, 2**53) * Fraction(LOG_ODDS_BOUND)
+"""2uB = 2⁻⁴³ (u = 2⁻⁵³): how far the rounding of two clamped log-odds can move them apart."""
+
+LOG_LIKELIHOOD_ERROR = Fraction(1, 2**30)
+"""η / max(1, C): the absolute error assumed of a computed log-likelihood (assumption (A))."""
+
+_GRID_BITS = 52  # each record's ratio is an integer multiple of K·2⁻⁵² in [−K, K]
+_CHUNK = 1024  # 1024 · 2⁵² = 2⁶²: the sum of one chunk of grid indices fits in int64
+_MIN_RECORD_BOUND = 2.0**-970  # K·2⁻⁵² is then a normal float, so K = 2⁵²·(K·2⁻⁵²) exactly
 
 
 class GaussianRandomWalk:
@@ -59,19 +84,57 @@ class GaussianRandomWalk:
         return rng.normal(scale=self.s)
 
 
-def barker_select(
-    log_ratio: float, q: np.ndarray, q0: np.ndarray, rng: np.random.Generator
-) -> tuple[np.ndarray, bool]:
-    """Barker's acceptance: return ``q`` with probability σ(Λ), else ``q0``.
+def barker_log_odds(
+    prior_ratio: float, record_ratios: np.ndarray, *, record_bound: float, temperature: float
+) -> float:
+    """Λ = RN(clamp(p + (g/T)·Σ_i m_i, −B, B)): the log-odds of Barker's acceptance.
 
-    The drop-in counterpart of PyMC's ``metrop_select`` (which accepts with min(1, e^Λ)).
-    The test u < σ(Λ), u ~ U(0, 1), is made on the log scale, log u < log σ(Λ) =
-    −log(1 + e^−Λ), evaluated as ``-logaddexp(0, -Λ)`` so that no exponential overflows:
-    Λ = −∞ never accepts, Λ = +∞ always does, and Λ = NaN rejects.
+    Each record's computed log-likelihood ratio r_i (NaN counts as 0) is clipped to [−K, K],
+    K = ``record_bound``, and replaced by the integer m_i = rint(r_i/g) ∈ [−2⁵², 2⁵²] of the
+    public grid g = K·2⁻⁵². The m_i are summed exactly in integers, and p + (g/T)·Σ m_i is
+    formed as a fraction of integers, clamped to [−B, B] (B = `LOG_ODDS_BOUND`) and rounded
+    to the nearest float by integer true division: one rounding in all, which moves the
+    result by at most u·B = 2⁻⁴⁴. Nothing here raises or overflows, whatever the floats it
+    is handed.
+
+    Parameters
+    ----------
+    prior_ratio
+        p: the log prior ratio plus the log proposal ratio, data-independent. When it is not
+        finite (θ or θ' outside the prior support) it is returned as it is: the decision is
+        then made by p alone.
+    record_ratios
+        The computed ℓ(x_i; θ') − ℓ(x_i; θ), one per record (any floats).
+    record_bound
+        K, a float in [2⁻⁹⁷⁰, ∞) (ignored when there are no records).
+    temperature
+        T ≥ 1.
     """
-    if np.log(rng.uniform()) < -np.logaddexp(0.0, -log_ratio):
-        return q, True
-    return q0, False
+    if not math.isfinite(prior_ratio):
+        return prior_ratio
+    numerator, denominator = prior_ratio.as_integer_ratio()
+    ratios = np.asarray(record_ratios, dtype=np.float64)
+    if ratios.size:
+        grid = math.ldexp(record_bound, -_GRID_BITS)
+        clipped = np.clip(ratios, -record_bound, record_bound)
+        clipped[np.isnan(clipped)] = 0.0
+        indices = np.zeros(-(-ratios.size // _CHUNK) * _CHUNK, dtype=np.int64)
+        indices[: ratios.size] = np.rint(clipped / grid)
+        total = sum(indices.reshape(-1, _CHUNK).sum(axis=1).tolist())
+        # p + g·total/T as one fraction of integers (every float is a ratio of integers).
+        grid_numerator, grid_denominator = grid.as_integer_ratio()
+        t_numerator, t_denominator = temperature.as_integer_ratio()
+        numerator = (
+            numerator * grid_denominator * t_numerator
+            + grid_numerator * total * t_denominator * denominator
+        )
+        denominator *= grid_denominator * t_numerator
+    bound = int(LOG_ODDS_BOUND)
+    if numerator >= bound * denominator:
+        return LOG_ODDS_BOUND
+    if numerator <= -bound * denominator:
+        return -LOG_ODDS_BOUND
+    return numerator / denominator  # integer true division: correctly rounded
 
 
 @dataclass_state
@@ -93,22 +156,37 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     ℓ(x; θ) the log-likelihood of record x (its observed nodes that depend on the step's
     variables), T ≥ 1 the temperature, and the log proposal ratio 0 for the symmetric
     Gaussian walk. Barker's rule is reversible with respect to the tempered posterior
-    ξ(θ) Π_i p(x_i | θ)^{1/T}, so the chain targets it (at T = 1, the posterior).
+    ξ(θ) Π_i p(x_i | θ)^{1/T}, so the chain targets it (at T = 1, the posterior), up to the
+    grid and the clamp of "As computed" below.
 
     Privacy cost of one step (pure ε-DP, replace-one neighbours, n public)
     --------------------------------------------------------------------
-    ``ε = 2 L / T``, with L the record Lipschitz constant of the likelihood terms that
-    depend on the step's variables over the prior support Θ (DESIGN.md §1–2; the
-    Lipschitz condition is Assumption 1 of Dimitrakakis et al., "Differential privacy for
-    Bayesian inference through posterior sampling", JMLR 18, 2017):
+    With u = 2⁻⁵³ and B = 512 (`LOG_ODDS_BOUND`), one step costs
 
-        L = sup_{θ ∈ Θ} sup_{x, x'} |ℓ(x; θ) − ℓ(x'; θ)|.
+        ε = 2c/T + 2⁻⁴³                          with ``clip=c``,
+        ε = (2L + 8η)/T + 2⁻⁴³,  η = 2⁻³⁰·max(1, C),   without (under assumption (A)),
 
-    *Why 2L and not L.* Let D and D' differ in one record, x in D and x' in D'. The data
-    reach Λ only through the observed likelihoods: `pmp.refuse_private_paths` refuses a
-    prior, Potential or Deterministic that reads `PrivateData` or an observed variable
-    (which PyMC evaluates at its observed data). Every other term of Λ is the same for
-    both, so
+    evaluated exactly and rounded up to a float: that float is ``privacy_epsilon_per_draw``,
+    the ``privacy_epsilon`` sample stat of every draw and the ε of every ledger release.
+    L is the record Lipschitz constant of the likelihood terms that depend on the step's
+    variables over the prior support Θ (DESIGN.md §1–2; Assumption 1 of Dimitrakakis et
+    al., "Differential privacy for Bayesian inference through posterior sampling", JMLR 18,
+    2017), and C a public bound on a record's log-likelihood ratio:
+
+        L = sup_{θ ∈ Θ} sup_{x, x' ∈ X} |ℓ(x; θ) − ℓ(x'; θ)|,
+        C ≥ sup_{θ, θ' ∈ Θ} sup_{x ∈ X} |ℓ(x; θ') − ℓ(x; θ)|,
+
+    C being the sum over the block's observed nodes and a record's elements of each
+    family's `log_likelihood_range` with the parameters that depend on the block free to
+    vary with the record (the range of ℓ over the declared domain and those parameters
+    jointly, the sup over the others' box). 2L/T (2c/T) is the cost in exact arithmetic;
+    2⁻⁴³ and 8η/T pay for the floating-point arithmetic.
+
+    *In exact arithmetic: why 2L, and why both outcomes.* Let D and D' differ in one record,
+    x in D and x' in D'. The data reach Λ only through the observed likelihoods:
+    `pmp.refuse_private_paths` refuses a prior, Potential or Deterministic that reads
+    `PrivateData` or an observed variable (which PyMC evaluates at its observed data).
+    Every other term of Λ is the same for both, so
 
         T·(Λ_D − Λ_D') = [ℓ(x; θ') − ℓ(x'; θ')] − [ℓ(x; θ) − ℓ(x'; θ)],
 
@@ -117,26 +195,78 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     brackets are +L and −L with L = ln((1−a)/a). Charging L/T would be unsound, and the
     auditor catches it (tests/test_metropolis.py). This is the exponential-mechanism view
     of the JMLR paper: the utility Σ_i ℓ(x_i; θ) has sensitivity L, so its difference
-    between two points θ, θ' has sensitivity 2L, the factor 2 of the exponential mechanism
-    and of their Theorem 8.
+    between two points θ, θ' has sensitivity 2L, the factor 2 of their Theorem 8.
+    d/dΛ log σ(Λ) = 1 − σ(Λ) ∈ (0, 1) and d/dΛ log(1 − σ(Λ)) = −σ(Λ) ∈ (−1, 0): both are
+    1-Lipschitz in Λ, so for either outcome P[outcome | D] ≤ e^{|Λ_D − Λ_D'|} P[outcome | D'].
+    The proposal is data-independent, so the law of the next state, a mixture over θ' of
+    these two outcomes, obeys the same bound, given the current (already released) state.
+    The chain composes sequentially: N steps cost N·ε, tuning steps included, converged or
+    not.
 
-    *Why accepting and rejecting both cost 2L/T.* d/dΛ log σ(Λ) = 1 − σ(Λ) ∈ (0, 1) and
-    d/dΛ log(1 − σ(Λ)) = −σ(Λ) ∈ (−1, 0): both are 1-Lipschitz in Λ, so for either outcome
-    P[outcome | D] ≤ e^{2L/T} P[outcome | D']. The proposal is data-independent, so the law
-    of the next state, a mixture over θ' of these two outcomes, obeys the same bound, given
-    the current (already released) state. The chain composes sequentially: N steps cost
-    N·2L/T, tuning steps included, converged or not.
+    *As computed.* The compiled graph returns p, the log prior ratio (plus the log proposal
+    ratio), and for each record i a float d̂_i ≈ ℓ(x_i; θ') − ℓ(x_i; θ). Then
+    (`barker_log_odds`):
 
-    *Why Λ is always defined where the data matter.* If θ or θ' lies outside the prior
-    support (log prior ratio ±∞ or undefined), Λ is the log prior ratio alone: θ' outside
-    is rejected and a θ outside left for a θ' inside, whatever the data. Inside the support,
+        r_i = clip(d̂_i, −K, K)  (NaN → 0),   m_i = rint(r_i / g) ∈ [−2⁵², 2⁵²],  g = K·2⁻⁵²,
+        Λ = RN(clamp(p + (g/T)·Σ_i m_i, −B, B)),
+
+    with K = c (clipped) or K = C + 4η rounded up (unclipped). The m_i are summed exactly in
+    integers, and the last line is a fraction of integers (every float is one) rounded once,
+    correctly, by integer true division.
+    The decision is `pymc_private.mechanisms.exact_choice` on the log-weights (Λ, 0), index
+    0 = accept: with ``secure=True``, OpenDP's exact Gumbel noisy max, whose output is
+    exactly the softmax of the two floats, so P(accept) = σ(Λ) exactly for the float Λ. (The
+    former test log u < −log(1 + e^−Λ) with a float uniform u = k·2⁻⁵³ made the rejection
+    probability 2⁻⁵³ at Λ = 36.731 and exactly 0 at Λ = 36.737, an event possible under one
+    data set and impossible under its neighbour: ε = ∞ as implemented.) When p is not
+    finite (θ or θ' outside the prior support) the decision is p = +∞, without randomness
+    and without the data. Proof of the bound on |Λ_D − Λ_D'|, D and D' differing in record j:
+
+    1. p is computed without the data, and the compiled code computes d̂_i from x_i, θ and
+       θ' alone (the same float for the same record wherever it stands and whatever the
+       other records: elementwise code, checked by the tests), so m_i is the same in D and
+       D' for i ≠ j, and the exact values before the clamp differ by g·(m_j − m'_j)/T.
+    2. clamp is 1-Lipschitz and RN moves a number of [−B, B] by at most u·B (also below the
+       normal range, where it moves it by at most 2⁻¹⁰⁷⁵), so
+       |Λ_D − Λ_D'| ≤ g·|m_j − m'_j|/T + 2uB, and 2uB = 2⁻⁴³.
+    3. Clipped: m_j, m'_j ∈ [−2⁵², 2⁵²], so g·|m_j − m'_j| ≤ 2⁵³·g = 2c. No assumption on how
+       ℓ is computed is needed: the bound holds for whatever floats the graph returns.
+    4. Unclipped: r/g is at most 2⁵² in magnitude, so its float quotient is within ½ of it
+       and rint moves it by at most ½: |g·m − r| ≤ g. clip is 1-Lipschitz, so
+       g·|m_j − m'_j| ≤ |d̂_j − d̂'_j| + 2g. The d̂ come from libm-based compiled code whose
+       error cannot be proved here, so the step assumes
+
+       (A) every computed d̂ is within 2η of the exact ℓ(x; θ') − ℓ(x; θ) for x ∈ X and
+           θ, θ' ∈ Θ, and the analysis's floats L and C are at most η below the suprema
+           they bound,
+
+       i.e. each log-likelihood evaluated with an absolute error of at most
+       η = 2⁻³⁰·max(1, C), about 2²³ times the rounding error of a float of the size of C.
+       Then |d̂_j − d̂'_j| ≤ 2L + 6η, and 2g ≤ 2η (K ≤ (2³⁰ + 5)·η), so the step moves Λ by
+       at most (2L + 8η)/T + 2⁻⁴³. Under (A) also |d̂| ≤ C + 3η < K: the clip never binds.
+       Should (A) fail, the clip still bounds the step by 2K/T + 2⁻⁴³.
+
+    The grid and the clamp cost accuracy, not privacy: each record's ratio is represented to
+    within g = K·2⁻⁵² (the spacing of floats of magnitude K), and where |Λ| > B the clamp
+    changes the acceptance probability by less than e^{−B} = e^{−512}.
+
+    *Errors, randomness and work.* Nothing raises on a value: a NaN or infinite d̂ maps into
+    [−K, K] and the integer sum cannot overflow. With ``secure=True`` the step reads
+    ``self.rng`` only for the proposal, a data-independent number of words; the decision's
+    randomness comes from the operating system. With ``secure=False`` it also draws two
+    Gumbel variates from ``self.rng`` whenever p is finite. Left out of this accounting: the
+    running time of the arithmetic and of the exact sampler depends on the values (neither
+    is constant-time).
+
+    *Why Λ is defined where the data matter.* If θ or θ' lies outside the prior support
+    (log prior ratio ±∞ or undefined), the decision follows p alone. Inside the support,
     ℓ(x; θ) is finite for every x of the declared record domain X: a finite L excludes a
     log-likelihood finite at one x ∈ X and ±∞ at another, and the analysis bounds only
     families whose density is positive and finite on the whole declared domain (a support
     that depends on θ, as for Uniform(0, θ), is refused without ``clip``). The step reads a
     copy of the data checked against the declared bounds when it is built
     (`pmp.check_private_data`), so later ``pm.set_data`` calls cannot put a record outside
-    X. Hence Λ is finite there.
+    X.
 
     A block on which no likelihood depends (a hyperprior) has a Λ made of prior terms only:
     it reads no data and costs ``ε = 0``.
@@ -146,17 +276,13 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
 
     Clipped variant (``clip=c``, for models whose L is infinite)
     -----------------------------------------------------------
-    Each record's log-likelihood ratio is clipped before tempering:
-
-        Λ_c = [log ξ(θ') − log ξ(θ)] + (1/T) Σ_i clip(ℓ(x_i; θ') − ℓ(x_i; θ), −c, c),
-
-    so replacing one record moves Λ_c by at most 2c/T and one step costs ``ε = 2c/T``,
-    whatever the likelihood. A ratio that is undefined, as when ℓ(x_i; θ) = ℓ(x_i; θ') = −∞
-    for a likelihood whose support depends on θ, counts as 0 and ±∞ clips to ±c, so every
-    record contributes a number in [−c, c]. A record is row i of every `PrivateData` of the
-    model (axis 0); ℓ(x_i; ·) sums the elementwise log-likelihood of the observed nodes over
-    their other axes, and the step checks that each observed node depends on row i of the
-    data only.
+    Each record's log-likelihood ratio is clipped to [−c, c] before tempering (above), so
+    replacing one record moves Λ by at most 2c/T + 2⁻⁴³, whatever the likelihood. A ratio
+    that is undefined, as when ℓ(x_i; θ) = ℓ(x_i; θ') = −∞ for a likelihood whose support
+    depends on θ, counts as 0 and ±∞ clips to ±c. A record is row i of every `PrivateData`
+    of the model (axis 0); ℓ(x_i; ·) sums the elementwise log-likelihood of the observed
+    nodes over their other axes, and the step checks that each observed node depends on
+    row i of the data only (without ``clip`` as well: the records are summed one by one).
     The price is the target. Where no record's ratio reaches ±c for the moves proposed,
     Λ_c = Λ and the chain is the exact Barker chain of the tempered posterior. Where a clip
     binds, Λ_c(θ, θ') is no longer log π(θ') − log π(θ) for any density π, so the kernel is
@@ -205,14 +331,25 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         Free random variables (or their value variables) sampled jointly as one block.
         Defaults to every free variable of the model.
     temperature
-        T ≥ 1, finite. The likelihood is tempered by 1/T; ε per step is 2L/T (or 2c/T).
+        T ≥ 1, finite. The likelihood is tempered by 1/T; ε per step is (2L + 8η)/T + 2⁻⁴³
+        (or 2c/T + 2⁻⁴³).
     proposal_scale
         s > 0: the standard deviation of the Gaussian walk in the sampling space, a scalar
         or one value per element of the raveled ``vars``. Public; with ``tune=True`` it is
         the starting scale.
     clip
-        c > 0, finite: clip each record's log-likelihood ratio to [−c, c] and charge 2c/T
-        per step instead of 2L/T. The privacy analysis of L is then not consulted.
+        c in [2⁻⁹⁷⁰, 2⁹⁷⁰]: clip each record's log-likelihood ratio to [−c, c] and charge
+        2c/T + 2⁻⁴³ per step, with no assumption on the floating-point error of ℓ. The
+        privacy analysis of L is then not consulted.
+    secure
+        True (default): the accept/reject decision is OpenDP's exact sampler fed by the
+        operating system's cryptographic generator; ``self.rng`` (and hence a seed) drives
+        only the data-independent proposals, so a seeded chain is not reproducible, and its
+        releases are recorded as secure. False: the decision is a numpy Gumbel-max from
+        ``self.rng``, which realises σ(Λ) only up to floating-point rounding and makes the
+        chain reproducible by whoever holds the seed: for simulations, tests and benchmarks
+        on public data; its releases are recorded as not secure. Use ``secure=False`` for a
+        seeded run that must be reproducible.
     tune
         Whether to adapt the proposal scale while tuning (``pm.sample`` tunes for its
         ``tune`` iterations and then calls ``stop_tuning``; a standalone step adapts until
@@ -222,7 +359,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         `pmp.PrivateData`. The step keeps the checked values the data hold when it is built:
         to sample other data, change them with ``pm.set_data`` and build a new step.
     rng
-        Seed or generator of the step's randomness (``pm.sample`` replaces it per chain).
+        Seed or generator of the step's randomness (``pm.sample`` replaces it per chain):
+        the proposals, and with ``secure=False`` the decisions.
     initial_point, compile_kwargs
         As in PyMC's step methods.
     blocked
@@ -230,22 +368,32 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         ``False`` makes PyMC build a ``CompoundStep`` of one PrivateMetropolis per variable,
         each charged its own ε.
 
+    Attributes
+    ----------
+    sensitivity
+        L (or c; 0 for a block no likelihood depends on).
+    log_likelihood_error
+        η of assumption (A) (0 with ``clip`` or without likelihood).
+    record_bound
+        K, the clip of each record's ratio: c, or C + 4η rounded up (0 without likelihood).
+
     Raises
     ------
     InvalidPrivacyParameterError
         A temperature below 1 or not finite, a proposal scale that is not positive and
-        finite, or a ``clip`` that is not positive and finite, checked before the model is
-        read.
+        finite, a ``clip`` outside [2⁻⁹⁷⁰, 2⁹⁷⁰] or a ``secure`` that is not a bool, checked
+        before the model is read.
     UnsupportedModelError
         ``vars`` that are not continuous free random variables of the model, a model without
         `PrivateData`, private data read by a prior, a `Potential` or a `Deterministic`
         (directly or through an observed variable), a likelihood the privacy analysis cannot
-        bound (without ``clip``), or one whose records cannot be separated (with ``clip``).
+        bound (without ``clip``), or one whose records cannot be separated.
     DataBoundsError
         `PrivateData` whose current value fails its declaration's checks (shape, dtype,
         finite, within bounds), as after a ``pm.set_data`` that broke them.
     UnboundedSensitivityError
-        Without ``clip``, when L is infinite (from `pmp.analyze`, naming what to bound).
+        Without ``clip``, when L is infinite (from `pmp.analyze`, naming what to bound), or
+        when C or ε is not finite in floating point.
     """
 
     name = "private_metropolis"
@@ -266,6 +414,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         temperature: float = 1.0,
         proposal_scale: float | np.ndarray = 1.0,
         clip: float | None = None,
+        secure: bool = True,
         tune: bool = True,
         model: pm.Model | None = None,
         rng=None,
@@ -273,9 +422,10 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         compile_kwargs: dict | None = None,
         blocked: bool = True,
     ):
-        self.temperature = checked_temperature(temperature, "2L/T per step")
+        self.temperature = checked_temperature(temperature, "(2L + 8η)/T + 2⁻⁴³ per step")
         proposal_scale = _checked_proposal_scale(proposal_scale)
         self.clip = None if clip is None else _checked_clip(clip)
+        self.secure = _checked_secure(secure)
 
         model = pm.modelcontext(model)
         vars = _checked_vars(model, model.value_vars if vars is None else vars)
@@ -284,26 +434,40 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         refuse_private_paths(model)
         check_private_data(model)
         log_prior, observed = _split_logp(model, vars)
+        self.log_likelihood_error = 0.0
         if not observed:
             self.sensitivity = 0.0
+            self.record_bound = 0.0
             self.touches_raw_data = False
-            log_likelihood = None
-        elif self.clip is None:
-            analysis = analyze(model)
-            charged = {t.node for t in analysis.terms if set(t.free_variables) & set(names)}
-            if {rv.name for rv in observed} - charged:
-                raise UnsupportedModelError(
-                    f"The privacy analysis does not see every likelihood that depends on "
-                    f"{names}, so it cannot bound their sensitivity; pass clip=c instead."
-                )
-            self.sensitivity = analysis.lipschitz_for(names)
-            log_likelihood = model.logp(observed)
+            self.privacy_epsilon_per_draw = 0.0
+            record_log_likelihood = None
         else:
-            self.sensitivity = self.clip
-            log_likelihood = _record_log_likelihood(model, observed, private)
-        if self.clip is not None:
-            self.mechanism = "clipped_barker_metropolis"
-        self.privacy_epsilon_per_draw = 2.0 * self.sensitivity / self.temperature
+            if self.clip is None:
+                analysis = analyze(model)
+                charged = [t for t in analysis.terms if set(t.free_variables) & set(names)]
+                if {rv.name for rv in observed} - {t.node for t in charged}:
+                    raise UnsupportedModelError(
+                        f"The privacy analysis does not see every likelihood that depends on "
+                        f"{names}, so it cannot bound their sensitivity; pass clip=c instead."
+                    )
+                self.sensitivity = analysis.lipschitz_for(names)
+                self.log_likelihood_error, self.record_bound = _float_error_bounds(charged, names)
+                record_sensitivity = 2 * Fraction(self.sensitivity) + 8 * Fraction(
+                    self.log_likelihood_error
+                )
+            else:
+                self.mechanism = "clipped_barker_metropolis"
+                self.sensitivity = self.record_bound = self.clip
+                record_sensitivity = 2 * Fraction(self.clip)
+            self.privacy_epsilon_per_draw = _rounded_up(
+                record_sensitivity / Fraction(self.temperature) + ROUNDING_ALLOWANCE
+            )
+            if not math.isfinite(self.privacy_epsilon_per_draw):
+                raise UnboundedSensitivityError(
+                    f"ε per step = (2L + 8η)/T + 2⁻⁴³ overflows floating point (L = "
+                    f"{self.sensitivity:g}); declare tighter bounds or priors, or raise T."
+                )
+            record_log_likelihood = _record_log_likelihood(model, observed, private)
 
         if initial_point is None:
             initial_point = model.initial_point()
@@ -321,15 +485,13 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.tuning_steps = 0
 
         shared = pm.make_shared_replacements(initial_point, vars, model)
-        self.log_acceptance_ratio = _tempered_log_ratio(
+        self._log_ratio_terms = _compile_log_ratio_terms(
             initial_point,
             log_prior,
-            log_likelihood,
+            record_log_likelihood,
             vars,
             shared,
             frozen_data=_frozen(private),
-            temperature=self.temperature,
-            clip=self.clip,
             compile_kwargs=compile_kwargs,
         )
         super().__init__(vars, shared, blocked=blocked, rng=rng)
@@ -338,44 +500,121 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         """Seed the step for a new chain, which starts from the public starting scale.
 
         PyMC seeds every chain through ``set_rng`` (``cores=1`` or not), so a step reused
-        across ``pm.sample`` calls gives the same chains for the same seed.
+        across ``pm.sample`` calls gives the same proposals for the same seed (and, with
+        ``secure=False``, the same chains).
         """
         super().set_rng(rng)
         self.scaling = 1.0
         self.tuning_steps = 0
         self.tune = self.adaptive
 
+    def log_acceptance_ratio(
+        self, q1: np.ndarray, q0: np.ndarray, log_proposal_ratio: float = 0.0
+    ) -> float:
+        """Λ of the move from the raveled sampling-space point ``q0`` to ``q1``, as the
+        decision uses it (`barker_log_odds`): in [−B, B], or the log prior ratio when that
+        is not finite. Computed from raw data: never release it."""
+        prior_ratio, *record_ratios = self._log_ratio_terms(q1, q0)
+        return barker_log_odds(
+            float(prior_ratio) + log_proposal_ratio,
+            record_ratios[0] if record_ratios else np.empty(0),
+            record_bound=self.record_bound,
+            temperature=self.temperature,
+        )
+
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
         q = floatX(q0.data + self.proposal_dist(self.rng) * self.scaling)
-        log_ratio = self.log_acceptance_ratio(q, q0.data) + self.proposal_dist.log_proposal_ratio
-        q_new, accepted = barker_select(log_ratio, q, q0.data, self.rng)
+        log_odds = self.log_acceptance_ratio(q, q0.data, self.proposal_dist.log_proposal_ratio)
+        if math.isfinite(log_odds):
+            accepted = exact_choice([log_odds, 0.0], secure=self.secure, rng=self.rng) == 0
+        else:
+            accepted = log_odds == math.inf
         if self.adaptive and self.tune:
             self.tuning_steps += 1
             gain = 5.0 * self.tuning_steps**-0.75
             self.scaling *= math.exp(gain * (accepted - self.target_accept))
 
         stats = {**self.privacy_stats(), "accepted": accepted}
-        return RaveledVars(q_new, q0.point_map_info), [stats]
+        return RaveledVars(q if accepted else q0.data, q0.point_map_info), [stats]
 
     def release_note(self) -> str:
         if not self.touches_raw_data:
             return "Barker acceptance on prior terms only (no likelihood depends on vars); ε = 0."
+        sampler = "OpenDP exact" if self.secure else "numpy Gumbel-max (not exact)"
         if self.clip is None:
-            return f"Barker acceptance at T={self.temperature:g}; ε per step = 2L/T."
+            return (
+                f"Barker acceptance at T={self.temperature:g}, {sampler} choice; ε per step = "
+                f"(2L + 8η)/T + 2^-43 with η = {self.log_likelihood_error:.3g}, assuming "
+                "log-likelihoods computed to within η."
+            )
         return (
-            f"Barker acceptance at T={self.temperature:g}, per-record log-likelihood ratios "
-            f"clipped to ±{self.clip:g}; ε per step = 2c/T; targets the clipped posterior."
+            f"Barker acceptance at T={self.temperature:g}, {sampler} choice, per-record "
+            f"log-likelihood ratios clipped to ±{self.clip:g}; ε per step = 2c/T + 2^-43; "
+            "targets the clipped posterior."
         )
+
+
+def _float_error_bounds(terms: list[LikelihoodTerm], names: list[str]) -> tuple[float, float]:
+    """(η, K) of the unclipped step on the block ``names`` (class docstring).
+
+    C is the sum over the terms and a record's elements of the log-likelihood range with
+    every parameter that depends on the block marked as varying with the record: the range
+    of ℓ over the declared domain and those parameters jointly, the sup over the other
+    parameters' box, which bounds |ℓ(x; θ') − ℓ(x; θ)| for moves of the block.
+    """
+    spread = sum(
+        count
+        * term.family.log_likelihood_range(
+            {
+                name: replace(
+                    parameter,
+                    varies_with_record=parameter.varies_with_record
+                    or bool(set(parameter.free_variables) & set(names)),
+                )
+                for name, parameter in term.parameters.items()
+            },
+            domain,
+        )
+        for term in terms
+        for domain, count in term.domains
+    )
+    if not math.isfinite(spread):
+        raise UnboundedSensitivityError(
+            f"PrivateMetropolis bounds each record's log-likelihood ratio |ℓ(x; θ') − ℓ(x; θ)| "
+            f"for moves of {names} over the prior support, and it is infinite for "
+            f"{', '.join(f'`{t.node}`' for t in terms)}: bound the likelihood's parameters on "
+            "both sides with truncated priors, or pass clip=c."
+        )
+    error = LOG_LIKELIHOOD_ERROR * max(1, Fraction(spread))
+    return float(error), _rounded_up(Fraction(spread) + 4 * error)
+
+
+def _rounded_up(exact: Fraction) -> float:
+    """The smallest float ≥ ``exact`` (inf beyond the largest float)."""
+    try:
+        nearest = float(exact)
+    except OverflowError:
+        return math.inf
+    return nearest if Fraction(nearest) >= exact else math.nextafter(nearest, math.inf)
 
 
 def _checked_clip(clip) -> float:
     value = _real(clip)
-    if value is None or not (math.isfinite(value) and value > 0.0):
+    if value is None or not (_MIN_RECORD_BOUND <= value <= 2.0**970):
         raise InvalidPrivacyParameterError(
-            f"clip must be a finite number > 0 (or None to use the record Lipschitz "
-            f"constant), got {clip!r}; ε per step is 2·clip/T."
+            f"clip must be a number in [2**-970, 2**970] (or None to use the record "
+            f"Lipschitz constant), got {clip!r}; ε per step is 2·clip/T + 2**-43."
         )
     return value
+
+
+def _checked_secure(secure) -> bool:
+    if not isinstance(secure, bool | np.bool_):
+        raise InvalidPrivacyParameterError(
+            f"secure must be True (exact decisions from the operating system's generator) or "
+            f"False (reproducible numpy decisions, releases marked not secure), got {secure!r}."
+        )
+    return bool(secure)
 
 
 def _checked_proposal_scale(proposal_scale) -> np.ndarray:
@@ -469,15 +708,17 @@ def _record_log_likelihood(
 
     Each observed node must be a batch of independent draws along axis 0 whose value and
     parameters take row i from row i of the `PrivateData` only (or are public); otherwise
-    the records could not be separated and the 2c/T bound would not hold.
+    the records could not be separated, and neither the clip of each record's ratio nor
+    the step's exact sum over records would bound what one record changes.
     """
     aligned: dict[Variable, bool | None] = {}
     for rv in observed:
         op = rv.owner.op
         if not isinstance(op, RandomVariable):
             raise UnsupportedModelError(
-                f"clip needs each record's log-likelihood on its own and can separate plain "
-                f"PyMC distributions only; the observed `{rv.name}` is a {type(op).__name__}."
+                f"PrivateMetropolis needs each record's log-likelihood on its own and can "
+                f"separate plain PyMC distributions only; the observed `{rv.name}` is a "
+                f"{type(op).__name__}."
             )
         batch_ndim = rv.ndim - op.ndim_supp
         separable = (
@@ -491,8 +732,8 @@ def _record_log_likelihood(
         )
         if not separable:
             raise UnsupportedModelError(
-                f"clip needs each record's log-likelihood on its own, but the observed "
-                f"`{rv.name}` does not observe PrivateData row by row (records on axis 0; "
+                f"PrivateMetropolis needs each record's log-likelihood on its own, but the "
+                f"observed `{rv.name}` does not observe PrivateData row by row (records on axis 0; "
                 "parameters public or built from the same row of the data by elementwise "
                 "operations, indexing of public tensors and x @ w)."
             )
@@ -561,26 +802,22 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
     return False
 
 
-def _tempered_log_ratio(
+def _compile_log_ratio_terms(
     point: PointType,
     log_prior: Variable,
-    log_likelihood: Variable | None,
+    record_log_likelihood: Variable | None,
     vars: list[Variable],
     shared: dict,
     *,
     frozen_data: dict[Variable, Variable],
-    temperature: float,
-    clip: float | None,
     compile_kwargs: dict | None,
 ):
-    """Compile Λ(q', q) on raveled sampling-space vectors, the other variables shared.
-
-    ``log_likelihood`` is the summed log-likelihood, with ``clip`` the per-record vector, or
-    None when no likelihood depends on ``vars``. The private data are replaced by the
-    constants ``frozen_data``. Where the log prior ratio is not finite it alone is Λ; with
-    ``clip`` an undefined record ratio counts as 0 and ±∞ clips to ±c.
+    """Compile (q1, q0) ↦ [log ξ(q1) − log ξ(q0), (ℓ(x_i; q1) − ℓ(x_i; q0))_i] on raveled
+    sampling-space vectors, the other variables shared (only the prior ratio when
+    ``record_log_likelihood`` is None). The private data are replaced by the constants
+    ``frozen_data``; tempering, clipping and summation happen in `barker_log_odds`.
     """
-    outputs = [log_prior] if log_likelihood is None else [log_prior, log_likelihood]
+    outputs = [log_prior] if record_log_likelihood is None else [log_prior, record_log_likelihood]
     outputs, q0 = join_nonshared_inputs(
         point=point,
         outputs=graph_replace(outputs, frozen_data, strict=False),
@@ -588,16 +825,7 @@ def _tempered_log_ratio(
         shared_inputs=shared,
     )
     q1 = q0.type("q1")
-    prior0, *likelihood0 = outputs
-    prior_ratio = CallableTensor(prior0)(q1) - prior0
-    log_ratio = prior_ratio
-    if likelihood0:
-        ratio = CallableTensor(likelihood0[0])(q1) - likelihood0[0]
-        if clip is not None:
-            ratio = pt.clip(pt.switch(pt.isnan(ratio), 0.0, ratio), -clip, clip)
-        log_ratio = pt.switch(
-            pt.isinf(prior_ratio), prior_ratio, prior_ratio + pt.sum(ratio) / temperature
-        )
-    function = compile([q1, q0], log_ratio, **(compile_kwargs or {}))
+    ratios = [CallableTensor(output)(q1) - output for output in outputs]
+    function = compile([q1, q0], ratios, **(compile_kwargs or {}))
     function.trust_input = True
     return function
