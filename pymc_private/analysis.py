@@ -65,7 +65,14 @@ from pymc_private.families import (
 )
 from pymc_private.priors import parameter_support
 
-__all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "reads_private_data", "refuse_private_paths"]
+__all__ = [
+    "ROUTES",
+    "PrivacyAnalysis",
+    "analyze",
+    "reads_private_data",
+    "refuse_private_paths",
+    "shape_is_public",
+]
 
 ROUTES = ("posterior_sampling", "gibbs", "metropolis", "privatize")
 
@@ -503,8 +510,10 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
     values are those of every `PrivateData` and every observed variable: when PyMC evaluates
     a Deterministic, a Potential or a prior it replaces each observed variable by its
     observed data, so ``pm.Deterministic("s", y.sum())`` with ``y = pm.Bernoulli("y", p,
-    observed=y_obs)`` releases the sum of ``y_obs``. Dependence on shapes alone is allowed
-    (n is public). `analyze` calls this; so should every mechanism that builds on a model's
+    observed=y_obs)`` releases the sum of ``y_obs``. Dependence on the shapes of declared
+    arrays is allowed (n and the record shape are public); the shape of anything computed
+    from private values (``pt.nonzero(x_obs)[0].shape[0]``, a boolean mask) is private
+    (`shape_is_public`). `analyze` calls this; so should every mechanism that builds on a model's
     logp without going through `analyze`.
 
     Parameters
@@ -579,8 +588,8 @@ def _private_sources(model: pm.Model) -> dict[Variable, str]:
 def _private_value_inputs(
     outputs: Sequence[Variable], sources: Mapping[Variable, str]
 ) -> list[str]:
-    """How ``sources`` names the private variables whose values (not just shapes)
-    ``outputs`` depend on."""
+    """How ``sources`` names the private variables whose values ``outputs`` depend on,
+    directly or through a shape that is not public (`shape_is_public`)."""
     found: list[str] = []
     seen: set = set()
     stack = list(outputs)
@@ -593,10 +602,22 @@ def _private_value_inputs(
             found.append(sources[variable])
             continue
         owner = variable.owner
-        if owner is None or isinstance(owner.op, Shape | Shape_i):
+        if owner is None:
+            continue
+        if isinstance(owner.op, Shape | Shape_i) and shape_is_public(owner.inputs[0], sources):
             continue
         stack.extend(owner.inputs)
     return found
+
+
+def shape_is_public(variable: Variable, declared) -> bool:
+    """Whether the shape of ``variable`` is public: it is fixed in its type, or it is a
+    declared array (a `PrivateData`, an observed variable or its value: n and the record
+    shape are public in bounded DP). The shape of anything computed from private values
+    (``nonzero``, a boolean mask, ``unique`` ...) is itself private."""
+    if all(length is not None for length in variable.type.shape):
+        return True
+    return _strip_casts(variable) in declared
 
 
 @dataclass(frozen=True, eq=False)

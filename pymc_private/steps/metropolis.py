@@ -34,7 +34,8 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 
-from pymc_private.analysis import analyze, refuse_private_paths
+from pymc_private.accounting import ledger_for
+from pymc_private.analysis import analyze, refuse_private_paths, shape_is_public
 from pymc_private.data import check_private_data, private_data
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
@@ -468,6 +469,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                     f"{self.sensitivity:g}); declare tighter bounds or priors, or raise T."
                 )
             record_log_likelihood = _record_log_likelihood(model, observed, private)
+            self.ledger = ledger_for(model)
 
         if initial_point is None:
             initial_point = model.initial_point()
@@ -523,6 +525,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         )
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
+        self.charge()
         q = floatX(q0.data + self.proposal_dist(self.rng) * self.scaling)
         log_odds = self.log_acceptance_ratio(q, q0.data, self.proposal_dist.log_proposal_ratio)
         if math.isfinite(log_odds):
@@ -757,8 +760,12 @@ def _record_aligned(
         return memo[var]
     if var in private:
         return True
-    if var.owner is None or isinstance(var.owner.op, Shape | Shape_i):
+    if var.owner is None:
         return False
+    if isinstance(var.owner.op, Shape | Shape_i):
+        # Only the shapes of declared arrays are public; any other shape may hold a count
+        # of private values shared by every record (refused: not separable).
+        return False if shape_is_public(var.owner.inputs[0], private) else None
     inputs = [_record_aligned(i, private, memo) for i in var.owner.inputs]
     if all(status is False for status in inputs):
         memo[var] = False

@@ -1,0 +1,267 @@
+"""The security audit's scenarios, each reproduced as it was found and checked closed.
+
+Scenario 1 (inverse-CDF draws) is in tests/test_exact.py, 4 (float sums) in
+tests/test_families.py, 7 (rejection and the caller's generator) in tests/test_posterior.py
+and tests/test_gibbs.py, 8 (Barker acceptance in floats) in tests/test_metropolis.py, and the
+input checks of 5 and 10 in tests/test_data.py and tests/test_analysis.py. This file holds
+the route, shape, seed, budget and pickle scenarios.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from pathlib import Path
+
+import cloudpickle
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pymc_private as pmp
+from pymc_private.privatize import privatisation_of
+
+A = 0.05
+
+
+def bernoulli(y, *, extra=None):
+    with pm.Model() as model:
+        y_obs = pmp.PrivateData("y_obs", np.asarray(y), bounds=(0, 1))
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A)
+        pm.Bernoulli("y", theta, observed=y_obs)
+        if extra is not None:
+            extra(y_obs, theta)
+    return model
+
+
+@pytest.fixture(scope="module")
+def labels():
+    return np.random.default_rng(8).binomial(1, 0.3, 60)
+
+
+# -- 2. A privatised model extended with raw data ----------------------------------------
+
+
+def test_privatised_model_extended_with_raw_data_pays_per_draw(labels):
+    """The audit: inside privatize(m, 0.1), a new PrivateData and a Bernoulli on it were
+    sampled by NUTS for free (the ledger stayed at 0.1) and the released ``lp`` gave the
+    exact count. Now the graph decides: the model reads raw data, so it needs private steps,
+    they are charged, and the data sets' ledgers compose."""
+    private = pmp.privatize(bernoulli(labels), 0.1)
+    other = np.random.default_rng(9).binomial(1, 0.6, 60)
+    with private:
+        z_obs = pmp.PrivateData("z_obs", other, bounds=(0, 1))
+        phi = pmp.TruncatedBeta("phi", 1, 1, lower=A, upper=1 - A)
+        pm.Bernoulli("z", phi, observed=z_obs)
+    ledger = pmp.ledger_for(private)
+    assert ledger.epsilon() == pytest.approx(0.1)
+    with private, pytest.raises(pmp.UnsupportedModelError, match="choose a route"):
+        pmp.sample(20, budget=pmp.Budget(0.1), chains=1, progressbar=False)
+    with private, pytest.raises(pmp.UnsupportedModelError, match="not a private step"):
+        pmp.sample(20, step=pm.NUTS(), chains=1, progressbar=False)
+    with private, pytest.raises(pmp.BudgetExceededError):
+        step = pmp.PrivateMetropolis(temperature=10.0)
+        pmp.sample(20, step=step, chains=1, budget=pmp.Budget(0.1), progressbar=False)
+    with private:
+        idata = pmp.sample(20, step=step, chains=1, cores=1, progressbar=False)
+    assert "lp" not in idata.sample_stats and "observed_data" not in idata.groups()
+    per_draw = step.privacy_epsilon_per_draw
+    assert per_draw == pytest.approx(2 * np.log((1 - A) / A) / 10.0, rel=1e-8)
+    assert ledger.epsilon() == pytest.approx(0.1 + 20 * per_draw)
+    # The new data set's own ledger holds the draws too; the first data set's the release.
+    assert pmp.ledger_for(bernoulli(other)).epsilon() == pytest.approx(20 * per_draw)
+    assert pmp.ledger_for(bernoulli(labels)).epsilon() == pytest.approx(0.1 + 20 * per_draw)
+
+
+def test_a_copy_or_pm_do_of_a_privatised_model_keeps_its_route_and_ledger(labels):
+    private = pmp.privatize(bernoulli(labels), 0.5)
+    for copy in (pm.do(private, {}), cloudpickle.loads(cloudpickle.dumps(private))):
+        assert privatisation_of(copy) is not None
+        with copy:
+            idata = pmp.sample(20, tune=20, chains=1, progressbar=False)
+        assert np.all(idata.sample_stats["privacy_epsilon"].values == 0.0)
+        assert pmp.ledger_for(copy).epsilon() == pytest.approx(0.5)
+        assert pmp.PrivateGibbs.competence(copy["theta"], False).name == "IDEAL"
+
+
+# -- 3. Data-dependent shapes ------------------------------------------------------------
+
+
+def _count_deterministic(y_obs, theta):
+    pm.Deterministic("leak", pt.nonzero(y_obs)[0].shape[0] + 0 * theta)
+
+
+def _count_sized_prior(y_obs, theta):
+    pmp.TruncatedNormal("nu", 0.0, 1.0, lower=-1.0, upper=1.0, shape=(pt.sum(y_obs > 0),))
+
+
+def _count_in_likelihood(y_obs, theta):
+    ones = pt.cast(pt.nonzero(y_obs)[0].shape[0], "float64")
+    pm.Bernoulli("again", theta * ones / (ones + 1.0), observed=y_obs)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [_count_deterministic, _count_sized_prior, _count_in_likelihood],
+    ids=lambda f: f.__name__,
+)
+def test_shapes_computed_from_private_values_are_private(labels, extra):
+    """The audit: a Deterministic ``pt.nonzero(x_obs)[0].shape[0] + 0 * theta`` released the
+    exact count in every draw of every route (ledger: 1e-5). Only the shapes of declared
+    arrays are public."""
+    model = bernoulli(labels, extra=extra)
+    routes = [
+        lambda: pmp.PrivateGibbs(model=model),
+        lambda: pmp.PrivateMetropolis(model=model),
+        lambda: pmp.PrivateMetropolis(model=model, clip=1.0),
+        lambda: pmp.sample_posterior(model, 2),
+        lambda: pmp.privatize(model, 1.0),
+    ]
+    for route in routes:
+        with pytest.raises(pmp.PrivacyError):
+            route()
+    assert len(pmp.ledger_for(model)) == 0
+
+
+def test_shapes_of_declared_arrays_stay_public(labels):
+    """n is public: a prior sized by the record count, a dim read from the data's shape."""
+    with pm.Model() as model:
+        y_obs = pmp.PrivateData("y_obs", labels, bounds=(0, 1))
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A)
+        pmp.TruncatedNormal("nu", 0.0, 1.0, lower=-1.0, upper=1.0, shape=(y_obs.shape[0] // 30,))
+        pm.Bernoulli("y", theta, observed=y_obs)
+    with model:
+        pmp.PrivateMetropolis()
+
+
+# -- 6. Seeds ----------------------------------------------------------------------------
+
+
+def test_seeds_drive_only_data_independent_randomness_unless_secure_is_false(labels):
+    """The audit: seeded pay-per-draw releases were deterministic in (seed, statistics), so
+    a published seed let anyone replay candidate counts, and they were marked secure. A
+    secure step (the default) draws its data-dependent choices from the system's generator:
+    the same seed gives different chains. ``secure=False`` is reproducible and recorded (and
+    reported) as not secure."""
+    model = bernoulli(labels)
+
+    def run(secure):
+        with model:
+            step = pmp.PrivateGibbs(temperature=20.0, secure=secure)
+            return pmp.sample(40, step=step, chains=1, cores=1, random_seed=5, progressbar=False)
+
+    secure = [run(True).posterior["theta"].values for _ in range(2)]
+    assert not np.array_equal(*secure)
+    seeded = [run(False) for _ in range(2)]
+    np.testing.assert_array_equal(seeded[0].posterior["theta"], seeded[1].posterior["theta"])
+    releases = pmp.ledger_for(model).releases
+    assert [r.secure for r in releases] == [True, True, False, False]
+    table = pmp.privacy_report(seeded[0], show=False)
+    assert list(table[table["kind"] == "release"]["secure"]) == [True, False]
+    for draw in (
+        pmp.sample_posterior(model, 3, secure=False, random_seed=1),
+        pmp.privatize(model, 1.0, secure=False, random_seed=1),
+    ):
+        del draw
+    assert [r.secure for r in pmp.ledger_for(model).releases[4:]] == [False, False]
+
+
+# -- 9. Budgets that hold ----------------------------------------------------------------
+
+
+def test_privatize_checks_its_budget_before_any_noise(labels, monkeypatch):
+    """The audit: privatize took no budget (50 calls at ε = 1 all released)."""
+    model = bernoulli(labels)
+    budget = pmp.Budget(1.5)
+    pmp.privatize(model, 1.0, budget=budget)
+    import sys
+
+    def no_noise(*args, **kwargs):
+        raise AssertionError("noise drawn")
+
+    monkeypatch.setattr(sys.modules["pymc_private.privatize"], "discrete_laplace", no_noise)
+    with pytest.raises(pmp.BudgetExceededError, match="Nothing was recorded"):
+        pmp.privatize(model, 1.0, budget=budget)
+    assert pmp.ledger_for(model).epsilon() == pytest.approx(1.0)
+
+
+def test_one_ledger_per_data_set_whichever_model_reaches_it(labels):
+    """The audit: the ledger was keyed on the pm.Model object, so pm.do, a rebuilt model or
+    a second PrivateData on the same array started at 0 (three models spent 1.77 against
+    Budget(1.0)), and ``ledger=PrivacyLedger()`` restarted the count."""
+    first = bernoulli(labels)
+    rebuilt = bernoulli(labels.copy())
+    done = pm.do(first, {})
+    with pm.Model() as twice:
+        y_obs = pmp.PrivateData("y_obs", labels, bounds=(0, 1))
+        again = pmp.PrivateData("again", labels, bounds=(0, 1))
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A)
+        pm.Bernoulli("y", theta, observed=y_obs)
+        pm.Bernoulli("z", theta, observed=again)
+    budget = pmp.Budget(1.0)
+    pmp.privatize(first, 0.6, budget=budget)
+    for model in (rebuilt, done, twice):
+        with pytest.raises(pmp.BudgetExceededError):
+            pmp.privatize(model, 0.6, budget=budget)
+        assert pmp.ledger_for(model).epsilon() == pytest.approx(0.6)
+    with pytest.raises(TypeError, match="ledger"):
+        pmp.privatize(first, 0.6, budget=budget, ledger=pmp.PrivacyLedger())
+    with first, pytest.raises(TypeError, match="ledger"):
+        pmp.sample(5, step=pmp.PrivateGibbs(), ledger=pmp.PrivacyLedger())
+
+
+@pytest.mark.parametrize("mp_ctx", ["fork", "spawn"])
+def test_private_steps_charge_as_they_run_inside_plain_pm_sample(labels, mp_ctx):
+    """The audit: ``pm.sample(step=pmp.PrivateGibbs(...))``, which the README advertised,
+    charged nothing. Now every transition is charged to the data set's ledger by whichever
+    process runs it (the journal is shared), with a warning that the result is not
+    releasable."""
+    model = bernoulli(labels)
+    with model:
+        step = pmp.PrivateGibbs(temperature=20.0)
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            pm.sample(
+                7,
+                tune=3,
+                step=step,
+                chains=2,
+                cores=2,
+                mp_ctx=mp_ctx,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+    releases = pmp.ledger_for(model).releases
+    assert len(releases) == 2 * 10 and {r.count for r in releases} == {1}
+    assert pmp.ledger_for(model).epsilon() == pytest.approx(20 * step.privacy_epsilon_per_draw)
+
+
+def test_plain_pm_sample_warns_that_its_result_is_not_releasable(labels):
+    model = bernoulli(labels)
+    with model:
+        step = pmp.PrivateMetropolis(temperature=20.0)
+        with pytest.warns(UserWarning, match="not releasable"):
+            pm.sample(3, tune=0, step=step, chains=1, cores=1, progressbar=False)
+    assert len(pmp.ledger_for(model)) == 3
+    with model:  # pmp.sample plans and records the run itself: no double charge
+        pmp.sample(3, step=step, chains=1, cores=1, progressbar=False)
+    assert [r.count for r in pmp.ledger_for(model).releases] == [1, 1, 1, 3]
+
+
+# -- 10. A pickled PrivateGibbs held the raw data -----------------------------------------
+
+
+def test_a_pickled_raw_data_step_holds_no_private_statistics(labels):
+    model = bernoulli(labels)
+    with model:
+        step = pmp.PrivateGibbs(temperature=5.0)
+    payload = cloudpickle.dumps(step)
+    copy = pickle.loads(payload)
+    assert copy._statistics.keys() == step._statistics.keys()
+    path = Path(copy._payload._path)
+    assert path.stat().st_mode & 0o077 == 0  # readable by this user only
+    path.unlink()
+    orphan = pickle.loads(payload)
+    with pytest.raises(pmp.UnsupportedModelError, match="session"):
+        orphan._statistics  # noqa: B018
