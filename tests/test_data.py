@@ -138,7 +138,8 @@ def test_non_finite_values_are_refused(n, d, bad, data):
 @given(
     n=st.integers(2, 30),
     d=st.integers(1, 4),
-    excess=st.floats(1.001, 1e6, allow_nan=False),
+    # Not integral: a value printed as "4" could not be told from the row number 4.
+    excess=st.floats(1.001, 1e6, allow_nan=False).filter(lambda e: not (1.0 + e).is_integer()),
     below=st.booleans(),
     data=st.data(),
 )
