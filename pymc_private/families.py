@@ -771,6 +771,23 @@ class LikelihoodFamily(ABC):
         `UnsupportedModelError` when ``target`` has no conjugate update.
         """
 
+    @abstractmethod
+    def statistic_moments(self, term: LikelihoodTerm, values, statistics, totals) -> list:
+        """The mean and covariance of the node's released statistics given its parameters,
+        for the noise-aware posterior (`pymc_private.noise_aware`).
+
+        A list of ``(kinds, observed, mean, cov)``: the statistics ``kinds`` (one, or
+        several that are correlated, stacked in that order) have, per cell, a vector of ``v``
+        entries on the last axis (a count's released categories, (Σx, Σx²), or (Xᵀy, yᵀy)):
+        ``observed`` is that vector as released (assembled from ``statistics``), ``mean`` its
+        expectation and ``cov`` its covariance over the last two axes: the exact first and
+        second moments of a sum of n independent records (the central-limit approximation of
+        Bernstein & Sheldon 2018 uses them as a Normal). ``values``, ``statistics`` (full,
+        natural units) and ``totals`` (n, or the group sizes) as in `logp_from_statistics`;
+        numpy or PyTensor. A regression's covariates have no model: their released Gram
+        matrix is plugged in.
+        """
+
     def conjugate_update(
         self,
         term: LikelihoodTerm,
@@ -953,6 +970,23 @@ def _sum_and_counts(
     return total, count
 
 
+def _ones(ndim: int) -> np.ndarray:
+    """A dummy array of ``ndim`` axes, to shape record counts like a statistic."""
+    return np.ones((1,) * ndim)
+
+
+def _vector(x):
+    """``x`` with a trailing axis of length 1 (numpy or PyTensor)."""
+    return x[..., None]
+
+
+def _stack(items):
+    """Stack on a new last axis (numpy or PyTensor)."""
+    if any(isinstance(item, pt.TensorVariable) for item in items):
+        return pt.stack(pt.broadcast_arrays(*items), axis=-1)
+    return np.stack(np.broadcast_arrays(*items), axis=-1)
+
+
 def _sum(x):
     return pt.sum(x) if isinstance(x, pt.TensorVariable) else np.sum(x)
 
@@ -997,6 +1031,13 @@ class Bernoulli(LikelihoodFamily):
         counts = statistics["counts"]
         p = _aligned(term, "p", values.get("p"), counts.ndim - 1)
         return _sum(counts[..., 1] * _log(p) + counts[..., 0] * _log(1.0 - p))
+
+    def statistic_moments(self, term, values, statistics, totals):
+        ndim = len(self.statistics(term)[0].shape) - 1
+        p = _aligned(term, "p", values.get("p"), ndim)
+        count = _record_counts(term, _ones(ndim), totals)
+        mean, variance = _vector(count * p), _vector(_vector(count * p * (1 - p)))
+        return [(("counts",), statistics["counts"][..., 1:], mean, variance)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
@@ -1071,6 +1112,13 @@ class Binomial(LikelihoodFamily):
         p = _aligned(term, "p", values.get("p"), total.ndim)
         return _sum(total * _log(p) + (trials - total) * _log(1.0 - p))
 
+    def statistic_moments(self, term, values, statistics, totals):
+        ndim = len(self.statistics(term)[0].shape)
+        p = _aligned(term, "p", values.get("p"), ndim)
+        trials = self._trials(term.parameters) * _record_counts(term, _ones(ndim), totals)
+        mean, variance = trials * p, trials * p * (1 - p)
+        return [(("sum",), _vector(statistics["sum"]), _vector(mean), _vector(_vector(variance)))]
+
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
@@ -1117,6 +1165,14 @@ class Categorical(LikelihoodFamily):
         counts = statistics["counts"]
         p = _aligned(term, "p", values.get("p"), counts.ndim)
         return _sum(counts * _log(p))
+
+    def statistic_moments(self, term, values, statistics, totals):
+        ndim = len(self.statistics(term)[0].shape)
+        p = _aligned(term, "p", values.get("p"), ndim)[..., 1:]
+        count = _vector(_record_counts(term, _ones(ndim - 1), totals))
+        identity = pt.eye(p.shape[-1]) if isinstance(p, pt.TensorVariable) else np.eye(p.shape[-1])
+        cov = _vector(count) * (p[..., :, None] * identity - p[..., :, None] * p[..., None, :])
+        return [(("counts",), statistics["counts"][..., 1:], count * p, cov)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
@@ -1169,6 +1225,13 @@ class Poisson(LikelihoodFamily):
         count = _record_counts(term, total, totals)
         lam = _aligned(term, "mu", values.get("mu"), total.ndim)
         return _sum(total * _log(lam) - count * lam)
+
+    def statistic_moments(self, term, values, statistics, totals):
+        ndim = len(self.statistics(term)[0].shape)
+        lam = _aligned(term, "mu", values.get("mu"), ndim)
+        count = _record_counts(term, _ones(ndim), totals)
+        mean, variance = _vector(count * lam), _vector(_vector(count * lam))
+        return [(("sum",), _vector(statistics["sum"]), mean, variance)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
@@ -1223,6 +1286,13 @@ class Exponential(LikelihoodFamily):
         count = _record_counts(term, total, totals)
         scale = _aligned(term, "scale", values.get("scale"), total.ndim)
         return _sum(-count * _log(scale) - total / scale)
+
+    def statistic_moments(self, term, values, statistics, totals):
+        ndim = len(self.statistics(term)[0].shape)
+        scale = _aligned(term, "scale", values.get("scale"), ndim)
+        count = _record_counts(term, _ones(ndim), totals)
+        mean, variance = _vector(count * scale), _vector(_vector(count * scale * scale))
+        return [(("sum",), _vector(statistics["sum"]), mean, variance)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
@@ -1328,6 +1398,14 @@ class NormalKnownSigma(_Normal):
         sigma = _aligned(term, "sigma", None, total.ndim)
         return _sum((mu * total - 0.5 * count * mu * mu) / sigma**2)
 
+    def statistic_moments(self, term, values, statistics, totals):
+        ndim = len(self.statistics(term)[0].shape)
+        mu = _aligned(term, "mu", values.get("mu"), ndim)
+        sigma = _aligned(term, "sigma", None, ndim)
+        count = _record_counts(term, _ones(ndim), totals)
+        mean, variance = _vector(count * mu), _vector(_vector(count * sigma * sigma))
+        return [(("sum",), _vector(statistics["sum"]), mean, variance)]
+
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
@@ -1370,6 +1448,25 @@ class NormalFreeSigma(_Normal):
             - count * _log(sigma)
             - 0.5 * count * math.log(2 * math.pi)
         )
+
+    def statistic_moments(self, term, values, statistics, totals):
+        """(Σx, Σx²) per element: mean N(μ, σ² + μ²); covariance N[[σ², 2μσ²], [2μσ²,
+        2σ⁴ + 4μ²σ²]] (the moments of x and x² for x ~ Normal(μ, σ))."""
+        ndim = len(self.statistics(term)[0].shape)
+        mu = _aligned(term, "mu", values.get("mu"), ndim)
+        sigma = _aligned(term, "sigma", values.get("sigma"), ndim)
+        count = _record_counts(term, _ones(ndim), totals)
+        var = sigma * sigma
+        mean = _stack([count * mu, count * (var + mu * mu)])
+        cross = count * 2 * mu * var
+        cov = _stack(
+            [
+                _stack([count * var, cross]),
+                _stack([cross, count * (2 * var * var + 4 * mu * mu * var)]),
+            ]
+        )
+        observed = _stack([statistics["sum"], statistics["sum_squares"]])
+        return [(("sum", "sum_squares"), observed, mean, cov)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
@@ -1478,6 +1575,28 @@ class NormalLinearRegression(_Normal):
             - totals * _log(sigma)
             - 0.5 * totals * math.log(2 * math.pi)
         )
+
+    def statistic_moments(self, term, values, statistics, totals):
+        """Given the covariates' Gram matrix G = XᵀX (the released one, plugged in: the
+        covariates have no model), Xᵀy ~ Normal(Gw, σ²G) exactly; with σ free, yᵀy joins it
+        with mean wᵀGw + nσ², variance 2nσ⁴ + 4σ²wᵀGw and covariance 2σ²Gw with Xᵀy."""
+        w = values["mu"]
+        tensor = isinstance(w, pt.TensorVariable)
+        gram = statistics["gram"]
+        fitted = (pt.dot if tensor else np.dot)(gram, w)
+        sigma_term = term.parameters["sigma"]
+        if sigma_term.constant is not None:
+            var = float(np.unique(sigma_term.constant)[0]) ** 2
+            return [(("cross",), statistics["cross"], fitted, var * gram)]
+        var = sigma_term.apply_link(values["sigma"]) ** 2
+        quadratic = _sum(w * fitted)
+        concatenate = pt.concatenate if tensor else np.concatenate
+        mean = concatenate([fitted, _vector(quadratic + totals * var)])
+        corner = _vector(2 * totals * var * var + 4 * var * quadratic)
+        upper = concatenate([var * gram, (2 * var * fitted)[:, None]], axis=1)
+        lower = concatenate([2 * var * fitted, corner])[None, :]
+        observed = concatenate([statistics["cross"], _vector(statistics["sum_squares"])])
+        return [(("cross", "sum_squares"), observed, mean, concatenate([upper, lower], axis=0))]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         self._conjugate_check(term, target)

@@ -35,6 +35,7 @@ from pymc_private.privatize import POTENTIAL_SUFFIX, privatised_route, term_stat
 from pymc_private.sampling import LEDGER_ATTR
 from pymc_private.steps.base import checked_secure, checked_temperature
 from pymc_private.steps.gibbs import (
+    NOISE_AWARE_GIBBS,
     ConjugateBlock,
     conjugate_block,
     grid_block,
@@ -155,6 +156,8 @@ def sample_posterior(
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
     model = pm.modelcontext(model)
     privatisation = privatised_route(model)
+    if privatisation is not None and privatisation.noise_aware:
+        raise UnsupportedModelError(NOISE_AWARE_GIBBS)
     privatised = privatisation is not None
     analysis = privatisation.analysis if privatised else analyze(model)
     blocks = _product_of_blocks(model, analysis, privatised=privatised)

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pymc as pm
@@ -40,6 +40,7 @@ from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
 from pymc_private.mechanisms import discrete_laplace
+from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
 from pymc_private.steps.base import checked_secure
 
 __all__ = [
@@ -67,8 +68,9 @@ class Privatisation:
     Attributes
     ----------
     statistics
-        The privatised (noisy, then projected) sufficient statistics in released form and
-        natural units, by the names of ``analysis.statistics`` (category 0 of counts and the
+        The privatised sufficient statistics the model holds, in released form and natural
+        units (noisy; projected too for the plug-in posterior), by the names of
+        ``analysis.statistics`` (category 0 of counts and the
         lower triangle of Gram matrices are derived, see
         `pymc_private.families.complete_statistic`).
     releases
@@ -82,6 +84,11 @@ class Privatisation:
     datasets
         The ids of the private data sets the statistics were computed from: a model built on
         them charges their ledgers (`pmp.ledger_for`).
+    noise
+        The noise law of each noised statistic.
+    noise_aware
+        Whether the model is the noise-aware posterior (its statistics are then the noisy
+        values before projection) or the plug-in one (the projected values).
     """
 
     statistics: dict[str, np.ndarray]
@@ -89,6 +96,8 @@ class Privatisation:
     analysis: PrivacyAnalysis
     epsilon: float
     datasets: tuple[str, ...]
+    noise: dict[str, NoiseLaw]
+    noise_aware: bool
 
 
 _CONJUGATE_TAG = "pymc_private_conjugate"
@@ -156,6 +165,7 @@ def privatize(
     epsilon: float,
     *,
     budget: Budget | None = None,
+    noise_aware: bool = True,
     secure: bool = True,
     random_seed=None,
 ) -> pm.Model:
@@ -253,7 +263,8 @@ def privatize(
         spec.name: spec.natural(np.zeros(spec.shape, dtype=np.int64))
         for spec in analysis.statistics
     }
-    _model_on_statistics(model, analysis, _released(analysis, placeholders, (), 0.0, datasets))
+    dry_run = ReleasedStatistics(placeholders, [], placeholders, {})
+    _model_on_statistics(model, analysis, _released(analysis, dry_run, 0.0, datasets, noise_aware))
     ledger = ledger_for(model)
     if budget is not None:
         planned = [
@@ -268,27 +279,54 @@ def privatize(
         for variable in model.data_vars
         if variable.name in analysis.private_data
     }
-    statistics, releases = release_statistics(analysis, arrays, epsilon, secure=secure, rng=rng)
-    ledger.record_all(releases)
-    privatisation = _released(analysis, statistics, releases, epsilon, datasets)
+    released = release_statistics(analysis, arrays, epsilon, secure=secure, rng=rng)
+    ledger.record_all(released.releases)
+    privatisation = _released(analysis, released, epsilon, datasets, noise_aware)
     # PyMC's own step assignment must find PrivateGibbs for the conjugate variables of the
     # returned model: importing the step registers it in pm.STEP_METHODS.
     from pymc_private.steps.gibbs import has_conditional
 
     private_model = _model_on_statistics(model, analysis, privatisation)
     for rv in private_model.free_RVs:
-        setattr(rv.tag, _CONJUGATE_TAG, has_conditional(analysis, rv, private_model))
+        conjugate = not noise_aware and has_conditional(analysis, rv, private_model)
+        setattr(rv.tag, _CONJUGATE_TAG, conjugate)
     return private_model
 
 
-def _released(analysis, statistics, releases, epsilon, datasets) -> Privatisation:
+def _released(analysis, released, epsilon, datasets, noise_aware) -> Privatisation:
     return Privatisation(
-        statistics=statistics,
-        releases=tuple(releases),
+        statistics=dict(released.noisy if noise_aware else released.statistics),
+        releases=tuple(released.releases),
         analysis=analysis,
         epsilon=epsilon,
         datasets=datasets,
+        noise=dict(released.noise),
+        noise_aware=noise_aware,
     )
+
+
+class ReleasedStatistics(NamedTuple):
+    """What `release_statistics` releases (read-only arrays by statistic name, natural
+    units).
+
+    Attributes
+    ----------
+    statistics
+        Π(s(D) + noise): projected onto what some data set could produce (for the plug-in
+        posterior and the conjugate Gibbs sampler).
+    releases
+        One `Release` per noised statistic, for the caller to record.
+    noisy
+        s(D) + noise before the projection: what the noise-aware posterior conditions on
+        (its noise law is exact only before the projection).
+    noise
+        The noise law of each noised statistic (`pymc_private.noise_aware.NoiseLaw`).
+    """
+
+    statistics: dict[str, np.ndarray]
+    releases: list[Release]
+    noisy: dict[str, np.ndarray]
+    noise: dict[str, NoiseLaw]
 
 
 def release_statistics(
@@ -298,19 +336,20 @@ def release_statistics(
     *,
     secure: bool = True,
     rng: np.random.Generator | None = None,
-) -> tuple[dict[str, np.ndarray], list[Release]]:
-    """The mechanism of `privatize` on raw arrays: s̃ = Π(s(D) + noise), and its releases.
+) -> ReleasedStatistics:
+    """The mechanism of `privatize` on raw arrays: s(D) + noise, projected, and its releases.
 
     ``analysis`` is the model's (public) analysis and ``arrays`` its raw `PrivateData` by
-    name; ``epsilon`` is assumed validated. The cost, the split of ε between the integer and
-    the real statistics and the projection are documented in `privatize`. The caller records
-    the returned releases. Returns read-only arrays by statistic name.
+    name; ``epsilon`` is assumed validated. The cost, the split of ε between the statistics
+    and the projection are documented in `privatize`. The caller records the returned
+    releases.
     """
-    noisy, releases = _noised(analysis, arrays, epsilon, secure=secure, rng=rng)
+    noisy, releases, noise = _noised(analysis, arrays, epsilon, secure=secure, rng=rng)
     statistics = _projected(analysis, noisy)
-    for value in statistics.values():
+    noisy = {name: np.array(value) for name, value in noisy.items()}
+    for value in (*statistics.values(), *noisy.values()):
         value.setflags(write=False)
-    return statistics, releases
+    return ReleasedStatistics(statistics, releases, noisy, noise)
 
 
 def _checked_epsilon(epsilon) -> float:
@@ -340,9 +379,11 @@ def _noised(
     secure: bool,
     rng: np.random.Generator,
 ) -> tuple[dict[str, np.ndarray], list[Release]]:
-    """Each statistic in integer steps plus discrete Laplace noise, then in natural units."""
+    """Each statistic in integer steps plus discrete Laplace noise, then in natural units,
+    with the noise's law (its scale in natural units: unit · Δ_j / ε_j, ε_j as recorded)."""
     noisy: dict[str, np.ndarray] = {}
     releases: list[Release] = []
+    noise: dict[str, NoiseLaw] = {}
     # Every share is validated before the first mechanism draws any noise.
     for spec, spec_epsilon in _noise_plan(analysis, epsilon):
         exact = spec.compute(arrays)
@@ -354,7 +395,8 @@ def _noised(
         )
         releases.append(release)
         noisy[spec.name] = spec.natural(values)
-    return noisy, releases
+        noise[spec.name] = NoiseLaw("laplace", spec.sensitivity_l1 / release.epsilon)
+    return noisy, releases, noise
 
 
 def _noise_plan(analysis: PrivacyAnalysis, epsilon: float) -> list[tuple[StatisticSpec, float]]:
@@ -544,7 +586,7 @@ def _model_on_statistics(
         named.name = name
         fgraph.add_output(named)
         released[name] = data
-    for term in analysis.terms:
+    for term in [] if privatisation.noise_aware else analysis.terms:
         full, totals = term_statistics(analysis, released, term.node)
         values = {
             name: free[parameter.free_variable]
@@ -580,6 +622,8 @@ def _model_on_statistics(
         )
     order = {rv.name: position for position, rv in enumerate(model.free_RVs)}
     private_model.free_RVs.sort(key=lambda rv: order[rv.name])
+    if privatisation.noise_aware:
+        add_noise_aware_likelihood(private_model, analysis, privatisation)
     _check_no_private_inputs(private_model, private)
     return private_model
 

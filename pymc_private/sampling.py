@@ -301,6 +301,13 @@ def _released(
             stats["privacy_epsilon"] = eps.sum(extra)
             unused = [d for d in extra if all(d not in v.dims for v in stats.data_vars.values())]
             stats = stats.drop_vars([d for d in unused if d in stats.coords])
+        else:
+            # No private step (NUTS on a privatised model): every draw is post-processing.
+            draws = idata.posterior.sizes
+            stats["privacy_epsilon"] = (
+                ("chain", "draw"),
+                np.zeros((draws["chain"], draws["draw"])),
+            )
         groups["sample_stats"] = stats
     if privatisation is not None:
         groups["constant_data"] = xr.Dataset(

@@ -220,7 +220,7 @@ def test_regression_weights_and_precision_on_a_privatised_model():
         w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=1.0)
         tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=100.0)
         pm.Normal("y", x_obs @ w, tau=tau, observed=y_obs)
-    private = privatize(model, 1e6, secure=False, random_seed=8)
+    private = privatize(model, 1e6, noise_aware=False, secure=False, random_seed=8)
     with private:
         step = PrivateGibbs()
     assert [block.family for block in step.blocks] == ["mvnormal", "gamma"]
@@ -269,7 +269,7 @@ def test_step_contract_and_pickling(nb_model):
 
 def test_competence_claims_privatised_conjugate_variables_only(bb_model):
     assert PrivateGibbs in pm.STEP_METHODS
-    private = privatize(bb_model, 1.0, secure=False, random_seed=12)
+    private = privatize(bb_model, 1.0, noise_aware=False, secure=False, random_seed=12)
     assert PrivateGibbs.competence(private["p"], True) == Competence.IDEAL
     assert PrivateGibbs.competence(bb_model["p"], True) == Competence.INCOMPATIBLE
     with pm.Model():
@@ -307,7 +307,7 @@ def test_hyperpriors_and_potentials_are_refused_and_left_to_nuts():
         pattern = rf"`{variable}`: {term} also depends on it.*PrivateMetropolis.*NUTS"
         with model, pytest.raises(UnsupportedModelError, match=pattern):
             PrivateGibbs([model[variable]])
-    private = privatize(model, 100.0, secure=False, random_seed=0)
+    private = privatize(model, 100.0, noise_aware=False, secure=False, random_seed=0)
     for variable in ("mu", "nu", "c"):
         assert PrivateGibbs.competence(private[variable], True) == Competence.INCOMPATIBLE
     _, assigned = assign_step_methods(private)

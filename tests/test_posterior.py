@@ -227,7 +227,7 @@ def test_audit_one_draw_is_within_two_l_and_beyond_l(neighbours):
 
 def test_privatised_model_draws_are_free(model):
     ledger = ledger_for(model)
-    private = privatize(model, 1.0, random_seed=3)
+    private = privatize(model, 1.0, noise_aware=False)
     idata = sample_posterior(private, 50, random_seed=2)
     assert ledger.epsilon() == pytest.approx(1.0)
     assert ledger.releases[-1].mechanism == "posterior_sampling_on_privatised_statistics"
@@ -372,7 +372,7 @@ def test_raw_data_draws_read_the_callers_generator_the_same_way_for_any_data():
     assert states[0] == states[1]
     secure = sample_posterior(_categorical(1), 3, random_seed=np.random.default_rng(1))
     assert ledger_of(secure).releases[-1].secure
-    private = privatize(_categorical(1), 1.0, secure=False, random_seed=24)
+    private = privatize(_categorical(1), 1.0, noise_aware=False, secure=False, random_seed=24)
     sample_posterior(private, 5, random_seed=25)  # public parameters: rejection, capped
 
 

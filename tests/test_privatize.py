@@ -96,7 +96,7 @@ def normal_data():
 
 @pytest.fixture(scope="module")
 def private_nb(nb_model):
-    return privatize(nb_model, 1.0, secure=False, random_seed=3)
+    return privatize(nb_model, 1.0, noise_aware=False, secure=False, random_seed=3)
 
 
 # ---------------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def test_one_release_per_statistic_and_statistics_are_projected(nb_model):
     """Δ₁ = 7: counts(y_obs) moves by 1 and counts(x_obs | y_obs) by 2d = 6; each gets its
     share ε·Δ_j/Δ₁ of ε = 0.02, the same noise scale Δ₁/ε."""
     ledger = ledger_for(nb_model)
-    private = privatize(nb_model, 0.02, secure=False, random_seed=4)
+    private = privatize(nb_model, 0.02, noise_aware=False, secure=False, random_seed=4)
     labels, features = ledger.releases
     assert [(r.mechanism, r.statistic, r.sensitivity) for r in ledger.releases] == [
         ("discrete_laplace", "counts(y_obs)", 1),
@@ -195,7 +195,9 @@ def test_one_release_per_statistic_and_statistics_are_projected(nb_model):
 
 
 def test_float_statistics_are_projected_to_valid_posteriors(normal_data):
-    private = privatize(normal_free_precision(normal_data), 0.01, secure=False, random_seed=5)
+    private = privatize(
+        normal_free_precision(normal_data), 0.01, noise_aware=False, secure=False, random_seed=5
+    )
     released = privatised_statistics(private)
     s1, s2 = float(released["sum(x_obs)"]), float(released["sum_squares(x_obs)"])
     assert -900.0 <= s1 <= 900.0 and 0.0 <= s2 <= 2700.0
@@ -212,7 +214,8 @@ def test_regression_gram_matrix_is_projected_positive_semidefinite():
         w = TruncatedMvNormal("w", np.zeros(3), np.eye(3), radius=2.0)
         tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=50.0)
         pm.Normal("y", x_obs @ w, tau=tau, observed=y_obs)
-    released = privatised_statistics(privatize(model, 0.05, secure=False, random_seed=7))
+    private = privatize(model, 0.05, noise_aware=False, secure=False, random_seed=7)
+    released = privatised_statistics(private)
     gram = np.zeros((3, 3))
     gram[np.triu_indices(3)] = released["gram(x_obs)"]
     gram = gram + np.triu(gram, 1).T
@@ -355,7 +358,7 @@ def bb_analysis():
 
 def test_audit_beta_bernoulli_release_secure_default(bb_analysis):
     def mechanism(arrays, rng):
-        return release_statistics(bb_analysis, arrays, 1.0)[0]["counts(y_obs)"][0]
+        return release_statistics(bb_analysis, arrays, 1.0).statistics["counts(y_obs)"][0]
 
     result = epsilon_lower_bound(
         mechanism,
@@ -372,8 +375,8 @@ def test_audit_beta_bernoulli_release_secure_default(bb_analysis):
 def test_audit_beta_bernoulli_release_and_half_scale_copy_is_caught(bb_analysis):
     def mechanism(epsilon):
         def run(arrays, rng):
-            released, _ = release_statistics(bb_analysis, arrays, epsilon, secure=False, rng=rng)
-            return released["counts(y_obs)"][0]
+            released = release_statistics(bb_analysis, arrays, epsilon, secure=False, rng=rng)
+            return released.statistics["counts(y_obs)"][0]
 
         return run
 
@@ -422,8 +425,9 @@ def test_audit_naive_bayes_release_and_half_scale_copy_is_caught():
 
     def mechanism(epsilon):
         def run(arrays, rng):
-            released, _ = release_statistics(analysis, arrays, epsilon, secure=False, rng=rng)
-            return np.concatenate([released[spec.name].ravel() for spec in analysis.statistics])
+            released = release_statistics(analysis, arrays, epsilon, secure=False, rng=rng)
+            statistics = released.statistics
+            return np.concatenate([statistics[spec.name].ravel() for spec in analysis.statistics])
 
         return run
 
@@ -455,7 +459,7 @@ def _truncated_beta_mean(a, b, lower, upper):
 
 def test_huge_epsilon_private_posterior_is_the_exact_posterior():
     y = np.array([1] * 37 + [0] * 63)
-    private = privatize(beta_bernoulli(y), 1e9, secure=False, random_seed=16)
+    private = privatize(beta_bernoulli(y), 1e9, noise_aware=False, secure=False, random_seed=16)
     assert privatised_statistics(private)["counts(y_obs)"][0] == 37
     with private:
         idata = sample(1000, tune=0, chains=2, cores=1, random_seed=17, progressbar=False)
@@ -477,10 +481,10 @@ def test_private_posterior_mean_error_shrinks_like_one_over_n():
         exact = _truncated_beta_mean(1 + 0.3 * n, 1 + 0.7 * n, A, 1 - A)
         gaps = []
         for seed in range(150):
-            released, _ = release_statistics(
+            released = release_statistics(
                 analysis, {"y_obs": y}, 0.5, secure=False, rng=np.random.default_rng(seed)
             )
-            s = float(released["counts(y_obs)"][0])
+            s = float(released.statistics["counts(y_obs)"][0])
             gaps.append(abs(_truncated_beta_mean(1 + s, 1 + n - s, A, 1 - A) - exact))
         errors[n] = np.mean(gaps)
     assert 7.0 <= errors[1000] / errors[10000] <= 14.0
@@ -493,7 +497,9 @@ def test_private_posterior_mean_error_shrinks_like_one_over_n():
 
 @pytest.fixture(scope="module")
 def private_normal(normal_data):
-    return privatize(normal_free_precision(normal_data), 1.0, secure=False, random_seed=18)
+    return privatize(
+        normal_free_precision(normal_data), 1.0, noise_aware=False, secure=False, random_seed=18
+    )
 
 
 def test_chains_cores_spawn_reproducible_and_arviz(private_nb):

@@ -75,7 +75,7 @@ def test_privatised_model_extended_with_raw_data_pays_per_draw(labels):
 
 
 def test_a_copy_or_pm_do_of_a_privatised_model_keeps_its_route_and_ledger(labels):
-    private = pmp.privatize(bernoulli(labels), 0.5)
+    private = pmp.privatize(bernoulli(labels), 0.5, noise_aware=False)
     for copy in (pm.do(private, {}), cloudpickle.loads(cloudpickle.dumps(private))):
         assert privatisation_of(copy) is not None
         with copy:

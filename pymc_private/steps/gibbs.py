@@ -214,8 +214,9 @@ def _logp_terms_outside(model: pm.Model, analysis: PrivacyAnalysis, rv: Variable
     text ("" when none): other free variables' priors, Potentials other than the
     likelihood Potentials of a privatised model, observed nodes without a term."""
     nodes = {term.node for term in analysis.terms}
-    privatised = privatised_route(model) is not None
-    likelihoods = {node + POTENTIAL_SUFFIX for node in nodes} if privatised else set()
+    privatisation = privatised_route(model)
+    plug_in = privatisation is not None and not privatisation.noise_aware
+    likelihoods = {node + POTENTIAL_SUFFIX for node in nodes} if plug_in else set()
     found = [
         f"the prior of `{other.name}`"
         for other in model.free_RVs
@@ -232,6 +233,15 @@ def _logp_terms_outside(model: pm.Model, analysis: PrivacyAnalysis, rv: Variable
         if observed.name not in nodes and rv in ancestors(observed.owner.inputs)
     ]
     return ", ".join(found)
+
+
+NOISE_AWARE_GIBBS = (
+    "This model is the noise-aware posterior of privatised statistics (the default of "
+    "pmp.privatize), which has no closed-form conditionals: sample it with NUTS, which "
+    "pmp.sample assigns by default (free: it reads released statistics only), or privatize "
+    "with noise_aware=False for the plug-in posterior that PrivateGibbs and "
+    "pmp.sample_posterior draw exactly (miscalibrated at small n·ε)."
+)
 
 
 def _no_conditional(name: str, reason: str) -> UnsupportedModelError:
@@ -361,6 +371,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         self.secure = checked_secure(secure)
         model = pm.modelcontext(model)
         privatisation = privatised_route(model)
+        if privatisation is not None and privatisation.noise_aware:
+            raise UnsupportedModelError(NOISE_AWARE_GIBBS)
         analysis = analyze(model) if privatisation is None else privatisation.analysis
         rvs = _free_variables(model, vars)
         if vars is None and privatisation is not None:

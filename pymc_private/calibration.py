@@ -1,0 +1,139 @@
+"""Calibration of privatised posteriors: how often their credible intervals cover the truth.
+
+A posterior is calibrated when, with the parameter drawn from its prior and the data from
+the model, its central 90% credible interval covers the true value 90% of the time. This
+module measures that for a model with one scalar parameter by simulation: draw θ from the
+prior, data given θ, privatise, and read the interval off the privatised posterior's
+density on a fine grid of θ (exact up to the grid, and fast: the model is compiled once and
+each repetition only swaps the released statistics in, with ``pm.set_data``). The
+reference is the *exact* noise-aware posterior, computed by the caller from the exact law of
+the statistic and of the noise.
+
+Used by ``benchmarks/calibration.py`` (the full study of the noise-aware issue) and by the
+tests (a small version). It draws private data, so it is for simulations only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pytensor.graph.replace import vectorize_graph
+
+from pymc_private.analysis import analyze
+from pymc_private.privatize import privatize, release_statistics
+
+__all__ = ["CoverageResult", "coverage_study", "grid_interval"]
+
+
+@dataclass(frozen=True)
+class CoverageResult:
+    """Coverage of central credible intervals over repetitions.
+
+    Attributes
+    ----------
+    coverage
+        The fraction of repetitions whose interval covered the true value.
+    width
+        The mean interval width.
+    reference_width
+        The mean width of the reference posterior's intervals (same releases), if given.
+    repetitions
+        How many repetitions.
+    """
+
+    coverage: float
+    width: float
+    reference_width: float | None
+    repetitions: int
+
+
+def grid_interval(grid: np.ndarray, log_density: np.ndarray, level: float) -> tuple[float, float]:
+    """The central ``level`` interval of a density known on a fine grid (up to a constant)."""
+    weights = np.exp(log_density - np.max(log_density))
+    cdf = np.cumsum(weights)
+    cdf /= cdf[-1]
+    tail = (1.0 - level) / 2.0
+    return float(np.interp(tail, cdf, grid)), float(np.interp(1.0 - tail, cdf, grid))
+
+
+def coverage_study(
+    build: Callable[[np.ndarray], pm.Model],
+    simulate: Callable[[np.random.Generator], tuple[float, np.ndarray]],
+    variable: str,
+    epsilon: float,
+    *,
+    repetitions: int,
+    grid: np.ndarray,
+    noise_aware: bool = True,
+    level: float = 0.9,
+    reference: Callable[[dict, np.ndarray], np.ndarray] | None = None,
+    seed: int = 0,
+) -> CoverageResult:
+    """Coverage of the privatised posterior of one scalar parameter.
+
+    Parameters
+    ----------
+    build
+        ``build(data) -> model`` with ``data`` one simulated data set.
+    simulate
+        ``simulate(rng) -> (true value, data)``: θ from the prior, data given θ.
+    variable
+        The name of the scalar free variable.
+    epsilon
+        The ε of each privatisation (numpy noise: simulations only).
+    repetitions
+        Repetitions (each a new θ, data set and release).
+    grid
+        Values of θ inside its support at which the posterior density is evaluated.
+    noise_aware
+        Which posterior of `pmp.privatize` to measure.
+    level
+        The credible level of the central intervals.
+    reference
+        ``reference(released, grid) -> log density`` of the exact posterior given the noisy
+        released statistics, for the width comparison.
+    seed
+        Seed of the simulations and of the noise.
+    """
+    rng = np.random.default_rng(seed)
+    truth, data = simulate(rng)
+    template = build(data)
+    private = privatize(template, epsilon, noise_aware=noise_aware, secure=False, random_seed=rng)
+    rv = private[variable]
+    value_var = private.rvs_to_values[rv]
+    transform = private.rvs_to_transforms.get(rv)
+    # The log density (no Jacobian: a density in θ) evaluated at every grid point at once.
+    points = pt.vector("points")
+    logp = vectorize_graph(private.logp(jacobian=False), {value_var: points})
+    log_density = pm.pytensorf.compile([points], logp)
+    if transform is not None:
+        forward = pm.pytensorf.compile([rv], transform.forward(rv, *rv.owner.inputs))
+        grid_values = np.array([forward(value) for value in grid])
+    else:
+        grid_values = np.asarray(grid, dtype=np.float64)
+    hits, widths, reference_widths = 0, [], []
+    for repetition in range(repetitions):
+        if repetition:
+            truth, data = simulate(rng)
+        model = build(data)
+        arrays = {v.name: v.get_value() for v in model.data_vars}
+        released = release_statistics(analyze(model), arrays, epsilon, secure=False, rng=rng)
+        values = released.noisy if noise_aware else released.statistics
+        pm.set_data(dict(values), model=private)
+        density = np.asarray(log_density(grid_values))
+        low, high = grid_interval(grid, density, level)
+        hits += low <= truth <= high
+        widths.append(high - low)
+        if reference is not None:
+            exact_low, exact_high = grid_interval(grid, reference(released.noisy, grid), level)
+            reference_widths.append(exact_high - exact_low)
+    return CoverageResult(
+        coverage=hits / repetitions,
+        width=float(np.mean(widths)),
+        reference_width=float(np.mean(reference_widths)) if reference_widths else None,
+        repetitions=repetitions,
+    )

@@ -1,0 +1,192 @@
+"""The noise-aware posterior of a privatised model: the default of `pmp.privatize`.
+
+A privatised statistic is s̃ = s + Z, the true statistic s = Σ_i t(x_i) plus noise Z of a
+known law (the mechanism's: Laplace or Gaussian of a public scale). Treating s̃ as if it
+were s (the *plug-in* posterior, ``noise_aware=False``) keeps the non-private width of every
+interval and is miscalibrated when the noise is not small next to the sampling spread of s,
+that is at small n·ε (at n = 100, ε = 0.1, 90% intervals covered the truth 23–51% of the
+time). The noise-aware posterior conditions on what was actually released:
+
+    p(θ | s̃) ∝ ξ(θ) ∫ p(s̃ | s) p(s | θ) ds,
+
+with p(s̃ | s) the mechanism's noise law and p(s | θ) the sampling distribution of the
+statistic. Following Bernstein & Sheldon (2018, "Differentially private Bayesian inference for
+exponential families", NeurIPS), p(s | θ) is the Normal with the exact first two moments of a
+sum of n independent records (`LikelihoodFamily.statistic_moments`; central limit theorem).
+The integral is then exact:
+
+- one scalar statistic cell with Laplace noise of scale b: the density of Normal(m, v) +
+  Laplace(0, b), the normal–Laplace convolution (`normal_laplace_logp`, computed with the
+  scaled complementary error function so that it is stable in the tails);
+- Gaussian noise of standard deviation σ: Normal(m, V + σ² I) (a vector of correlated cells
+  too);
+- Laplace noise on a vector of correlated cells (the categories of one count, (Σx, Σx²)):
+  Normal(m, V + 2b² I), the Gaussian with the noise's variance, an approximation stated here.
+
+The noise of the discrete mechanisms (discrete Laplace and Gaussian, on integer grid steps)
+is modelled by its continuous counterpart of the same scale (their variances differ by less
+than 1% once the scale exceeds 4 grid steps, below which the noise is negligible next to the
+sampling spread).
+
+Group sizes. When a node's parameters are indexed by a private group index (naive Bayes'
+``theta[y_obs]``), its cells have N_g records, and the released group counts are noisy too:
+N = (N_1 … N_G) is a latent variable, n times a point of the simplex, whose prior is the
+Normal approximation of its own node's multinomial counts (``y ~ Categorical(p)``; flat on
+the simplex when no node observes the index) and whose released counts are a noisy
+observation of it. The model is sampled by NUTS on θ and that latent share (continuous, so
+the discrete counts are relaxed; Ju et al. 2022 draw them exactly by data augmentation
+instead).
+
+Everything here reads released statistics and public scales only: post-processing, free of
+privacy cost.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from pymc_private.families import complete_statistic
+
+__all__ = ["NoiseLaw", "add_noise_aware_likelihood", "normal_laplace_logp"]
+
+_SQRT2 = math.sqrt(2.0)
+# Keeps variances of cells that can be empty (a group of no records) strictly positive.
+_VARIANCE_FLOOR = 1e-9
+
+
+@dataclass(frozen=True)
+class NoiseLaw:
+    """The law of the noise added to one released statistic, in natural units.
+
+    Attributes
+    ----------
+    kind
+        ``"laplace"`` or ``"gaussian"``.
+    scale
+        The Laplace scale b, or the Gaussian standard deviation σ.
+    """
+
+    kind: str
+    scale: float
+
+    @property
+    def variance(self) -> float:
+        return 2.0 * self.scale**2 if self.kind == "laplace" else self.scale**2
+
+
+def normal_laplace_logp(value, mean, variance, scale):
+    """log density at ``value`` of Normal(``mean``, ``variance``) + Laplace(0, ``scale``).
+
+    With d = value − mean, v = variance, b = scale, the density is (Reed 2006)
+
+        (1/4b) [e^{v/2b² − d/b} erfc((v/b − d)/√(2v)) + e^{v/2b² + d/b} erfc((v/b + d)/√(2v))],
+
+    and each term is evaluated as e^{−d²/2v} erfcx(u) when its argument u ≥ 0 (erfcx the
+    scaled complementary error function), as written otherwise, so that neither overflows.
+    """
+    d = value - mean
+    root = pt.sqrt(variance)
+    terms = []
+    for sign in (-1.0, 1.0):
+        u = (variance / scale + sign * d) / (root * _SQRT2)
+        inside = -(d * d) / (2.0 * variance) + pt.log(pt.erfcx(pt.maximum(u, 0.0)))
+        outside = (
+            variance / (2.0 * scale * scale)
+            + sign * d / scale
+            + pt.log(pt.erfc(pt.minimum(u, 0.0)))
+        )
+        terms.append(pt.switch(u >= 0.0, inside, outside))
+    first, second = terms
+    # log(e^first + e^second), stable in value and gradient (pt.logaddexp is not).
+    larger = pt.maximum(first, second)
+    return larger + pt.log1p(pt.exp(-pt.abs(first - second))) - pt.log(4.0 * scale)
+
+
+def _noise_logp(observed, true, law: NoiseLaw):
+    """log density of released values given the true ones, elementwise (continuous laws)."""
+    if law.kind == "laplace":
+        return -pt.abs(observed - true) / law.scale - math.log(2.0 * law.scale)
+    return -0.5 * ((observed - true) / law.scale) ** 2 - math.log(
+        law.scale * math.sqrt(2 * math.pi)
+    )
+
+
+def _marginal_logp(observed, mean, cov, laws: list[tuple[NoiseLaw, int]]):
+    """log p(s̃ | θ) of released cells: the exact normal–Laplace convolution for scalar cells
+    with Laplace noise, the Normal with the noise's variance added otherwise. ``laws`` holds
+    the noise law of each stacked statistic and how many entries of the vector axis it
+    takes."""
+    if len(laws) == 1 and laws[0][1] == 1 and laws[0][0].kind == "laplace":
+        variance = pt.maximum(cov[..., 0, 0], _VARIANCE_FLOOR)
+        scale = laws[0][0].scale
+        return pt.sum(normal_laplace_logp(observed[..., 0], mean[..., 0], variance, scale))
+    noise = np.concatenate([np.full(width, law.variance) for law, width in laws])
+    total = cov + pt.diag(noise) + _VARIANCE_FLOOR * pt.eye(noise.size)
+    return pt.sum(pm.logp(pm.MvNormal.dist(mu=mean, cov=total), observed))
+
+
+def _vector_width(spec) -> int:
+    """Entries of the vector axis a statistic takes: a count's released categories, a
+    cross-product's p entries, one for a sum."""
+    return spec.shape[-1] if spec.kind in ("counts", "cross") else 1
+
+
+def add_noise_aware_likelihood(model: pm.Model, analysis, privatisation) -> None:
+    """Add to ``model`` (a privatised model without likelihood terms) the noise-aware
+    likelihood of every observed node of ``analysis``, given the released statistics held by
+    the model's data variables and their noise laws (``privatisation.noise``)."""
+    released = {name: model[name] for name in privatisation.statistics}
+    exact = NoiseLaw("gaussian", 0.0)  # a statistic of sensitivity 0 is released as is
+    laws = {name: privatisation.noise.get(name, exact) for name in privatisation.statistics}
+    free = {rv.name: rv for rv in model.free_RVs}
+    n = analysis.n_records
+    with model:
+        totals = {}
+        for term in analysis.terms:
+            spec = term.totals_statistic()
+            if spec is None or spec.name in totals:
+                continue
+            share = pm.Dirichlet(f"{spec.name}_true_share", a=np.ones(term.n_groups))
+            totals[spec.name] = n * share
+            if laws[spec.name].scale > 0:
+                observation = _noise_logp(
+                    released[spec.name], totals[spec.name][1:], laws[spec.name]
+                )
+                pm.Potential(f"{spec.name}_noise", pt.sum(observation))
+        for term in analysis.terms:
+            specs = analysis.statistics_of(term.node)
+            grouped = term.totals_statistic()
+            count = n if grouped is None else totals[grouped.name]
+            full = {
+                kind: complete_statistic(spec, released[spec.name], count)
+                for kind, spec in specs.items()
+            }
+            values = {
+                name: free[parameter.free_variable]
+                for name, parameter in term.parameters.items()
+                if parameter.constant is None
+            }
+            logp = 0.0
+            for kinds, observed, mean, cov in term.family.statistic_moments(
+                term, values, full, count
+            ):
+                names = [specs[kind].name for kind in kinds]
+                if names[0] in totals:
+                    # The node that observes a group index: its counts are the latent group
+                    # sizes, whose prior this is (the Normal approximation of the multinomial).
+                    latent = totals[names[0]][1:]
+                    logp = logp + pt.sum(pm.logp(pm.MvNormal.dist(mu=mean, cov=cov), latent))
+                    continue
+                widths = [_vector_width(specs[kind]) for kind in kinds]
+                logp = logp + _marginal_logp(
+                    pt.as_tensor(observed, dtype="float64"),
+                    mean,
+                    cov,
+                    [(laws[name], width) for name, width in zip(names, widths, strict=True)],
+                )
+            pm.Potential(f"{term.node}_privatised", logp)
