@@ -927,45 +927,88 @@ class _GraphReader:
         return None
 
     def _advanced_index(self, node) -> _Bound:
+        """Advanced indexing. A `PrivateData` index makes its array part of the record; when it
+        selects rows of a free variable (``theta[y]``, ``theta[y, :]``) the parameter keeps its
+        structure, grouped by the index. Every private index, wherever it appears, is checked
+        against the public length of the axis it indexes (`_private_indices`)."""
         base = self.bound(node.inputs[0])
-        indices = node.inputs[1:]
+        private = self._private_indices(node, base)
+        if not private:
+            return base.unstructured(base.interval)
+        names = _union((spec.name,) for _, spec in private)
+        first, *rest = node.inputs[1:]
+        rows = (
+            len(private) == 1
+            and self._private_index(first) is not None
+            and all(_is_full_slice(index) for index in rest)
+        )
+        if rows and base.free_variable is not None and base.shape is not None:
+            if base.link == "identity":
+                group_by = private[0][1].name
+                return replace(base, private=_union((base.private, names)), group_by=group_by)
+        return _Bound(interval=base.interval, free=base.free, private=_union((base.private, names)))
+
+    def _private_indices(self, node, base: _Bound) -> list[tuple[int, PrivateDataSpec]]:
+        """The `PrivateData` indices of an advanced-indexing node with the axis each indexes,
+        after refusing indices computed from private data and checking each private index's
+        declared bounds against its axis (`_check_group_index`)."""
+        indexed = node.inputs[0]
         private = []
-        for position, index in enumerate(indices):
-            if isinstance(index.type, NoneTypeT) or _is_full_slice(index):
+        axis = 0
+        for index in node.inputs[1:]:
+            if isinstance(index.type, NoneTypeT):
                 continue
             spec = self._private_index(index)
             if spec is not None:
-                private.append((position, spec))
+                self._check_group_index(spec, indexed, axis, base)
+                private.append((axis, spec))
+                axis += 1
                 continue
             if _strip_casts(index) in self.observed:
                 raise self._observed_variable(_strip_casts(index))
             if self._depends_on_private(index):
                 raise self._unsupported("an index computed from private data")
             if _is_slice(index):
+                axis += 1
                 continue
             if isinstance(_strip_casts(index), SharedVariable):
                 self._refuse_data(_strip_casts(index))
-        if not private:
-            return base.unstructured(base.interval)
-        for _, spec in private:
-            if not spec.integer or spec.record_shape != ():
-                raise DataBoundsError(
-                    f"PrivateData `{spec.name}` indexes a parameter of `{self.node}`: declare it "
-                    "as one integer per record (a 1-d integer array with bounds (0, G − 1))."
-                )
-        names = _union((spec.name,) for _, spec in private)
-        single = len(private) == 1 and private[0][0] == 0 and base.free_variable is not None
-        if single and base.shape is not None and base.link == "identity":
-            spec = private[0][1]
-            groups = base.shape[0]
-            if float(spec.lower.min()) < 0 or float(spec.upper.max()) > groups - 1:
-                raise DataBoundsError(
-                    f"The declared bounds of PrivateData `{spec.name}` exceed the {groups} "
-                    f"entries of `{base.free_variable}` it indexes in `{self.node}`: declare "
-                    f"bounds=(0, {groups - 1})."
-                )
-            return replace(base, private=_union((base.private, names)), group_by=spec.name)
-        return _Bound(interval=base.interval, free=base.free, private=_union((base.private, names)))
+            axis += index.ndim if index.dtype == "bool" else 1
+        return private
+
+    def _check_group_index(
+        self, spec: PrivateDataSpec, indexed: Variable, axis: int, base: _Bound
+    ) -> None:
+        """A private index must be one integer per record whose declared bounds lie in
+        [0, length − 1] of the axis it indexes: below 0 it would silently read another entry
+        (negative indices count from the end), above it fail for some records only. Shapes
+        and bounds are public, so this is decided before any value is read."""
+        if not spec.integer or spec.record_shape != ():
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` indexes a parameter of `{self.node}`: declare it "
+                "as one integer per record (a 1-d integer array with bounds (0, G − 1))."
+            )
+        length = _public_shape(indexed)[axis]
+        lower, upper = int(spec.lower), int(spec.upper)
+        if 0 <= lower and upper <= length - 1:
+            return
+        if base.free_variable is not None and base.link == "identity":
+            what = f"`{base.free_variable}`"
+        elif base.free:
+            what = "an expression of " + ", ".join(f"`{name}`" for name in base.free)
+        else:
+            what = "a constant array"
+        fix = (
+            f"declare bounds=(0, {length - 1}) (or a narrower public range)"
+            if length
+            else "the axis is empty, so nothing can be indexed: give it at least one entry"
+        )
+        raise DataBoundsError(
+            f"PrivateData `{spec.name}` indexes axis {axis} (length {length}) of {what} in the "
+            f"parameters of `{self.node}`, but its declared bounds [{lower}, {upper}] reach "
+            f"outside [0, {length - 1}]: a negative index would silently read another entry "
+            f"and one beyond the axis would fail for some records only; {fix}."
+        )
 
     def _dot(self, node) -> _Bound:
         left, right = node.inputs

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from pymc.model.fgraph import clone_model
 from scipy import stats
@@ -392,8 +393,88 @@ def test_float_labels_and_out_of_range_group_index_are_refused():
         y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1))
         mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=2)
         pm.Normal("y", mu[g], 1.0, observed=y_obs)
-    with pytest.raises(DataBoundsError, match=r"`g` exceed the 2 entries of `mu`.*bounds=\(0, 1\)"):
+    with pytest.raises(
+        DataBoundsError, match=r"`g` indexes axis 0 \(length 2\) of `mu`.*bounds=\(0, 1\)"
+    ):
         analyze(index)
+
+
+def _sigmoid(x):
+    return pm.math.sigmoid(x)
+
+
+def normal_mean(g_bounds, build, g_values=None):
+    """A Normal likelihood on PrivateData whose mean ``build(g, mu)`` reads the private index
+    ``g``; ``mu`` is a truncated normal of shape (2, 3)."""
+    g_values = np.arange(N) % 2 if g_values is None else g_values
+    with pm.Model() as model:
+        g = PrivateData("g", g_values, bounds=g_bounds)
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1))
+        mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=(2, 3))
+        pm.Normal("y", build(g, mu), 1.0, observed=y_obs)
+    return model
+
+
+INDEX_FORMS = {
+    "2 * mu[:, 0] indexed": (lambda g, mu: (2 * mu[:, 0])[g], 0, 2, "an expression of `mu`"),
+    "mu[g, :]": (lambda g, mu: mu[g, :][:, 0], 0, 2, "`mu`"),
+    "mu[g, 0]": (lambda g, mu: mu[g, 0], 0, 2, "`mu`"),
+    "mu[:, g]": (lambda g, mu: mu[:, g][0], 1, 3, "`mu`"),
+    "mu[None, :, g]": (lambda g, mu: mu[None, :, g][0, 0], 1, 3, "`mu`"),
+    "mu[..., g]": (lambda g, mu: mu[..., g][1], 1, 3, "`mu`"),
+    "sigmoid(mu)[g]": (lambda g, mu: _sigmoid(mu)[g, 1], 0, 2, "an expression of `mu`"),
+    "constant[g]": (
+        lambda g, mu: pt.as_tensor(np.array([0.1, 0.2, 0.3]))[g] + mu[0, 0],
+        0,
+        3,
+        "a constant array",
+    ),
+    "mu[g, g]": (lambda g, mu: mu[g, g], 0, 2, "`mu`"),
+}
+
+
+@pytest.mark.parametrize("form", list(INDEX_FORMS))
+@pytest.mark.parametrize("bounds", [(0, 5), (-1, 1)], ids=["above", "negative"])
+def test_every_private_index_is_checked_against_the_axis_it_indexes(form, bounds):
+    """The audit's cases: only a bare ``theta[y]`` was checked. Elsewhere an index beyond the
+    axis failed at run time for some records only, and a negative one silently read another
+    group. Refused from the shapes and the declared bounds, before any value is read, with
+    the bounds to declare; the same for any data."""
+    build, axis, length, what = INDEX_FORMS[form]
+    bounds = (bounds[0], min(bounds[1], length - 1)) if bounds[0] < 0 else bounds
+    match = (
+        rf"PrivateData `g` indexes axis {axis} \(length {length}\) of {what} in the "
+        rf"parameters of `y`, but its declared bounds \[{bounds[0]}, {bounds[1]}\] reach outside "
+        rf"\[0, {length - 1}\]: .*declare bounds=\(0, {length - 1}\)"
+    )
+    for values in (np.arange(N) % 2, np.zeros(N, int)):
+        with pytest.raises(DataBoundsError, match=match):
+            analyze(normal_mean(bounds, build, values))
+
+
+@pytest.mark.parametrize("form", list(INDEX_FORMS))
+def test_private_indices_within_their_axis_are_analysed(form):
+    build, *_ = INDEX_FORMS[form]
+    one = analyze(normal_mean((0, 1), build))
+    two = analyze(normal_mean((0, 1), build, np.ones(N, int)))
+    assert one == two
+    assert math.isfinite(one.record_lipschitz)
+
+
+def test_only_whole_rows_of_a_free_variable_keep_the_group_structure():
+    """``mu[g]`` and ``mu[g, :]`` select rows of ``mu`` (grouped statistics); ``mu[g, 0]`` is a
+    column of them, which no grouped statistic of shape (2, 3) describes."""
+    rows = analyze(normal_mean((0, 1), lambda g, mu: mu[g, :][:, 0]))
+    assert rows.terms[0].group_by is None
+    with pm.Model() as model:
+        g = PrivateData("g", np.arange(N) % 2, bounds=(0, 1))
+        y_obs = PrivateData("y_obs", np.zeros((N, 3)), bounds=(0, 1))
+        mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=(2, 3))
+        pm.Normal("y", mu[g, :], 1.0, observed=y_obs)
+    assert analyze(model).terms[0].group_by == "g"
+    column = analyze(normal_mean((0, 1), lambda g, mu: mu[g, 0]))
+    assert column.terms[0].group_by is None
+    assert column.terms[0].parameters["mu"].shape == (N,)
 
 
 def test_statistics_rebuild_the_log_likelihood(make_naive_bayes, rng):
