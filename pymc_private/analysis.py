@@ -63,7 +63,7 @@ from pymc_private.families import (
 )
 from pymc_private.priors import parameter_support
 
-__all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "refuse_private_paths"]
+__all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "check_initial_values", "refuse_private_paths"]
 
 ROUTES = ("posterior_sampling", "gibbs", "metropolis", "privatize")
 
@@ -390,7 +390,8 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
         `PrivateData`; an unknown likelihood family (the message lists the supported ones);
         private data, or an observed variable (which PyMC evaluates at its data), reaching a
         Deterministic, a Potential, a prior or an initial value (`refuse_private_paths`); a
-        parameter graph the analysis cannot bound.
+        parameter graph the analysis cannot bound; a numeric initial value that is not
+        finite or not strictly inside its prior's support (`check_initial_values`).
     UnboundedSensitivityError
         L is infinite: the message names the prior to truncate (and the truncated prior to
         use), or the `PrivateData` whose bounds exceed the family's support.
@@ -410,6 +411,7 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
             "nothing to analyse otherwise."
         )
     n = next(iter(specs.values())).n
+    check_initial_values(model)
     check_private_data(model)
     refuse_private_paths(model)
     reader = _GraphReader(model, specs)
@@ -538,6 +540,90 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
         touched = _private_value_inputs(outputs, sources)
         if touched:
             raise UnsupportedModelError(f"{what} depends on {touched[0]}: {fix}.")
+
+
+def check_initial_values(model: pm.Model | None = None) -> None:
+    """Refuse numeric initial values (``initval=``) that are not finite or not strictly inside
+    the support of their prior (`pymc_private.priors.parameter_support`).
+
+    An initial value is public (the user's choice), but it is where every chain starts. A
+    non-finite value, or one on or beyond the boundary of the support (which the sampler's
+    transform maps to ±∞), makes PyMC fail when sampling starts, with a message that lists
+    the log-density of every variable at that point, the observed ones (computed from the
+    private data) included. Checked from the constants alone, before any data is read. A
+    symbolic initial value is checked when it is built from constants only; one that reads
+    private data is refused by `refuse_private_paths`, and one that reads free variables is
+    left to PyMC. `analyze` calls this.
+
+    Interior means: ``lower < value < upper`` elementwise for a continuous variable
+    (``lower <= value <= upper`` for a discrete one), every entry above the minimum
+    probability and a sum of 1 on a simplex, and a norm below the radius on a ball.
+
+    Parameters
+    ----------
+    model
+        The model (default: the model on the context stack).
+
+    Raises
+    ------
+    UnsupportedModelError
+        Naming the variable, its support and what to change.
+    """
+    model = pm.modelcontext(model)
+    for rv in model.free_RVs:
+        initval = model.rvs_to_initial_values.get(rv)
+        if initval is None or isinstance(initval, str):
+            continue
+        if isinstance(initval, Variable):
+            if not _only_constants(initval):
+                continue
+            initval = constant_fold([initval])[0]
+        problem = _initial_value_problem(rv, np.asarray(initval, dtype=np.float64))
+        if problem is not None:
+            raise UnsupportedModelError(
+                f"The initial value of `{rv.name}` {problem}: the chains would start outside "
+                f"the prior. Give `{rv.name}` an initval strictly inside the support of its "
+                "prior, or none (pymc-private's truncated priors start inside their support on "
+                "their own)."
+            )
+
+
+def _initial_value_problem(rv: Variable, value: np.ndarray) -> str | None:
+    """What is wrong with a constant initial value of ``rv``, or None."""
+    if not np.all(np.isfinite(value)):
+        return "is not finite (NaN or infinite)"
+    try:
+        support = parameter_support(rv)
+    except UnsupportedModelError:
+        return None
+    if support is None:
+        return None
+    shape = support.lower.shape
+    try:
+        value = np.broadcast_to(value, shape)
+    except ValueError:
+        return f"has shape {value.shape}, which does not broadcast to the variable's {shape}"
+    lower, upper = support.lower, support.upper
+    if rv.dtype.startswith(("int", "uint")):
+        outside = (value < lower) | (value > upper)
+        what = "lies outside the support {} of its prior{}"
+    else:
+        outside = (value <= lower) | (value >= upper)
+        what = (
+            "is not strictly inside the support {} of its prior{} (a point on its boundary "
+            "is infinite in the sampler's unconstrained space)"
+        )
+    if outside.any():
+        first = tuple(int(i) for i in np.argwhere(outside)[0])
+        at = f" at index {first}" if first else ""
+        return what.format(f"[{_fmt(lower[first])}, {_fmt(upper[first])}]", at)
+    if support.simplex_min_prob is not None and not np.allclose(
+        value.sum(axis=-1), 1.0, rtol=0.0, atol=1e-9
+    ):
+        return "does not sum to 1 along its last axis, the simplex of its prior"
+    if support.radius is not None and np.any(np.sqrt(np.sum(value**2, axis=-1)) >= support.radius):
+        return f"has a norm of at least the radius {_fmt(support.radius)} of its prior's ball"
+    return None
 
 
 def _private_sources(model: pm.Model) -> dict[Variable, str]:

@@ -697,3 +697,101 @@ def test_huge_count_bounds_are_analysed_without_enumeration():
     assert analyze(binomial).record_lipschitz == pytest.approx(expected, rel=1e-9)
     with pytest.raises(UnsupportedModelError, match=r"holds 1e\+09 values.*tighter bounds"):
         ElementDomain(1, big, True).values()
+
+
+# -- numeric initial values ------------------------------------------------------------------
+
+
+def with_prior(prior):
+    """Beta–Bernoulli on PrivateData plus ``prior()`` (which may carry an initval)."""
+
+    def priors():
+        prior()
+        return TruncatedBeta("theta", 2, 2, lower=0.1, upper=0.9)
+
+    return beta_bernoulli(0.1, prior=priors)
+
+
+@pytest.mark.parametrize(
+    ("prior", "match"),
+    [
+        (
+            lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval=np.nan),
+            r"`p` is not finite \(NaN or infinite\)",
+        ),
+        (
+            lambda: TruncatedNormal("p", 0, 1, lower=-1, upper=1, initval=np.inf),
+            r"`p` is not finite",
+        ),
+        (
+            lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval=0.9),
+            r"`p` is not strictly inside the support \[0.1, 0.9\] of its prior \(a point on its "
+            "boundary",
+        ),
+        (
+            lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval=2.0),
+            r"`p` is not strictly inside the support \[0.1, 0.9\]",
+        ),
+        (
+            lambda: TruncatedNormal("p", 0, 1, lower=-1, upper=1, shape=3, initval=[0, 0, -1.5]),
+            r"`p` is not strictly inside the support \[-1, 1\] of its prior at index \(2,\)",
+        ),
+        (
+            lambda: TruncatedGamma("p", 2, 1, lower=0.5, upper=4.0, initval=pt.constant(0.25)),
+            r"`p` is not strictly inside the support \[0.5, 4\]",
+        ),
+        (
+            lambda: pm.HalfNormal("p", 1.0, initval=0.0),
+            r"`p` is not strictly inside the support \[0, inf\]",
+        ),
+        (
+            lambda: TruncatedDirichlet("p", a=np.ones(3), min_prob=0.1, initval=[0.3, 0.3, 0.3]),
+            r"`p` does not sum to 1 along its last axis",
+        ),
+        (
+            lambda: TruncatedDirichlet("p", a=np.ones(3), min_prob=0.1, initval=[0.5, 0.1, 0.4]),
+            r"`p` is not strictly inside the support \[0.1, 0.8\] of its prior at index \(1,\)",
+        ),
+        (
+            lambda: TruncatedMvNormal("p", np.zeros(2), np.eye(2), radius=1.0, initval=[0.8, 0.8]),
+            r"`p` has a norm of at least the radius 1 of its prior's ball",
+        ),
+    ],
+    ids=[
+        "nan",
+        "inf",
+        "boundary",
+        "outside",
+        "vector",
+        "symbolic constant",
+        "halfnormal",
+        "simplex sum",
+        "simplex entry",
+        "ball",
+    ],
+)
+def test_invalid_numeric_initial_values_are_refused_before_the_data_is_read(prior, match):
+    """The audit's case: initvals went unchecked, and PyMC fails on a bad start point with
+    the log-density of every variable, observed ones included. Refused by name from the
+    constants alone: here even data stored against its declaration is not looked at."""
+    model = with_prior(prior)
+    model["y_obs"].container.storage[0] = np.full(N, 7, dtype=np.int32)
+    with pytest.raises(UnsupportedModelError, match=match + r".*initval strictly inside"):
+        analyze(model)
+
+
+@pytest.mark.parametrize(
+    "prior",
+    [
+        lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval=0.5),
+        lambda: TruncatedNormal("p", 0, 1, lower=-1, upper=1, shape=3, initval=[0, 0.5, -0.99]),
+        lambda: TruncatedDirichlet("p", a=np.ones(3), min_prob=0.1, initval=[0.5, 0.3, 0.2]),
+        lambda: TruncatedMvNormal("p", np.zeros(2), np.eye(2), radius=1.0, initval=[0.6, 0.6]),
+        lambda: pm.Normal("p", 0, 1, initval=1e6),
+        lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval="prior"),
+    ],
+    ids=["scalar", "vector", "simplex", "ball", "unbounded", "strategy"],
+)
+def test_valid_initial_values_are_accepted(prior):
+    analysis = analyze(with_prior(prior))
+    assert analysis.record_lipschitz == pytest.approx(math.log(9.0))
