@@ -115,7 +115,9 @@ def PrivateData(
     the values, so that no cast can wrap, round or unmask a value. In particular integer data
     with bounds beyond int32 refuses ``pm.set_data`` (whose int32 cast would wrap values within
     the bounds): replace its value with ``variable.set_value(np.asarray(values,
-    dtype=np.int64))``.
+    dtype=np.int64))``. (Within int32 bounds that cast is exact for every value within the
+    bounds; a value outside int32, hence outside the bounds, is wrapped by PyMC before
+    pymc-private sees it.)
 
     Parameters
     ----------
