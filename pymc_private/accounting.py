@@ -112,11 +112,13 @@ class Release:
         ``"exponential_mechanism"``, ``"gibbs_exponential"``, ``"barker_metropolis"`` ...).
     epsilon
         The ε of one release, a function of public quantities only. ``0.0`` for releases that
-        touch only already-privatised statistics.
+        touch only already-privatised statistics. A negative zero is stored as ``+0.0`` (the
+        same ε), so that equal releases serialise, group and compose identically.
     delta
-        The δ of one release (0 for pure ε-DP).
+        The δ of one release (0 for pure ε-DP; a negative zero is stored as ``+0.0``).
     count
         How many identical releases this record stands for (a sampler plans thousands).
+        ``epsilon``, ``delta`` and ``count`` must be numbers, not booleans.
     sensitivity
         The sensitivity the noise was calibrated to (Δ₁, or the record Lipschitz constant L),
         when there is one.
@@ -143,7 +145,9 @@ class Release:
     note: str = ""
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.epsilon, int | float) and math.isfinite(self.epsilon)):
+        if isinstance(self.epsilon, bool) or not (
+            isinstance(self.epsilon, int | float) and math.isfinite(self.epsilon)
+        ):
             raise InvalidPrivacyParameterError(
                 f"Release epsilon must be a finite number >= 0, got {self.epsilon!r}."
             )
@@ -151,16 +155,19 @@ class Release:
             raise InvalidPrivacyParameterError(
                 f"Release epsilon must be >= 0, got {self.epsilon!r}."
             )
-        if not (isinstance(self.delta, int | float) and 0.0 <= self.delta < 1.0):
+        if isinstance(self.delta, bool) or not (
+            isinstance(self.delta, int | float) and 0.0 <= self.delta < 1.0
+        ):
             raise InvalidPrivacyParameterError(
                 f"Release delta must be in [0, 1), got {self.delta!r}."
             )
-        if not (isinstance(self.count, int) and self.count >= 1):
+        if isinstance(self.count, bool) or not (isinstance(self.count, int) and self.count >= 1):
             raise InvalidPrivacyParameterError(
                 f"Release count must be a positive integer, got {self.count!r}."
             )
-        object.__setattr__(self, "epsilon", float(self.epsilon))
-        object.__setattr__(self, "delta", float(self.delta))
+        # + 0.0 turns a negative zero into +0.0 and leaves every other float as it is.
+        object.__setattr__(self, "epsilon", float(self.epsilon) + 0.0)
+        object.__setattr__(self, "delta", float(self.delta) + 0.0)
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict; `Release.from_dict` inverts it exactly."""

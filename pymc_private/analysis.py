@@ -69,6 +69,7 @@ __all__ = [
     "ROUTES",
     "PrivacyAnalysis",
     "analyze",
+    "check_initial_values",
     "reads_private_data",
     "refuse_private_paths",
     "shape_is_public",
@@ -400,7 +401,8 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
         `PrivateData`; an unknown likelihood family (the message lists the supported ones);
         private data, or an observed variable (which PyMC evaluates at its data), reaching a
         Deterministic, a Potential, a prior or an initial value (`refuse_private_paths`); a
-        parameter graph the analysis cannot bound.
+        parameter graph the analysis cannot bound; a numeric initial value that is not
+        finite or not strictly inside its prior's support (`check_initial_values`).
     UnboundedSensitivityError
         L is infinite: the message names the prior to truncate (and the truncated prior to
         use), or the `PrivateData` whose bounds exceed the family's support.
@@ -420,6 +422,7 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
             "nothing to analyse otherwise."
         )
     n = next(iter(specs.values())).n
+    check_initial_values(model)
     check_private_data(model)
     refuse_private_paths(model)
     reader = _GraphReader(model, specs)
@@ -572,6 +575,90 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
         touched = _private_value_inputs(outputs, sources)
         if touched:
             raise UnsupportedModelError(f"{what} depends on {touched[0]}: {fix}.")
+
+
+def check_initial_values(model: pm.Model | None = None) -> None:
+    """Refuse numeric initial values (``initval=``) that are not finite or not strictly inside
+    the support of their prior (`pymc_private.priors.parameter_support`).
+
+    An initial value is public (the user's choice), but it is where every chain starts. A
+    non-finite value, or one on or beyond the boundary of the support (which the sampler's
+    transform maps to ±∞), makes PyMC fail when sampling starts, with a message that lists
+    the log-density of every variable at that point, the observed ones (computed from the
+    private data) included. Checked from the constants alone, before any data is read. A
+    symbolic initial value is checked when it is built from constants only; one that reads
+    private data is refused by `refuse_private_paths`, and one that reads free variables is
+    left to PyMC. `analyze` calls this.
+
+    Interior means: ``lower < value < upper`` elementwise for a continuous variable
+    (``lower <= value <= upper`` for a discrete one), every entry above the minimum
+    probability and a sum of 1 on a simplex, and a norm below the radius on a ball.
+
+    Parameters
+    ----------
+    model
+        The model (default: the model on the context stack).
+
+    Raises
+    ------
+    UnsupportedModelError
+        Naming the variable, its support and what to change.
+    """
+    model = pm.modelcontext(model)
+    for rv in model.free_RVs:
+        initval = model.rvs_to_initial_values.get(rv)
+        if initval is None or isinstance(initval, str):
+            continue
+        if isinstance(initval, Variable):
+            if not _only_constants(initval):
+                continue
+            initval = constant_fold([initval])[0]
+        problem = _initial_value_problem(rv, np.asarray(initval, dtype=np.float64))
+        if problem is not None:
+            raise UnsupportedModelError(
+                f"The initial value of `{rv.name}` {problem}: the chains would start outside "
+                f"the prior. Give `{rv.name}` an initval strictly inside the support of its "
+                "prior, or none (pymc-private's truncated priors start inside their support on "
+                "their own)."
+            )
+
+
+def _initial_value_problem(rv: Variable, value: np.ndarray) -> str | None:
+    """What is wrong with a constant initial value of ``rv``, or None."""
+    if not np.all(np.isfinite(value)):
+        return "is not finite (NaN or infinite)"
+    try:
+        support = parameter_support(rv)
+    except UnsupportedModelError:
+        return None
+    if support is None:
+        return None
+    shape = support.lower.shape
+    try:
+        value = np.broadcast_to(value, shape)
+    except ValueError:
+        return f"has shape {value.shape}, which does not broadcast to the variable's {shape}"
+    lower, upper = support.lower, support.upper
+    if rv.dtype.startswith(("int", "uint")):
+        outside = (value < lower) | (value > upper)
+        what = "lies outside the support {} of its prior{}"
+    else:
+        outside = (value <= lower) | (value >= upper)
+        what = (
+            "is not strictly inside the support {} of its prior{} (a point on its boundary "
+            "is infinite in the sampler's unconstrained space)"
+        )
+    if outside.any():
+        first = tuple(int(i) for i in np.argwhere(outside)[0])
+        at = f" at index {first}" if first else ""
+        return what.format(f"[{_fmt(lower[first])}, {_fmt(upper[first])}]", at)
+    if support.simplex_min_prob is not None and not np.allclose(
+        value.sum(axis=-1), 1.0, rtol=0.0, atol=1e-9
+    ):
+        return "does not sum to 1 along its last axis, the simplex of its prior"
+    if support.radius is not None and np.any(np.sqrt(np.sum(value**2, axis=-1)) >= support.radius):
+        return f"has a norm of at least the radius {_fmt(support.radius)} of its prior's ball"
+    return None
 
 
 def _private_sources(model: pm.Model) -> dict[Variable, str]:
@@ -973,45 +1060,88 @@ class _GraphReader:
         return None
 
     def _advanced_index(self, node) -> _Bound:
+        """Advanced indexing. A `PrivateData` index makes its array part of the record; when it
+        selects rows of a free variable (``theta[y]``, ``theta[y, :]``) the parameter keeps its
+        structure, grouped by the index. Every private index, wherever it appears, is checked
+        against the public length of the axis it indexes (`_private_indices`)."""
         base = self.bound(node.inputs[0])
-        indices = node.inputs[1:]
+        private = self._private_indices(node, base)
+        if not private:
+            return base.unstructured(base.interval)
+        names = _union((spec.name,) for _, spec in private)
+        first, *rest = node.inputs[1:]
+        rows = (
+            len(private) == 1
+            and self._private_index(first) is not None
+            and all(_is_full_slice(index) for index in rest)
+        )
+        if rows and base.free_variable is not None and base.shape is not None:
+            if base.link == "identity":
+                group_by = private[0][1].name
+                return replace(base, private=_union((base.private, names)), group_by=group_by)
+        return _Bound(interval=base.interval, free=base.free, private=_union((base.private, names)))
+
+    def _private_indices(self, node, base: _Bound) -> list[tuple[int, PrivateDataSpec]]:
+        """The `PrivateData` indices of an advanced-indexing node with the axis each indexes,
+        after refusing indices computed from private data and checking each private index's
+        declared bounds against its axis (`_check_group_index`)."""
+        indexed = node.inputs[0]
         private = []
-        for position, index in enumerate(indices):
-            if isinstance(index.type, NoneTypeT) or _is_full_slice(index):
+        axis = 0
+        for index in node.inputs[1:]:
+            if isinstance(index.type, NoneTypeT):
                 continue
             spec = self._private_index(index)
             if spec is not None:
-                private.append((position, spec))
+                self._check_group_index(spec, indexed, axis, base)
+                private.append((axis, spec))
+                axis += 1
                 continue
             if _strip_casts(index) in self.observed:
                 raise self._observed_variable(_strip_casts(index))
             if self._depends_on_private(index):
                 raise self._unsupported("an index computed from private data")
             if _is_slice(index):
+                axis += 1
                 continue
             if isinstance(_strip_casts(index), SharedVariable):
                 self._refuse_data(_strip_casts(index))
-        if not private:
-            return base.unstructured(base.interval)
-        for _, spec in private:
-            if not spec.integer or spec.record_shape != ():
-                raise DataBoundsError(
-                    f"PrivateData `{spec.name}` indexes a parameter of `{self.node}`: declare it "
-                    "as one integer per record (a 1-d integer array with bounds (0, G − 1))."
-                )
-        names = _union((spec.name,) for _, spec in private)
-        single = len(private) == 1 and private[0][0] == 0 and base.free_variable is not None
-        if single and base.shape is not None and base.link == "identity":
-            spec = private[0][1]
-            groups = base.shape[0]
-            if float(spec.lower.min()) < 0 or float(spec.upper.max()) > groups - 1:
-                raise DataBoundsError(
-                    f"The declared bounds of PrivateData `{spec.name}` exceed the {groups} "
-                    f"entries of `{base.free_variable}` it indexes in `{self.node}`: declare "
-                    f"bounds=(0, {groups - 1})."
-                )
-            return replace(base, private=_union((base.private, names)), group_by=spec.name)
-        return _Bound(interval=base.interval, free=base.free, private=_union((base.private, names)))
+            axis += index.ndim if index.dtype == "bool" else 1
+        return private
+
+    def _check_group_index(
+        self, spec: PrivateDataSpec, indexed: Variable, axis: int, base: _Bound
+    ) -> None:
+        """A private index must be one integer per record whose declared bounds lie in
+        [0, length − 1] of the axis it indexes: below 0 it would silently read another entry
+        (negative indices count from the end), above it fail for some records only. Shapes
+        and bounds are public, so this is decided before any value is read."""
+        if not spec.integer or spec.record_shape != ():
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` indexes a parameter of `{self.node}`: declare it "
+                "as one integer per record (a 1-d integer array with bounds (0, G − 1))."
+            )
+        length = _public_shape(indexed)[axis]
+        lower, upper = int(spec.lower), int(spec.upper)
+        if 0 <= lower and upper <= length - 1:
+            return
+        if base.free_variable is not None and base.link == "identity":
+            what = f"`{base.free_variable}`"
+        elif base.free:
+            what = "an expression of " + ", ".join(f"`{name}`" for name in base.free)
+        else:
+            what = "a constant array"
+        fix = (
+            f"declare bounds=(0, {length - 1}) (or a narrower public range)"
+            if length
+            else "the axis is empty, so nothing can be indexed: give it at least one entry"
+        )
+        raise DataBoundsError(
+            f"PrivateData `{spec.name}` indexes axis {axis} (length {length}) of {what} in the "
+            f"parameters of `{self.node}`, but its declared bounds [{lower}, {upper}] reach "
+            f"outside [0, {length - 1}]: a negative index would silently read another entry "
+            f"and one beyond the axis would fail for some records only; {fix}."
+        )
 
     def _dot(self, node) -> _Bound:
         left, right = node.inputs

@@ -1,7 +1,8 @@
 """Private data: the only door through which raw data enters a pymc-private model.
 
-`PrivateData` registers an array in the current model exactly like `pm.Data` (so the model
-stays an ordinary PyMC model), after checking it against bounds the user declares. The bounds
+`PrivateData` registers an array in the current model like `pm.Data` (so the model stays an
+ordinary PyMC model), after checking it against bounds the user declares, and stores exactly the
+values it was given in a dtype chosen from the declaration alone. The bounds
 are public knowledge, never computed from the data; together with the record axis (axis 0)
 and the record count n they are everything the privacy analysis may know about the data.
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
+import pytensor
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
@@ -36,6 +38,11 @@ __all__ = [
 ]
 
 _OUT_OF_BOUNDS = ("raise", "clip")
+# Every integer of magnitude at most 2⁵³ is exactly a float64 (the analysis computes in
+# float64); integer bounds must lie within it.
+_EXACT_INTEGER_LIMIT = 2**53
+# PyMC's ``pm.set_data`` casts integer values to int32 (``pymc.pytensorf.intX``) before storing.
+_INT32 = np.iinfo(np.int32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,14 +134,30 @@ def PrivateData(
     value,
     bounds: tuple,
     *,
-    dims: Sequence[str] | None = None,
+    dims: Sequence[str] | str | None = None,
     out_of_bounds: str = "raise",
 ) -> TensorVariable:
     """Register private data with declared public bounds in the current model.
 
-    Works like `pm.Data` (and is a `pm.Data` underneath), with axis 0 the record axis. Every
-    check runs before anything is registered; a failing check raises `DataBoundsError` naming
-    the array, the column and the first offending row, never the offending value.
+    Works like `pm.Data` (a shared variable in ``model.data_vars``, usable with ``observed=``,
+    as an index and with ``pm.set_data``), with axis 0 the record axis. Every check runs before
+    anything is registered, and every check that reads only public quantities (the dtype, the
+    shape, the bounds, the dims) runs before any value is read; a failing check on values
+    raises `DataBoundsError` naming the array, the column and the first offending row, never
+    the offending value.
+
+    The values are stored exactly as given (or clipped, see ``out_of_bounds``), never through
+    PyMC's casts (``pm.Data`` stores int64 as int32, which wraps values beyond 2³¹), in a dtype
+    chosen from the declaration alone (``variable.dtype``): real data as float64; integer and
+    boolean data as int32 when the bounds lie within the int32 range (the dtype
+    ``pm.set_data`` casts integers to), int64 otherwise. A later value (``pm.set_data``,
+    ``set_value``) must have exactly that dtype: PyTensor refuses any other by dtype, whatever
+    the values, so that no cast can wrap, round or unmask a value. In particular integer data
+    with bounds beyond int32 refuses ``pm.set_data`` (whose int32 cast would wrap values within
+    the bounds): replace its value with ``variable.set_value(np.asarray(values,
+    dtype=np.int64))``. (Within int32 bounds that cast is exact for every value within the
+    bounds; a value outside int32, hence outside the bounds, is wrapped by PyMC before
+    pymc-private sees it.)
 
     Parameters
     ----------
@@ -142,12 +165,16 @@ def PrivateData(
         Name of the data variable.
     value
         Array-like of real numbers with at least one dimension; axis 0 indexes records. Integer
-        or boolean input keeps an integer domain (labels, counts); booleans become 0/1.
+        or boolean input keeps an integer domain (labels, counts); booleans become 0/1. Float
+        input is stored as float64, so float types wider than float64 (``np.longdouble``) are
+        refused. A `numpy.ma.MaskedArray` is accepted when nothing is masked.
     bounds
         ``(lower, upper)``: scalars or arrays broadcastable to one record's shape
-        (``value.shape[1:]``), finite, with ``lower <= upper``. For integer data the bounds must
-        be integers. They are public: declare what you know about the domain, never values
-        computed from this data.
+        (``value.shape[1:]``), finite, with ``lower <= upper``, each exactly a float64 (an
+        integer beyond 2⁵³ or a ``np.longdouble`` that float64 would round is refused). For
+        integer data the bounds must be integers of magnitude at most 2⁵³, so that every
+        integer of the domain is exactly a float64. They are public: declare what you know
+        about the domain, never values computed from this data.
     dims
         Dims as in `pm.Data` (the first one is the record dim).
     out_of_bounds
@@ -155,7 +182,8 @@ def PrivateData(
         ``"clip"``: values are clipped into the bounds. Clipping is part of the private
         mechanism (each record is mapped into the declared domain before anything else touches
         it), so the privacy guarantee holds for the clipped data and the analysis reports that
-        clipping was requested. NaN and infinite values are refused in both modes.
+        clipping was requested. NaN, infinite and masked (missing) values are refused in both
+        modes.
 
     Returns
     -------
@@ -165,20 +193,20 @@ def PrivateData(
     Raises
     ------
     DataBoundsError
-        NaN or infinite values, non-numeric, complex or ragged input, invalid bounds, values
-        outside the bounds (with ``out_of_bounds="raise"``), or a record count that differs from
-        the other `PrivateData` of the model.
+        NaN, infinite or masked values; non-numeric, complex, ragged or wider-than-float64
+        input; invalid bounds or dims; values outside the bounds (with
+        ``out_of_bounds="raise"``); or a record count that differs from the other
+        `PrivateData` of the model.
     """
     if out_of_bounds not in _OUT_OF_BOUNDS:
         raise DataBoundsError(
             f"PrivateData `{name}`: out_of_bounds must be 'raise' or 'clip', got {out_of_bounds!r}."
         )
-    array = _as_real_array(name, value)
+    array, missing = _as_real_array(name, value)
+    dims = _checked_dims(name, dims, array.ndim)
     record_shape = array.shape[1:]
-    integer = array.dtype.kind in "iu"
+    integer = array.dtype.kind in "biu"
     lower, upper = _check_bounds(name, bounds, record_shape, integer)
-    _check_finite(name, array, dims)
-    array = _check_within_bounds(name, array, lower, upper, dims, out_of_bounds)
     model = pm.modelcontext(None)
     n = array.shape[0]
     for other in private_data(model).values():
@@ -187,7 +215,10 @@ def PrivateData(
                 f"PrivateData `{name}` has {n} records (axis 0) but `{other.name}` has "
                 f"{other.n}: every PrivateData of a model holds the same records, one row each."
             )
-    variable = pm.Data(name, array, dims=dims)
+    _check_finite(name, array, missing, dims)
+    dtype = _stored_dtype(integer, lower, upper)
+    stored, _ = _stored_values(name, array, lower, upper, dims, out_of_bounds, dtype)
+    variable = _registered(model, name, stored, dims)
     spec = PrivateDataSpec(
         name=variable.name,
         lower=lower,
@@ -196,8 +227,8 @@ def PrivateData(
         n=n,
         integer=integer,
         out_of_bounds=out_of_bounds,
-        dims=tuple(dims) if dims is not None else None,
-        dataset=dataset_id(array),
+        dims=dims,
+        dataset=dataset_id(stored),
     )
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable
@@ -209,11 +240,13 @@ def check_private_data(model: pm.Model | None = None) -> None:
     `PrivateData` checks its value when it is declared, but ``pm.set_data`` and
     ``set_value`` can replace that value later, keeping the shape. This runs the declaration's
     checks again on the current values, so call it (``pmp.analyze`` and ``pmp.sample`` do)
-    after the last ``pm.set_data`` and before anything touches the data: the shape must be the
-    declared n records of the declared record shape, the dtype integer exactly when it was
-    declared integer, every value finite (NaN, infinite and masked entries, which
-    ``pm.set_data`` makes of NaN, are refused in both modes), and every value within the
-    declared bounds.
+    after the last ``pm.set_data`` and before anything touches the data. First what is public:
+    the shape must be the declared n records of the declared record shape, and the dtype the
+    declared kind under the same rules as `PrivateData` (integer exactly when declared
+    integer, and then able to hold every integer within the declared bounds; a float at most
+    as wide as float64). Then the values: every value present and finite (NaN, infinite and
+    masked entries, which ``pm.set_data`` makes of NaN, are refused in both modes), and every
+    value within the declared bounds, compared exactly (integers as integers).
 
     Out of bounds, ``out_of_bounds="raise"`` raises `DataBoundsError`. With
     ``out_of_bounds="clip"`` the stored value is clipped into the bounds in place (the data
@@ -232,9 +265,10 @@ def check_private_data(model: pm.Model | None = None) -> None:
     Raises
     ------
     DataBoundsError
-        A changed shape, a dtype other than the declared one, a NaN, infinite or masked
-        value, or (with ``out_of_bounds="raise"``) a value outside the bounds. The message
-        names the array, the row and the column, never the value.
+        A changed shape, a dtype other than the declared kind or too narrow for the declared
+        bounds, a NaN, infinite or masked value, or (with ``out_of_bounds="raise"``) a value
+        outside the bounds. The message names the array, the row and the column, never the
+        value.
     """
     model = pm.modelcontext(model)
     for variable in model.data_vars:
@@ -249,22 +283,19 @@ def check_private_data(model: pm.Model | None = None) -> None:
                 "replaced with pm.set_data?); declare new data with pmp.PrivateData so that it "
                 "is checked against its bounds."
             )
-        missing = np.ma.getmaskarray(current)
-        if missing.any():
-            array = np.where(missing, np.nan, array.astype(np.float64))
-        _check_finite(spec.name, array, spec.dims)
-        if array.dtype.kind not in "iuf" or (array.dtype.kind in "iu") != spec.integer:
-            declared = "an integer" if spec.integer else "a float"
-            raise DataBoundsError(
-                f"PrivateData `{spec.name}` now holds dtype {array.dtype} but was declared with "
-                f"{declared} dtype; replace its value with {declared} array of the declared "
-                "shape, or declare new data with pmp.PrivateData."
-            )
-        checked = _check_within_bounds(
-            spec.name, array, spec.lower, spec.upper, spec.dims, spec.out_of_bounds
+        _check_current_dtype(spec, array.dtype)
+        _check_finite(spec.name, array, np.ma.getmaskarray(current), spec.dims)
+        stored, clipped = _stored_values(
+            spec.name,
+            array,
+            spec.lower,
+            spec.upper,
+            spec.dims,
+            spec.out_of_bounds,
+            np.dtype(variable.dtype),
         )
-        if checked is not array:
-            variable.set_value(checked)
+        if clipped:
+            variable.set_value(stored)
 
 
 def private_data(model: pm.Model | None = None) -> dict[str, PrivateDataSpec]:
@@ -317,21 +348,30 @@ def private_record_count(model: pm.Model | None = None) -> int:
     return next(iter(specs.values())).n
 
 
-def _as_real_array(name: str, value) -> np.ndarray:
+def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray]:
+    """The input as an array of a real dtype, and which of its entries are masked."""
     try:
-        array = np.asarray(value)
+        if isinstance(value, np.ma.MaskedArray):
+            array, missing = np.asarray(np.ma.getdata(value)), np.ma.getmaskarray(value)
+        else:
+            array = np.asarray(value)
+            missing = np.zeros(array.shape, dtype=bool)
     except (ValueError, TypeError):
         raise DataBoundsError(
             f"PrivateData `{name}` is ragged or not array-like: pass a rectangular array of "
             "real numbers with records on axis 0."
         ) from None
-    if array.dtype.kind == "b":
-        array = array.astype(np.int64)
-    if array.dtype.kind not in "iuf":
+    if array.dtype.kind not in "biuf":
         raise DataBoundsError(
             f"PrivateData `{name}` has dtype {array.dtype}; pass real numbers (integer, boolean "
             "or float dtype), not objects, strings or complex numbers. Ragged lists also end "
             "up here: every record must have the same shape."
+        )
+    if array.dtype.kind == "f" and array.dtype.itemsize > 8:
+        raise DataBoundsError(
+            f"PrivateData `{name}` has dtype {array.dtype}, wider than float64: it is stored as "
+            "float64, which would round its values. Convert it to float64 yourself "
+            "(value.astype(np.float64)) if that rounding is what you want."
         )
     if array.ndim == 0:
         raise DataBoundsError(
@@ -340,7 +380,19 @@ def _as_real_array(name: str, value) -> np.ndarray:
         )
     if array.shape[0] == 0:
         raise DataBoundsError(f"PrivateData `{name}` has no records (axis 0 is empty).")
-    return array
+    return array, missing
+
+
+def _checked_dims(name: str, dims, ndim: int) -> tuple[str, ...] | None:
+    if dims is None:
+        return None
+    dims = (dims,) if isinstance(dims, str) else tuple(dims)
+    if len(dims) != ndim:
+        raise DataBoundsError(
+            f"PrivateData `{name}` has {ndim} axes but {len(dims)} dims {dims}: give one dim "
+            "per axis, the record dim first."
+        )
+    return dims
 
 
 def _check_bounds(
@@ -369,14 +421,28 @@ def _check_bounds(
                 f"PrivateData `{name}`: the {which} bound of shape {raw.shape} does not "
                 f"broadcast to one record's shape {record_shape}."
             ) from None
-        if not np.all(np.isfinite(arr)):
+        if not np.all(np.isfinite(raw)):
             raise DataBoundsError(
                 f"PrivateData `{name}`: the {which} bound must be finite (got a NaN or "
                 "infinite bound); declare the finite range your data can take."
             )
+        exact = _exactly_float64(raw)
         if integer and not np.all(arr == np.round(arr)):
             raise DataBoundsError(
                 f"PrivateData `{name}` has an integer dtype: its {which} bound must be integers."
+            )
+        if integer and not (exact and np.all(np.abs(arr) <= _EXACT_INTEGER_LIMIT)):
+            raise DataBoundsError(
+                f"PrivateData `{name}` has an integer dtype: its {which} bound must be integers "
+                "of magnitude at most 2**53 (9007199254740992), beyond which not every integer "
+                "is a float64 and the privacy analysis could not represent the domain exactly; "
+                "declare tighter bounds or rescale the data."
+            )
+        if not exact:
+            raise DataBoundsError(
+                f"PrivateData `{name}`: the {which} bound is not exactly a float64 (an integer "
+                "beyond 2**53 or a float wider than float64 would be rounded); declare bounds "
+                "that are float64 numbers, e.g. float(bound) rounded the way you intend."
             )
         arr = arr.copy()
         arr.setflags(write=False)
@@ -391,32 +457,115 @@ def _check_bounds(
     return lower, upper
 
 
-def _check_finite(name: str, array: np.ndarray, dims) -> None:
-    if array.dtype.kind != "f":
-        return
-    bad = ~np.isfinite(array)
+def _exactly_float64(raw: np.ndarray) -> bool:
+    """Whether every (finite) number of ``raw`` is exactly a float64."""
+    if raw.dtype.kind == "b" or (raw.dtype.kind == "f" and raw.dtype.itemsize <= 8):
+        return True
+    converted = raw.astype(np.float64)
+    if raw.dtype.kind == "f":
+        return bool(np.all(converted == raw))
+    return all(
+        int(c) == int(r)
+        for c, r in zip(converted.ravel().tolist(), raw.ravel().tolist(), strict=True)
+    )
+
+
+def _stored_dtype(integer: bool, lower: np.ndarray, upper: np.ndarray) -> np.dtype:
+    """The dtype `PrivateData` stores: float64 for real data; for integer data int32 (what
+    ``pm.set_data`` casts integers to) when it holds every integer within the bounds, int64
+    otherwise (the bounds lie within ±2⁵³)."""
+    if not integer:
+        return np.dtype(np.float64)
+    if lower.size and (lower.min() < _INT32.min or upper.max() > _INT32.max):
+        return np.dtype(np.int64)
+    return np.dtype(np.int32)
+
+
+def _registered(model: pm.Model, name: str, values: np.ndarray, dims) -> TensorVariable:
+    """Register ``values`` as data of ``model`` as `pm.Data` does, but with the dtype of
+    ``values`` (``pm.Data`` casts int64 to int32 and float64 to floatX) and a strict container:
+    a later value (``pm.set_data``, ``set_value``) must have that very dtype, so that no cast
+    can wrap, round or unmask a value behind the declaration's back."""
+    full_name = model.name_for(name)
+    if model.named_vars.tree_contains(full_name):
+        raise ValueError(f"Variable name {full_name} already exists.")
+    variable = pytensor.shared(values, full_name, strict=True)
+    for axis, dim in enumerate(dims or ()):
+        if dim is not None and dim not in model.dim_lengths:
+            model.add_coord(name=dim, values=None, length=variable.shape[axis])
+    model.register_data_var(variable, dims=dims)
+    return variable
+
+
+def _check_current_dtype(spec: PrivateDataSpec, dtype: np.dtype) -> None:
+    """The dtype rules of `PrivateData`, for a value stored after the declaration."""
+    integer = dtype.kind in "biu"
+    if integer != spec.integer or dtype.kind not in "biuf":
+        declared = "an integer" if spec.integer else "a float"
+        raise DataBoundsError(
+            f"PrivateData `{spec.name}` now holds dtype {dtype} but was declared with "
+            f"{declared} dtype; replace its value with {declared} array of the declared "
+            "shape, or declare new data with pmp.PrivateData."
+        )
+    if dtype.kind == "f" and dtype.itemsize > 8:
+        raise DataBoundsError(
+            f"PrivateData `{spec.name}` now holds dtype {dtype}, wider than float64; replace its "
+            "value with a float64 array of the declared shape."
+        )
+    if integer and spec.lower.size:
+        least, most = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        low, high = int(spec.lower.min()), int(spec.upper.max())
+        if low < least or high > most:
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` now holds dtype {dtype}, which cannot hold every "
+                f"integer within its declared bounds [{low}, {high}] (a cast to it may have "
+                "wrapped values; pm.set_data casts integers to int32): replace its value with "
+                f"`{spec.name}.set_value(np.asarray(values, dtype=np.int64))`."
+            )
+
+
+def _check_finite(name: str, array: np.ndarray, missing: np.ndarray, dims) -> None:
+    bad = missing
+    if array.dtype.kind == "f":
+        bad = bad | ~np.isfinite(array)
     if bad.any():
         row, column = _first(bad)
         raise DataBoundsError(
-            f"PrivateData `{name}`: row {row}, {_column(column, array.shape[1:], dims)} is not a "
-            "finite number (NaN or infinite); remove or impute such records before declaring "
-            "the data."
+            f"PrivateData `{name}`: row {row}, {_column(column, array.shape[1:], dims)} is "
+            "missing or not a finite number (masked, NaN or infinite); remove or impute such "
+            "records before declaring the data."
         )
 
 
-def _check_within_bounds(
+def _stored_values(
     name: str,
     array: np.ndarray,
     lower: np.ndarray,
     upper: np.ndarray,
     dims,
     out_of_bounds: str,
-) -> np.ndarray:
-    outside = (array < lower) | (array > upper)
+    dtype: np.dtype,
+) -> tuple[np.ndarray, bool]:
+    """The values to store, of ``dtype``: exactly those of ``array``, clipped into the bounds
+    with ``out_of_bounds="clip"``; and whether any was clipped. ``dtype`` must hold every
+    value within the bounds (`_stored_dtype`). Integers are compared with the bounds as
+    integers: as floats, 2⁵³ + 1 would compare equal to a bound of 2⁵³."""
+    if array.dtype.kind in "biu":
+        low, high = lower.astype(np.int64), upper.astype(np.int64)
+        values = array.astype(np.int64, copy=False)
+        outside = (values < low) | (values > high)
+        if array.dtype.kind == "u" and array.dtype.itemsize == 8:
+            beyond = array > np.iinfo(np.int64).max
+            values = np.where(beyond, high, values)
+            outside |= beyond
+    else:
+        low, high = lower, upper
+        values = array.astype(np.float64, copy=False)
+        outside = (values < low) | (values > high)
     if not outside.any():
-        return array
+        return values.astype(dtype, copy=False), False
     if out_of_bounds == "clip":
-        return np.clip(array, lower, upper).astype(array.dtype)
+        return np.clip(values, low, high).astype(dtype, copy=False), True
     row, column = _first(outside)
     raise DataBoundsError(
         f"PrivateData `{name}`: row {row}, {_column(column, array.shape[1:], dims)} lies outside "
@@ -443,4 +592,8 @@ def _column(column: tuple[int, ...], record_shape: tuple[int, ...], dims=None) -
 
 
 def _fmt(x: float) -> str:
-    return f"{float(x):g}"
+    """A declared bound, exactly (bounds are public)."""
+    x = float(x)
+    if x.is_integer() and abs(x) <= _EXACT_INTEGER_LIMIT:
+        return str(int(x))
+    return repr(x)

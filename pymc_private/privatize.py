@@ -620,12 +620,42 @@ def _model_on_statistics(
             f"The free variables {lost} depend on the private data (e.g. a size taken from "
             "its shape) and would be lost without it: give them a fixed shape or dims."
         )
+    _refuse_dropped_outputs(model, private_model, private)
     order = {rv.name: position for position, rv in enumerate(model.free_RVs)}
     private_model.free_RVs.sort(key=lambda rv: order[rv.name])
     if privatisation.noise_aware:
         add_noise_aware_likelihood(private_model, analysis, privatisation)
     _check_no_private_inputs(private_model, private)
     return private_model
+
+
+def _refuse_dropped_outputs(model: pm.Model, private_model: pm.Model, private: set[str]) -> None:
+    """Refuse, by name, every Deterministic and Potential the rebuilt model lost.
+
+    Removing the private data and the observed nodes from the graph removes everything that
+    reads them. `pmp.analyze` refuses what reads their values (`refuse_private_paths`), but a
+    Deterministic or Potential reading only a shape (``y_obs.shape[0] * p``) or an observed
+    variable's shape would vanish without a word; it is refused here instead, before any
+    noise is drawn.
+    """
+    kept = set(private_model.named_vars)
+    dropped = [v for v in (*model.deterministics, *model.potentials) if v.name not in kept]
+    if not dropped:
+        return
+    removed = {v for v in model.data_vars if v.name in private} | set(model.observed_RVs)
+    described = []
+    for variable in dropped:
+        kind = "Deterministic" if variable in model.deterministics else "Potential"
+        reads = sorted({v.name for v in ancestors([variable]) if v in removed})
+        described.append(
+            f"{kind} `{variable.name}` (reads " + ", ".join(f"`{name}`" for name in reads) + ")"
+        )
+    raise UnsupportedModelError(
+        "pmp.privatize rebuilds the model without its private data and observed variables, "
+        f"so it would drop {'; '.join(described)}. Remove each, or compute it from the "
+        "parameters only (the record count n and the data's shapes are public: write them as "
+        "constants)."
+    )
 
 
 def _drop_private_dims(fgraph, model: pm.Model, private: set[str]) -> None:

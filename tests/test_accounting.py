@@ -224,6 +224,48 @@ def test_json_round_trip_is_lossless():
     assert restored.composition(1e-6) == ledger.composition(1e-6)
 
 
+@pytest.mark.parametrize(
+    ("fields", "twin"),
+    [
+        ({"epsilon": -0.0}, {"epsilon": 0.0}),
+        ({"epsilon": 0.5, "delta": -0.0}, {"epsilon": 0.5, "delta": 0.0}),
+        ({"epsilon": -0.0, "delta": -0.0, "count": 3}, {"epsilon": 0, "delta": 0, "count": 3}),
+    ],
+    ids=["epsilon", "delta", "both"],
+)
+def test_negative_zero_is_stored_as_zero_and_serialises_identically(fields, twin):
+    """−0.0 is the same ε as +0.0; stored as is it serialised as "-0.0", printed as "-0" and
+    grouped with +0.0 under whichever came first. Normalised, the two releases are one record:
+    same JSON text, same ledger summary, same composition, in either order."""
+    negative, positive = Release("laplace", **fields), Release("laplace", **twin)
+    for value in (negative.epsilon, negative.delta):
+        assert math.copysign(1.0, value) == 1.0
+    assert json.dumps(negative.to_dict()) == json.dumps(positive.to_dict())
+    restored = PrivacyLedger.from_json(PrivacyLedger([negative]).to_json())
+    assert restored.releases == (positive,)
+    assert math.copysign(1.0, restored.releases[0].epsilon) == 1.0
+    first, second = PrivacyLedger([negative, positive]), PrivacyLedger([positive, negative])
+    assert first.to_json() == second.to_json()
+    assert first.summary(1e-6) == second.summary(1e-6)
+    assert (
+        first.composition() == second.composition() == PrivacyLedger([positive] * 2).composition()
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"epsilon": True}, "epsilon"),
+        ({"epsilon": 0.5, "delta": False}, "delta"),
+        ({"epsilon": 0.5, "count": True}, "count"),
+    ],
+)
+def test_booleans_are_not_numbers_in_a_release(fields, match):
+    """True would be stored as ε = 1.0 or count True, serialised as ``true``."""
+    with pytest.raises(InvalidPrivacyParameterError, match=f"Release {match}"):
+        Release("laplace", **fields)
+
+
 def test_from_dict_rejects_what_is_not_a_ledger():
     with pytest.raises(ValueError, match="format"):
         PrivacyLedger.from_dict({"releases": []})

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from pymc.model.fgraph import clone_model
 from scipy import stats
@@ -392,8 +393,88 @@ def test_float_labels_and_out_of_range_group_index_are_refused():
         y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1))
         mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=2)
         pm.Normal("y", mu[g], 1.0, observed=y_obs)
-    with pytest.raises(DataBoundsError, match=r"`g` exceed the 2 entries of `mu`.*bounds=\(0, 1\)"):
+    with pytest.raises(
+        DataBoundsError, match=r"`g` indexes axis 0 \(length 2\) of `mu`.*bounds=\(0, 1\)"
+    ):
         analyze(index)
+
+
+def _sigmoid(x):
+    return pm.math.sigmoid(x)
+
+
+def normal_mean(g_bounds, build, g_values=None):
+    """A Normal likelihood on PrivateData whose mean ``build(g, mu)`` reads the private index
+    ``g``; ``mu`` is a truncated normal of shape (2, 3)."""
+    g_values = np.arange(N) % 2 if g_values is None else g_values
+    with pm.Model() as model:
+        g = PrivateData("g", g_values, bounds=g_bounds)
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1))
+        mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=(2, 3))
+        pm.Normal("y", build(g, mu), 1.0, observed=y_obs)
+    return model
+
+
+INDEX_FORMS = {
+    "2 * mu[:, 0] indexed": (lambda g, mu: (2 * mu[:, 0])[g], 0, 2, "an expression of `mu`"),
+    "mu[g, :]": (lambda g, mu: mu[g, :][:, 0], 0, 2, "`mu`"),
+    "mu[g, 0]": (lambda g, mu: mu[g, 0], 0, 2, "`mu`"),
+    "mu[:, g]": (lambda g, mu: mu[:, g][0], 1, 3, "`mu`"),
+    "mu[None, :, g]": (lambda g, mu: mu[None, :, g][0, 0], 1, 3, "`mu`"),
+    "mu[..., g]": (lambda g, mu: mu[..., g][1], 1, 3, "`mu`"),
+    "sigmoid(mu)[g]": (lambda g, mu: _sigmoid(mu)[g, 1], 0, 2, "an expression of `mu`"),
+    "constant[g]": (
+        lambda g, mu: pt.as_tensor(np.array([0.1, 0.2, 0.3]))[g] + mu[0, 0],
+        0,
+        3,
+        "a constant array",
+    ),
+    "mu[g, g]": (lambda g, mu: mu[g, g], 0, 2, "`mu`"),
+}
+
+
+@pytest.mark.parametrize("form", list(INDEX_FORMS))
+@pytest.mark.parametrize("bounds", [(0, 5), (-1, 1)], ids=["above", "negative"])
+def test_every_private_index_is_checked_against_the_axis_it_indexes(form, bounds):
+    """The audit's cases: only a bare ``theta[y]`` was checked. Elsewhere an index beyond the
+    axis failed at run time for some records only, and a negative one silently read another
+    group. Refused from the shapes and the declared bounds, before any value is read, with
+    the bounds to declare; the same for any data."""
+    build, axis, length, what = INDEX_FORMS[form]
+    bounds = (bounds[0], min(bounds[1], length - 1)) if bounds[0] < 0 else bounds
+    match = (
+        rf"PrivateData `g` indexes axis {axis} \(length {length}\) of {what} in the "
+        rf"parameters of `y`, but its declared bounds \[{bounds[0]}, {bounds[1]}\] reach outside "
+        rf"\[0, {length - 1}\]: .*declare bounds=\(0, {length - 1}\)"
+    )
+    for values in (np.arange(N) % 2, np.zeros(N, int)):
+        with pytest.raises(DataBoundsError, match=match):
+            analyze(normal_mean(bounds, build, values))
+
+
+@pytest.mark.parametrize("form", list(INDEX_FORMS))
+def test_private_indices_within_their_axis_are_analysed(form):
+    build, *_ = INDEX_FORMS[form]
+    one = analyze(normal_mean((0, 1), build))
+    two = analyze(normal_mean((0, 1), build, np.ones(N, int)))
+    assert one == two
+    assert math.isfinite(one.record_lipschitz)
+
+
+def test_only_whole_rows_of_a_free_variable_keep_the_group_structure():
+    """``mu[g]`` and ``mu[g, :]`` select rows of ``mu`` (grouped statistics); ``mu[g, 0]`` is a
+    column of them, which no grouped statistic of shape (2, 3) describes."""
+    rows = analyze(normal_mean((0, 1), lambda g, mu: mu[g, :][:, 0]))
+    assert rows.terms[0].group_by is None
+    with pm.Model() as model:
+        g = PrivateData("g", np.arange(N) % 2, bounds=(0, 1))
+        y_obs = PrivateData("y_obs", np.zeros((N, 3)), bounds=(0, 1))
+        mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1, shape=(2, 3))
+        pm.Normal("y", mu[g, :], 1.0, observed=y_obs)
+    assert analyze(model).terms[0].group_by == "g"
+    column = analyze(normal_mean((0, 1), lambda g, mu: mu[g, 0]))
+    assert column.terms[0].group_by is None
+    assert column.terms[0].parameters["mu"].shape == (N,)
 
 
 def test_statistics_rebuild_the_log_likelihood(make_naive_bayes, rng):
@@ -616,3 +697,101 @@ def test_huge_count_bounds_are_analysed_without_enumeration():
     assert analyze(binomial).record_lipschitz == pytest.approx(expected, rel=1e-9)
     with pytest.raises(UnsupportedModelError, match=r"holds 1e\+09 values.*tighter bounds"):
         ElementDomain(1, big, True).values()
+
+
+# -- numeric initial values ------------------------------------------------------------------
+
+
+def with_prior(prior):
+    """Beta–Bernoulli on PrivateData plus ``prior()`` (which may carry an initval)."""
+
+    def priors():
+        prior()
+        return TruncatedBeta("theta", 2, 2, lower=0.1, upper=0.9)
+
+    return beta_bernoulli(0.1, prior=priors)
+
+
+@pytest.mark.parametrize(
+    ("prior", "match"),
+    [
+        (
+            lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval=np.nan),
+            r"`p` is not finite \(NaN or infinite\)",
+        ),
+        (
+            lambda: TruncatedNormal("p", 0, 1, lower=-1, upper=1, initval=np.inf),
+            r"`p` is not finite",
+        ),
+        (
+            lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval=0.9),
+            r"`p` is not strictly inside the support \[0.1, 0.9\] of its prior \(a point on its "
+            "boundary",
+        ),
+        (
+            lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval=2.0),
+            r"`p` is not strictly inside the support \[0.1, 0.9\]",
+        ),
+        (
+            lambda: TruncatedNormal("p", 0, 1, lower=-1, upper=1, shape=3, initval=[0, 0, -1.5]),
+            r"`p` is not strictly inside the support \[-1, 1\] of its prior at index \(2,\)",
+        ),
+        (
+            lambda: TruncatedGamma("p", 2, 1, lower=0.5, upper=4.0, initval=pt.constant(0.25)),
+            r"`p` is not strictly inside the support \[0.5, 4\]",
+        ),
+        (
+            lambda: pm.HalfNormal("p", 1.0, initval=0.0),
+            r"`p` is not strictly inside the support \[0, inf\]",
+        ),
+        (
+            lambda: TruncatedDirichlet("p", a=np.ones(3), min_prob=0.1, initval=[0.3, 0.3, 0.3]),
+            r"`p` does not sum to 1 along its last axis",
+        ),
+        (
+            lambda: TruncatedDirichlet("p", a=np.ones(3), min_prob=0.1, initval=[0.5, 0.1, 0.4]),
+            r"`p` is not strictly inside the support \[0.1, 0.8\] of its prior at index \(1,\)",
+        ),
+        (
+            lambda: TruncatedMvNormal("p", np.zeros(2), np.eye(2), radius=1.0, initval=[0.8, 0.8]),
+            r"`p` has a norm of at least the radius 1 of its prior's ball",
+        ),
+    ],
+    ids=[
+        "nan",
+        "inf",
+        "boundary",
+        "outside",
+        "vector",
+        "symbolic constant",
+        "halfnormal",
+        "simplex sum",
+        "simplex entry",
+        "ball",
+    ],
+)
+def test_invalid_numeric_initial_values_are_refused_before_the_data_is_read(prior, match):
+    """The audit's case: initvals went unchecked, and PyMC fails on a bad start point with
+    the log-density of every variable, observed ones included. Refused by name from the
+    constants alone: here even data stored against its declaration is not looked at."""
+    model = with_prior(prior)
+    model["y_obs"].container.storage[0] = np.full(N, 7, dtype=np.int32)
+    with pytest.raises(UnsupportedModelError, match=match + r".*initval strictly inside"):
+        analyze(model)
+
+
+@pytest.mark.parametrize(
+    "prior",
+    [
+        lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval=0.5),
+        lambda: TruncatedNormal("p", 0, 1, lower=-1, upper=1, shape=3, initval=[0, 0.5, -0.99]),
+        lambda: TruncatedDirichlet("p", a=np.ones(3), min_prob=0.1, initval=[0.5, 0.3, 0.2]),
+        lambda: TruncatedMvNormal("p", np.zeros(2), np.eye(2), radius=1.0, initval=[0.6, 0.6]),
+        lambda: pm.Normal("p", 0, 1, initval=1e6),
+        lambda: TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9, initval="prior"),
+    ],
+    ids=["scalar", "vector", "simplex", "ball", "unbounded", "strategy"],
+)
+def test_valid_initial_values_are_accepted(prior):
+    analysis = analyze(with_prior(prior))
+    assert analysis.record_lipschitz == pytest.approx(math.log(9.0))

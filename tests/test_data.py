@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymc.model.fgraph import clone_model
 
+from pymc_private.analysis import analyze
 from pymc_private.data import (
     PrivateData,
     check_private_data,
@@ -21,6 +22,7 @@ from pymc_private.data import (
     private_record_count,
 )
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.priors import TruncatedGamma, TruncatedNormal
 
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -127,7 +129,7 @@ def test_non_finite_values_are_refused(n, d, bad, data):
     for mode in ("raise", "clip"):
         message = assert_refused(
             values,
-            match=rf"row {row}, column {column} is not a finite number",
+            match=rf"row {row}, column {column} is missing or not a finite number",
             forbidden=("nan", "inf "),
             out_of_bounds=mode,
         )
@@ -283,7 +285,9 @@ def test_non_finite_replacements_are_refused_in_both_modes(replace, match, mode)
     model = declared(np.full((3, 1), 0.5), out_of_bounds=mode)
     with model:
         replace(model["secret"])
-    with pytest.raises(DataBoundsError, match=rf"`secret`: {match} .*is not a finite number"):
+    with pytest.raises(
+        DataBoundsError, match=rf"`secret`: {match} .*is missing or not a finite number"
+    ):
         check_private_data(model)
 
 
@@ -323,3 +327,356 @@ def test_a_value_of_another_dtype_is_refused():
     labels.container.storage[0] = np.array([0.0, 0.5, 1.0])
     with pytest.raises(DataBoundsError, match="`labels` now holds dtype float64 but was declared"):
         check_private_data(model)
+
+
+# -- values stored exactly as given (the stored dtype is public) ----------------------------
+
+INT32_MAX = 2**31 - 1
+EXACT = 2**53
+
+
+def poisson_counts(values, bounds, **kwargs) -> pm.Model:
+    with pm.Model() as model:
+        counts = PrivateData("counts", values, bounds, **kwargs)
+        pm.Poisson("y", TruncatedGamma("lam", 2, 1, lower=0.5, upper=4.0), observed=counts)
+    return model
+
+
+@pytest.mark.parametrize("value", [INT32_MAX, 2**31, 2**32 - 1, 2**32])
+def test_int64_values_beyond_int32_are_stored_exactly(value):
+    """The audit's case: pm.Data stores int64 as int32, so 2³¹ became −2³¹ and every call
+    raised naming the row, while the neighbour with 2³¹ − 1 released normally."""
+    model = poisson_counts(np.array([value, 0, 7], dtype=np.int64), (0, 2**32))
+    stored = model["counts"].get_value()
+    assert model["counts"].dtype == "int64"
+    assert [int(v) for v in stored] == [value, 0, 7]
+    check_private_data(model)
+    assert analyze(model) == analyze(poisson_counts(np.array([0, 0, 7]), (0, 2**32)))
+
+
+@pytest.mark.parametrize(
+    ("values", "bounds", "dtype"),
+    [
+        (np.array([0, 1]), (0, 1), "int32"),
+        (np.array([True, False]), (0, 1), "int32"),
+        (np.array([5, 200], dtype=np.uint8), (0, 255), "int32"),
+        (np.array([0, 1]), (-(2**31), INT32_MAX), "int32"),
+        (np.array([0, 1]), (0, 2**31), "int64"),
+        (np.array([0, 1], dtype=np.int8), (-(2**31) - 1, 1), "int64"),
+        (np.array([0, 1]), (-EXACT, EXACT), "int64"),
+        (np.array([0.25, 1.0], dtype=np.float16), (0, 1), "float64"),
+        (np.array([0.1, 1.0], dtype=np.float32), (0, 1), "float64"),
+    ],
+)
+def test_the_stored_dtype_depends_on_the_declaration_only(values, bounds, dtype):
+    """int32 (what pm.set_data produces) when it holds every integer within the bounds,
+    int64 beyond; float64 for real data, wider input being exact in it."""
+    with pm.Model():
+        data = PrivateData("x", values, bounds)
+    assert data.dtype == dtype
+    stored = data.get_value()
+    assert stored.tolist() == values.astype(np.float64 if dtype == "float64" else int).tolist()
+
+
+def test_integer_values_are_compared_with_the_bounds_as_integers():
+    """As float64, 2⁵³ + 1 rounds to the bound 2⁵³ and would pass; it lies outside."""
+    values = np.array([0, EXACT + 1, 3], dtype=np.int64)
+    assert_refused(
+        values,
+        (0, EXACT),
+        match=r"row 1, column 0 \(one value per record\) lies outside the declared bounds "
+        r"\[0, 9007199254740992\]",
+        forbidden=(str(EXACT + 1),),
+    )
+    with pm.Model():
+        clipped = PrivateData("x", values, (0, EXACT), out_of_bounds="clip")
+        huge = PrivateData(
+            "u", np.array([2**64 - 1, 2, 0], dtype=np.uint64), (-5, 5), out_of_bounds="clip"
+        )
+    assert [int(v) for v in clipped.get_value()] == [0, EXACT, 3]
+    assert huge.get_value().tolist() == [5, 2, 0]
+    assert_refused(
+        np.array([1, 2**64 - 1], dtype=np.uint64), (-5, 5), match=r"row 1, column 0 .*lies outside"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "bounds", "match"),
+    [
+        (
+            np.zeros(3, int),
+            (0, EXACT + 2),
+            r"upper bound must be integers of magnitude at most 2\*\*53",
+        ),
+        (
+            np.zeros(3, int),
+            (-(2**60), 0),
+            r"lower bound must be integers of magnitude at most 2\*\*53",
+        ),
+        (np.zeros(3, int), (0, np.uint64(2**63)), "upper bound must be integers of magnitude"),
+        (np.zeros(3), (0, EXACT + 1), "upper bound is not exactly a float64"),
+        (np.full(3, 0.5), (np.longdouble(1) / 10, 1), "lower bound is not exactly a float64"),
+        (np.zeros(3, dtype=np.longdouble), (0, 1), "wider than float64"),
+        (np.zeros((3, 2)), (0, 1), r"2 axes but 1 dims"),
+    ],
+    ids=[
+        "int beyond 2^53",
+        "int far below",
+        "uint64 bound",
+        "inexact int",
+        "longdouble bound",
+        "longdouble data",
+        "dims",
+    ],
+)
+def test_declarations_that_cannot_be_stored_exactly_are_refused(value, bounds, match):
+    kwargs = {"dims": ("obs",)} if match.startswith("2 axes") else {}
+    assert_refused(value, bounds, match=match, **kwargs)
+
+
+def test_replacements_must_keep_the_stored_dtype():
+    """pm.set_data casts integers to int32 before storing them. Within int32 bounds that is
+    exact, so it works; beyond, it would wrap values within the bounds, so PyTensor refuses it
+    by dtype, for every value alike, and an int64 set_value replaces the data exactly."""
+    narrow = poisson_counts(np.array([0, 1, 2]), (0, 3))
+    with narrow:
+        pm.set_data({"counts": np.array([3, 0, 1], dtype=np.int64)})
+    check_private_data(narrow)
+    assert narrow["counts"].get_value().tolist() == [3, 0, 1]
+
+    wide = poisson_counts(np.array([0, 1, 2]), (0, 2**32))
+    for replacement in ([2**31, 0, 1], [1, 2, 3]):
+        with wide, pytest.raises(TypeError, match="expected an ndarray with dtype=int64"):
+            pm.set_data({"counts": np.array(replacement, dtype=np.int64)})
+    assert wide["counts"].get_value().tolist() == [0, 1, 2]
+    wide["counts"].set_value(np.array([2**31, 0, 2**32], dtype=np.int64))
+    check_private_data(wide)
+    assert wide["counts"].get_value().tolist() == [2**31, 0, 2**32]
+    with pytest.raises(TypeError, match="dtype=int64"):
+        wide["counts"].set_value(np.array([0.5, 1.0, 2.0]))
+
+
+@pytest.mark.parametrize(
+    ("bounds", "stored", "match"),
+    [
+        (
+            (0, 2**32),
+            np.array([0, 1, 2], dtype=np.int32),
+            r"int32, which cannot hold every "
+            r"integer within its declared bounds \[0, 4294967296\]",
+        ),
+        ((-1, 1), np.array([0, 1, 1], dtype=np.uint8), r"uint8, which cannot hold .*\[-1, 1\]"),
+    ],
+)
+def test_a_stored_dtype_too_narrow_for_the_bounds_is_refused(bounds, stored, match):
+    """A value stored behind the container's back (or by a cast) under the same dtype rules."""
+    with pm.Model() as model:
+        labels = PrivateData("labels", np.array([0, 1, 1]), bounds)
+    labels.container.storage[0] = stored
+    with pytest.raises(DataBoundsError, match=rf"`labels` now holds dtype {match}"):
+        check_private_data(model)
+
+
+def test_a_wider_than_float64_value_stored_later_is_refused():
+    model = declared(np.full((3, 1), 0.5))
+    model["secret"].container.storage[0] = np.full((3, 1), 0.5, dtype=np.longdouble)
+    with pytest.raises(DataBoundsError, match="`secret` now holds dtype float128, wider than"):
+        check_private_data(model)
+
+
+# -- masked arrays ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hidden", [0.5, 0.0, 7.0, -3.0, np.nan], ids=str)
+@pytest.mark.parametrize("mode", ["raise", "clip"])
+@pytest.mark.parametrize("integer", [False, True], ids=["float", "int"])
+def test_masked_entries_are_refused_whatever_lies_under_the_mask(hidden, mode, integer):
+    """np.asarray drops the mask and exposes the value under it; a masked entry is a
+    missing value, refused like NaN, the same way for any value under the mask."""
+    if integer and np.isnan(hidden):
+        hidden = 2**40
+    data = np.array([[0.5, 0.5], [0.5, hidden], [0.5, 0.5]])
+    if integer:
+        data = np.array([[0, 1], [1, int(hidden)], [0, 0]])
+    values = np.ma.masked_array(data, mask=[[False, False], [False, True], [False, False]])
+    message = assert_refused(
+        values,
+        (0, 1),
+        match=r"row 1, column 1 is missing or not a finite number \(masked, NaN or infinite\); "
+        "remove or impute such records",
+        forbidden=(str(hidden), repr(hidden)),
+        out_of_bounds=mode,
+    )
+    assert "outside" not in message
+
+
+def test_a_masked_array_with_nothing_masked_is_plain_data():
+    with pm.Model() as model:
+        labels = PrivateData("labels", np.ma.masked_array([0, 1, 1], mask=False), (0, 1))
+        scores = PrivateData("scores", np.ma.masked_array([0.25, 1.0, 0.5]), (0, 1))
+    assert private_data(model)["labels"].integer
+    assert type(labels.get_value()) is np.ndarray
+    assert labels.get_value().tolist() == [0, 1, 1]
+    assert scores.get_value().tolist() == [0.25, 1.0, 0.5]
+
+
+@pytest.mark.parametrize("mode", ["raise", "clip"])
+@pytest.mark.parametrize("integer", [False, True], ids=["float", "int"])
+def test_masked_replacements_are_refused_in_both_modes(mode, integer):
+    """pm.set_data keeps a masked array; the container keeps its mask (no dtype cast), and the
+    check refuses it whatever lies under the mask."""
+    if integer:
+        with pm.Model() as model:
+            PrivateData("secret", np.array([0, 1, 1]), (0, 1), out_of_bounds=mode)
+        replacement = np.ma.masked_array([1, 0, 1], mask=[False, True, False])
+    else:
+        model = declared(np.full((3, 1), 0.5), out_of_bounds=mode)
+        replacement = np.ma.masked_array([[0.5], [0.25], [0.5]], mask=[[False], [True], [False]])
+    with model:
+        pm.set_data({"secret": replacement})
+    with pytest.raises(DataBoundsError, match=r"`secret`: row 1, column 0 .*is missing"):
+        check_private_data(model)
+
+
+# -- property: errors depend on public quantities only -----------------------------------------
+
+MAX = float(np.finfo(np.float64).max)
+TINY = float(np.finfo(np.float64).smallest_subnormal)
+INTEGER_BOUNDS = [
+    (0, 1),
+    (0, 2**32),
+    (-(2**31), 2**31),
+    (-(2**31) - 1, INT32_MAX),
+    (0, EXACT - 1),
+    (-EXACT, EXACT),
+]
+INTEGER_EXTREMES = [0, 1, -1, INT32_MAX, 2**31, -(2**31), -(2**31) - 1, 2**32, EXACT - 1, EXACT]
+FLOAT_BOUNDS = [(0.0, 1.0), (-1.0, 1.0), (-MAX, MAX), (0.0, TINY), (-1e-300, 1e-300), (-1e6, 1e6)]
+FLOAT_EXTREMES = [0.0, -0.0, TINY, -TINY, 2.2250738585072014e-308, 1e-300, 1.0, -1.0, MAX, -MAX]
+
+
+def declare_and_analyse(values, bounds, family: str):
+    """What PrivateData and pmp.analyze do with these values: ``("ok", analysis, stored)`` or
+    ``(error type, message, None)``."""
+    try:
+        with pm.Model() as model:
+            data = PrivateData("y_obs", values, bounds)
+            if family == "poisson":
+                lam = TruncatedGamma("lam", 2, 1, lower=0.5, upper=4.0)
+                pm.Poisson("y", lam, observed=data)
+            else:
+                mu = TruncatedNormal("mu", 0, 1, lower=-1, upper=1)
+                pm.Normal("y", mu, 1.0, observed=data)
+        analysis = analyze(model)
+    except Exception as error:  # every error type counts: none may depend on the values
+        return type(error), str(error), None
+    return "ok", analysis.to_dict(), data.get_value()
+
+
+@st.composite
+def neighbours(draw, bounds_list, extremes, values_in, masks: bool):
+    """Two data sets with bounds from ``bounds_list`` that differ in one record, every value
+    within the bounds (extremes often); optionally the same mask on both, with anything at
+    all under it (different on each side)."""
+    lower, upper = draw(st.sampled_from(bounds_list))
+    inside = st.one_of(
+        st.sampled_from([lower, upper, *(v for v in extremes if lower <= v <= upper)]),
+        values_in(lower, upper),
+    )
+    n = draw(st.integers(1, 6))
+    first = draw(st.lists(inside, min_size=n, max_size=n))
+    second = list(first)
+    row = draw(st.integers(0, n - 1))
+    second[row] = draw(inside)
+    mask = draw(st.lists(st.booleans(), min_size=n, max_size=n)) if masks else [False] * n
+    hidden = st.sampled_from([*extremes, lower - 1, upper + 1] if masks else extremes)
+    for values in (first, second):
+        for i in range(n):
+            if mask[i]:
+                values[i] = draw(hidden)
+    return (lower, upper), first, second, mask
+
+
+def assert_same_outcome(bounds, first, second, mask, make, family):
+    one = declare_and_analyse(make(first, mask), bounds, family)
+    two = declare_and_analyse(make(second, mask), bounds, family)
+    assert one[:2] == two[:2]
+    if one[0] == "ok":
+        for values, stored in ((first, one[2]), (second, two[2])):
+            assert not any(mask)
+            assert stored.tolist() == list(values)
+            assert np.signbit(stored).tolist() == np.signbit(np.asarray(values)).tolist()
+    elif any(mask):
+        assert "is missing" in one[1]
+
+
+PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(
+    case=neighbours(INTEGER_BOUNDS, INTEGER_EXTREMES, st.integers, masks=False),
+    masked=st.booleans(),
+    family=st.sampled_from(["poisson", "normal"]),
+)
+def test_integer_neighbours_give_the_same_outcome(case, masked, family):
+    """Neighbours anywhere within integer bounds up to ±2⁵³ (2³¹, 2⁵³ − 1 and the bounds
+    themselves included) are both stored exactly and analysed identically, or both refused
+    with the same error."""
+    bounds, first, second, mask = case
+
+    def make(values, mask):
+        array = np.array(values, dtype=np.int64)
+        return np.ma.masked_array(array, mask=mask) if masked else array
+
+    assert_same_outcome(bounds, first, second, mask, make, family)
+
+
+@PROPERTY
+@given(
+    case=neighbours(
+        FLOAT_BOUNDS,
+        FLOAT_EXTREMES,
+        lambda lo, hi: st.floats(lo, hi, allow_nan=False, allow_subnormal=True),
+        masks=False,
+    ),
+    family=st.sampled_from(["normal", "poisson"]),
+)
+def test_float_neighbours_give_the_same_outcome(case, family):
+    """Neighbours anywhere within float bounds (subnormals, ±0, ±max float) are stored bit
+    for bit and analysed identically, or both refused with the same error."""
+    bounds, first, second, mask = case
+    assert_same_outcome(bounds, first, second, mask, lambda v, m: np.array(v), family)
+
+
+@PROPERTY
+@given(
+    case=neighbours(
+        [(0.0, 1.0), (-MAX, MAX)],
+        [*FLOAT_EXTREMES, np.nan, np.inf],
+        lambda lo, hi: st.floats(lo, hi, allow_nan=False),
+        masks=True,
+    ),
+    mode=st.sampled_from(["raise", "clip"]),
+)
+def test_masked_neighbours_give_the_same_outcome(case, mode):
+    """With the same mask, neighbours that differ in one record and in anything under the
+    mask (NaN, infinities, values outside the bounds) get the same outcome."""
+    bounds, first, second, mask = case
+
+    def outcome(values):
+        try:
+            with pm.Model():
+                data = PrivateData(
+                    "y_obs", np.ma.masked_array(values, mask=mask), bounds, out_of_bounds=mode
+                )
+        except DataBoundsError as error:
+            return str(error)
+        return data.get_value().tolist()
+
+    one, two = outcome(first), outcome(second)
+    if any(mask):
+        assert one == two
+        assert "is missing" in one
+    else:
+        assert one == first and two == second

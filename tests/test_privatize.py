@@ -311,6 +311,62 @@ def test_split_of_epsilon_is_validated_before_any_noise(monkeypatch, build, epsi
     assert len(ledger_for(model)) == 0
 
 
+def _with_extras(*extras):
+    """Beta–Bernoulli on PrivateData ``y_obs`` observed as ``y``, plus ``extra(y, p, y_obs)``
+    for each extra (Deterministics and Potentials)."""
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.array([0, 1, 1, 0]), bounds=(0, 1))
+        p = TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9)
+        y = pm.Bernoulli("y", p, observed=y_obs)
+        pm.Deterministic("odds", p / (1 - p))
+        for extra in extras:
+            extra(y, p, y_obs)
+    return model
+
+
+def test_deterministics_and_potentials_reading_data_shapes_are_refused_by_name(monkeypatch):
+    """The audit's case: pmp.analyze allows reading a shape of private data or of an
+    observed variable (n is public), but privatize rebuilt the model without them and
+    silently dropped what read them. Each is named, before any noise; nothing is recorded."""
+
+    def no_noise(*args, **kwargs):
+        raise AssertionError("noise drawn")
+
+    module = sys.modules["pymc_private.privatize"]
+    monkeypatch.setattr(module, "discrete_laplace", no_noise)
+    model = _with_extras(
+        lambda y, p, data: pm.Deterministic("per_record", p * data.shape[0]),
+        lambda y, p, data: pm.Potential("shape_prior", 0.0 * p * y.shape[0]),
+    )
+    analyze(model)
+    ledger = ledger_for(model)
+    with pytest.raises(UnsupportedModelError) as info:
+        privatize(model, 1.0, secure=False, random_seed=0)
+    message = str(info.value)
+    assert "Deterministic `per_record` (reads `y_obs`)" in message
+    assert "Potential `shape_prior` (reads `y`, `y_obs`)" in message
+    assert "`odds`" not in message
+    assert "Remove each, or compute it from the parameters only" in message
+    assert len(ledger) == 0
+
+
+def test_deterministics_and_potentials_of_parameters_are_kept():
+    model = _with_extras(lambda y, p, data: pm.Potential("prior_tilt", -(p**2)))
+    private = privatize(model, 1.0, noise_aware=False, secure=False, random_seed=0)
+    assert [v.name for v in private.deterministics] == ["odds"]
+    assert sorted(v.name for v in private.potentials) == ["prior_tilt", "y_privatised"]
+
+    def odds(m):
+        [graph] = m.replace_rvs_by_values([m["odds"]])
+        return m.compile_fn(graph, inputs=m.value_vars, on_unused_input="ignore")
+
+    point = {name: np.asarray(0.3) for name in model.initial_point()}
+    assert odds(private)(point) == pytest.approx(odds(model)(point))
+    assert odds(private)(point) != pytest.approx(
+        odds(private)({k: v - 1 for k, v in point.items()})
+    )
+
+
 def test_models_without_sufficient_statistics_are_refused_with_the_analysis_error():
     with pm.Model() as model:
         y_obs = PrivateData("y_obs", np.array([0, 1, 1]), bounds=(0, 1))
