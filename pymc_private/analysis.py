@@ -483,13 +483,17 @@ def _collect_statistics(
 
 
 def reads_private_data(model: pm.Model | None = None) -> bool:
-    """Whether the model reads raw private data: some `PrivateData` is an ancestor of a prior,
-    an observed variable or its value, a Potential or a Deterministic (through its values or
-    through a shape computed from them). The graph decides the route (DESIGN.md §5): a
-    model that reads raw data is sampled by private steps and pays per draw, whatever else
-    it holds (released statistics included); one that reads only released statistics is
-    sampled for free."""
+    """Whether the model reads raw private data: it observes any value (observed values are
+    private, DESIGN.md §1), or some `PrivateData` is an ancestor of a prior, a Potential or a
+    Deterministic (through its values or through a shape computed from them). The graph
+    decides the route (DESIGN.md §5): a model that reads raw data is sampled by private steps
+    and pays per draw, whatever else it holds (released statistics included); one that reads
+    only released statistics is sampled for free."""
     model = pm.modelcontext(model)
+    if model.observed_RVs:
+        # An observed value is private data (DESIGN §1): next to PrivateData it must be
+        # declared as such (`analyze` says so), and a privatised model has none of its own.
+        return True
     specs = private_data(model)
     private = {variable for variable in model.data_vars if variable.name in specs}
     if not private:

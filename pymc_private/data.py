@@ -16,7 +16,7 @@ import hashlib
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pymc as pm
@@ -107,12 +107,17 @@ _DATASET_IDS: dict[bytes, str] = {}
 
 
 def dataset_id(array: np.ndarray) -> str:
-    """The id of the private data set an array holds: the same values (dtype and shape
-    included) give the same id in this process, whichever object or model holds them."""
-    array = np.ascontiguousarray(array)
+    """The id of the private data set an array holds: the same records give the same id in
+    this process, whichever object, model, dtype, record order or trailing unit axes hold
+    them (the values are compared as float64, records sorted). Arrays derived from the
+    records in other ways (a subset of columns, a transformation) are other data sets to the
+    ledger: keep one budget per study."""
+    array = np.asarray(array, dtype=np.float64)
+    array = array.reshape(array.shape[0], -1)
+    records = np.ascontiguousarray(array[np.lexsort(array.T[::-1])] if array.size else array)
     digest = hashlib.blake2b(key=_DATASET_KEY, digest_size=32)
-    digest.update(f"{array.dtype.str}{array.shape}".encode())
-    digest.update(array.tobytes())
+    digest.update(f"{records.shape}".encode())
+    digest.update((records + 0.0).tobytes())  # -0.0 and 0.0 are the same value
     return _DATASET_IDS.setdefault(digest.digest(), uuid.uuid4().hex)
 
 
@@ -296,6 +301,10 @@ def check_private_data(model: pm.Model | None = None) -> None:
         )
         if clipped:
             variable.set_value(stored)
+        dataset = dataset_id(stored)
+        if dataset != spec.dataset:
+            # New values (pm.set_data): another data set, charged in its own ledger.
+            setattr(variable.tag, _SPEC_TAG, replace(spec, dataset=dataset))
 
 
 def private_data(model: pm.Model | None = None) -> dict[str, PrivateDataSpec]:

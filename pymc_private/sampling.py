@@ -3,6 +3,7 @@ nothing derived from raw data but the accounted draws."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 import multiprocessing
@@ -16,7 +17,8 @@ import pymc as pm
 import xarray as xr
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
-from pymc_private.data import check_private_data
+from pymc_private.analysis import refuse_private_paths
+from pymc_private.data import check_private_data, datasets_of
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
@@ -99,6 +101,9 @@ def sample(
     privatisation = privatised_route(model)
     if privatisation is None:
         check_private_data(model)
+        # The steps checked the model when they were built; it may have gained a
+        # Deterministic or Potential reading private data since.
+        refuse_private_paths(model)
     steps = _steps_for(model, step, privatisation)
     private_steps = [s for s in steps if isinstance(s, PrivateStep)]
     if tune is None:
@@ -118,6 +123,17 @@ def sample(
         kwargs=kwargs,
     )
     ledger = ledger_for(model)
+    stale = [
+        type(s).__name__
+        for s in private_steps
+        if s.touches_raw_data and set(s.datasets) != set(datasets_of(model))
+    ]
+    if stale:
+        raise UnsupportedModelError(
+            f"{stale[0]} was built on other data than the model now holds (pm.set_data since?): "
+            "build the step again from the model as it is, so that what it draws from and the "
+            "ledger it is charged to are the model's."
+        )
 
     planned = [
         s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps
@@ -128,27 +144,30 @@ def sample(
     # whatever it released (an error, draws kept by a callback), so it is never undercounted.
     ledger.record_all(planned)
 
-    for private_step in private_steps:
-        private_step.prepaid = True
-    try:
-        idata = pm.sample(
-            draws,
-            tune=tune,
-            step=steps or None,
-            chains=chains,
-            cores=cores,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            model=model,
-            idata_kwargs={"log_likelihood": False},
-            **kwargs,
-        )
-    finally:
-        for private_step in private_steps:
-            private_step.prepaid = False
+    # The run samples with copies marked prepaid: the caller's step objects keep charging
+    # whatever they draw outside this run (in a callback, another thread).
+    run_steps = [_prepaid_copy(s) if isinstance(s, PrivateStep) else s for s in steps]
+    idata = pm.sample(
+        draws,
+        tune=tune,
+        step=run_steps or None,
+        chains=chains,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        model=model,
+        idata_kwargs={"log_likelihood": False},
+        **kwargs,
+    )
     released = _released(idata, private_steps, privatisation)
     released.attrs[LEDGER_ATTR] = ledger.to_json()
     return released
+
+
+def _prepaid_copy(step: PrivateStep) -> PrivateStep:
+    copied = copy.copy(step)
+    copied.prepaid = True
+    return copied
 
 
 _REFUSED_KWARGS = {

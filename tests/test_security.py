@@ -265,3 +265,104 @@ def test_a_pickled_raw_data_step_holds_no_private_statistics(labels):
     orphan = pickle.loads(payload)
     with pytest.raises(pmp.UnsupportedModelError, match="session"):
         orphan._statistics  # noqa: B018
+
+
+# -- The second audit, of the rewritten code ---------------------------------------------
+
+
+def _linear_probability(x):
+    """p = x·w, which leaves [0, 1] for some records when w > 1: L is infinite, so clip."""
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", x, bounds=(0.0, 1.0))
+        y_obs = pmp.PrivateData("y_obs", np.ones(20, dtype=np.int64), bounds=(0, 1))
+        w = pmp.TruncatedNormal("w", 0.0, 1.0, lower=0.0, upper=2.0)
+        pm.Bernoulli("obs", p=x_obs * w, observed=y_obs)
+        step = pmp.PrivateMetropolis([w], clip=1.0, proposal_scale=1.0, tune=False)
+    return model, step
+
+
+def test_clipped_barker_terms_stay_separable_when_a_parameter_leaves_its_domain():
+    """PyMC's parameter check sets every record's log-likelihood to −∞ when one record's
+    p = x·w leaves [0, 1]: Λ moved by n·c (33.9 against a claimed 2.0, ε_lb 5.8). Each
+    record's term is now its own; Λ moves by at most the charged 2c/T."""
+    x = np.full(20, 0.5)
+    neighbour = x.copy()
+    neighbour[0] = 1.0
+    (model, step), (_, other) = _linear_probability(x), _linear_probability(neighbour)
+    rv = model["w"]
+    forward = model.compile_fn(
+        model.rvs_to_transforms[rv].forward(rv, *rv.owner.inputs), inputs=[rv]
+    )
+    for start, end in ((0.6, 1.2), (0.5, 1.9), (1.5, 0.3)):
+        q0, q1 = (np.atleast_1d(forward({"w": value})) for value in (start, end))
+        moved = abs(step.log_acceptance_ratio(q1, q0) - other.log_acceptance_ratio(q1, q0))
+        assert moved <= step.privacy_epsilon_per_draw
+
+
+def test_a_deterministic_added_after_the_step_is_refused_at_sampling(labels):
+    """The step checked the model when it was built; a Deterministic added later that reads
+    the data (bit-packed labels, decoded exactly from the posterior) is refused by pmp.sample
+    before anything is charged."""
+    model = bernoulli(labels)
+    with model:
+        step = pmp.PrivateGibbs(temperature=10.0)
+        y_obs = model["y_obs"]
+        weights = 2 ** np.arange(10)
+        pm.Deterministic("leak", (y_obs[:10] * weights).sum() + 0 * model["theta"])
+        with pytest.raises(pmp.UnsupportedModelError, match="Deterministic `leak`"):
+            pmp.sample(5, step=step, chains=1, progressbar=False)
+    assert len(pmp.ledger_for(model)) == 0
+
+
+def test_set_data_makes_another_data_set_with_its_own_ledger(labels):
+    """Releases after pm.set_data were charged to the data the model was declared with."""
+    other = 1 - labels
+    model = bernoulli(labels)
+    with model:
+        step = pmp.PrivateGibbs(temperature=10.0)
+        pm.set_data({"y_obs": other})
+    pmp.privatize(model, 1.0)
+    assert pmp.ledger_for(bernoulli(other)).epsilon() == pytest.approx(1.0)
+    assert pmp.ledger_for(bernoulli(labels)).epsilon() == 0.0
+    with model, pytest.raises(pmp.UnsupportedModelError, match="built on other data"):
+        pmp.sample(5, step=step, chains=1, progressbar=False)
+
+
+def test_a_privatised_model_with_a_raw_observed_array_pays_per_draw(labels):
+    """An observed array added to a privatised model was sampled for free and its ``lp``
+    released; observed values are private, so the model reads raw data."""
+    private = pmp.privatize(bernoulli(labels), 0.5)
+    with private:
+        pm.Bernoulli("obs_raw", private["theta"], observed=labels)
+        with pytest.raises(pmp.UnsupportedModelError, match="choose a route"):
+            pmp.sample(5, chains=1, progressbar=False)
+    assert pmp.ledger_for(private).epsilon() == pytest.approx(0.5)
+
+
+def test_the_same_records_in_another_encoding_are_the_same_data_set(labels):
+    """Another dtype, another record order or a trailing unit axis held the same people in a
+    fresh ledger."""
+    budget = pmp.Budget(1.0)
+    pmp.privatize(bernoulli(labels), 1.0, budget=budget)
+    order = np.random.default_rng(0).permutation(labels.size)
+    for encoded in (labels.astype(np.int16), labels[order], labels.astype(np.uint8)):
+        with pytest.raises(pmp.BudgetExceededError):
+            pmp.privatize(bernoulli(encoded), 1.0, budget=budget)
+
+
+def test_a_step_used_in_a_callback_during_pmp_sample_is_charged(labels):
+    """pmp.sample marked the caller's steps prepaid for the whole run, so draws made with
+    them in a callback went unrecorded (510 drawn, 10 charged)."""
+    model = bernoulli(labels)
+    with model:
+        step = pmp.PrivateGibbs(temperature=10.0)
+        point = model.initial_point()
+
+        def callback(trace, draw):
+            step.step(point)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pmp.sample(4, step=step, chains=1, cores=1, callback=callback, progressbar=False)
+    counts = [r.count for r in pmp.ledger_for(model).releases]
+    assert counts == [4, 1, 1, 1, 1]

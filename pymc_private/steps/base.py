@@ -49,6 +49,7 @@ class PrivateStep:
     touches_raw_data: bool = True
     secure: bool = True
     ledger: PrivacyLedger | None = None
+    datasets: tuple[str, ...] = ()
     prepaid: bool = False
     _warned: bool = False
 

@@ -29,6 +29,7 @@ from pytensor.graph.traversal import ancestors
 from pymc_private.accounting import ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conjugate import CONJUGATE_FAMILIES, draw_conjugate
+from pymc_private.data import datasets_of
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.exact import (
     DEFAULT_CELLS,
@@ -397,6 +398,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
             ) + sum(grid.allowance for grid in self._grids.values())
             self.sensitivity = float(sum(analysis.lipschitz_for(b) for b in blocks))
             self.ledger = ledger_for(model)
+            self.datasets = datasets_of(model)
             released = raw_statistics(model, analysis, nodes, exact=True)
         else:
             self.mechanism = "gibbs_on_privatised_statistics"

@@ -20,13 +20,14 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
 from pymc.initial_point import PointType
+from pymc.logprob.utils import CheckParameterValue
 from pymc.pytensorf import CallableTensor, compile, floatX, join_nonshared_inputs
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, applys_between
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
@@ -36,7 +37,7 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 
 from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze, refuse_private_paths, shape_is_public
-from pymc_private.data import check_private_data, private_data
+from pymc_private.data import check_private_data, datasets_of, private_data
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
@@ -470,6 +471,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                 )
             record_log_likelihood = _record_log_likelihood(model, observed, private)
             self.ledger = ledger_for(model)
+            self.datasets = datasets_of(model)
 
         if initial_point is None:
             initial_point = model.initial_point()
@@ -740,9 +742,20 @@ def _record_log_likelihood(
                 "parameters public or built from the same row of the data by elementwise "
                 "operations, indexing of public tensors and x @ w)."
             )
+    terms = model.logp(observed, sum=False)
+    # PyMC guards a log-density with CheckParameterValue, which turns *every* record's term
+    # into −∞ when the parameter of *one* record leaves its domain (its condition is reduced
+    # with `all` over the records): a record would then move all n terms. Without the guard
+    # an invalid parameter makes that record's own term NaN or ±∞, which the clip bounds.
+    checks = {
+        node.outputs[0]: node.inputs[0]
+        for node in applys_between(model.value_vars, terms)
+        if isinstance(node.op, CheckParameterValue)
+    }
+    if checks:
+        terms = graph_replace(terms, checks, strict=False)
     per_record = [
-        term.sum(axis=tuple(range(1, term.ndim))) if term.ndim > 1 else term
-        for term in model.logp(observed, sum=False)
+        term.sum(axis=tuple(range(1, term.ndim))) if term.ndim > 1 else term for term in terms
     ]
     return pt.add(*per_record)
 
