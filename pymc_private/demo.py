@@ -85,6 +85,10 @@ class DemoData:
         Number of public rows (used for the thresholds and nothing else).
     majority_class
         The most frequent label in the public split: the data-free reference classifier.
+    class_prior
+        Beta(1 + public ones, 1 + public zeros): the prior of ``pi`` from the public split's
+        labels, public knowledge a calibrated posterior falls back to when the noise hides
+        the private counts.
     """
 
     feature_names: list[str]
@@ -95,6 +99,7 @@ class DemoData:
     y_test: np.ndarray
     n_public: int
     majority_class: int
+    class_prior: tuple[float, float] = (1.0, 1.0)
 
 
 def load_data(*, n_public: int = 60, n_test: int = 150, seed: int = 0) -> DemoData:
@@ -134,6 +139,7 @@ def load_data(*, n_public: int = 60, n_test: int = 150, seed: int = 0) -> DemoDa
         y_test=labels[test],
         n_public=n_public,
         majority_class=int(np.bincount(labels[public], minlength=2).argmax()),
+        class_prior=(1.0 + labels[public].sum(), 1.0 + n_public - labels[public].sum()),
     )
 
 
@@ -144,17 +150,19 @@ def naive_bayes_model(
     *,
     a: float = TRUNCATION,
     out_of_bounds: str = "raise",
+    class_prior: tuple[float, float] = (1.0, 1.0),
 ) -> pm.Model:
     """Bernoulli naive Bayes with every probability truncated to [a, 1 − a] (DESIGN.md §3).
 
     One record is a binary label with its d binary features; ``feature_names`` default to
-    0..d−1; ``out_of_bounds`` is passed to `PrivateData`.
+    0..d−1; ``out_of_bounds`` is passed to `PrivateData`; ``class_prior`` are the Beta
+    parameters of ``pi`` (public knowledge only).
     """
     names = list(range(np.shape(features)[1])) if feature_names is None else list(feature_names)
     with pm.Model(coords={"cls": [0, 1], "feature": names}) as model:
         y_obs = PrivateData("y_obs", labels, bounds=(0, 1), out_of_bounds=out_of_bounds)
         x_obs = PrivateData("x_obs", features, bounds=(0, 1), out_of_bounds=out_of_bounds)
-        pi = TruncatedBeta("pi", 1, 1, lower=a, upper=1 - a)
+        pi = TruncatedBeta("pi", *class_prior, lower=a, upper=1 - a)
         theta = TruncatedBeta("theta", 1, 1, lower=a, upper=1 - a, dims=("cls", "feature"))
         pm.Bernoulli("y", pi, observed=y_obs)
         pm.Bernoulli("x", theta[y_obs], observed=x_obs)
@@ -177,13 +185,15 @@ def exact_posterior_draws(
     draws: int,
     *,
     a: float = TRUNCATION,
+    class_prior: tuple[float, float] = (1.0, 1.0),
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Independent draws from the exact, non-private posterior of `naive_bayes_model`.
 
-    With TruncatedBeta(1, 1) priors on [a, 1 − a] the posterior factorises: ``pi`` is
-    Beta(1 + n₁, 1 + n₀) and ``theta[c, j]`` is Beta(1 + s_cj, 1 + n_c − s_cj), each truncated
-    to [a, 1 − a], where n_c counts class c and s_cj counts the ones of feature j in class c.
+    With TruncatedBeta priors on [a, 1 − a] (``class_prior`` on ``pi``, Beta(1, 1) on
+    ``theta``) the posterior factorises: ``pi`` is Beta(α + n₁, β + n₀) and ``theta[c, j]``
+    is Beta(1 + s_cj, 1 + n_c − s_cj), each truncated to [a, 1 − a], where n_c counts
+    class c and s_cj counts the ones of feature j in class c.
     These are the raw counts: the result is NOT private.
 
     Returns
@@ -193,7 +203,8 @@ def exact_posterior_draws(
     """
     n_class = np.bincount(labels, minlength=2)
     ones = np.stack([features[labels == c].sum(axis=0) for c in (0, 1)])
-    pi = _truncated_beta_draws(np.float64(1 + n_class[1]), 1.0 + n_class[0], a, (draws,), rng)
+    alpha, beta = class_prior
+    pi = _truncated_beta_draws(np.float64(alpha + n_class[1]), beta + n_class[0], a, (draws,), rng)
     theta = _truncated_beta_draws(1.0 + ones, 1.0 + n_class[:, None] - ones, a, (draws,), rng)
     return pi, theta
 
@@ -382,12 +393,18 @@ def run(
         "about them."
     )
 
-    model = naive_bayes_model(data.y_train, data.x_train, data.feature_names)
+    model = naive_bayes_model(
+        data.y_train, data.x_train, data.feature_names, class_prior=data.class_prior
+    )
     print("\n== What each route would cost: pmp.analyze(model) ==")
     print(analyze(model))
 
     pi, theta = exact_posterior_draws(
-        data.y_train, data.x_train, draws * chains, rng=np.random.default_rng(seed)
+        data.y_train,
+        data.x_train,
+        draws * chains,
+        class_prior=data.class_prior,
+        rng=np.random.default_rng(seed),
     )
     non_private = _accuracy(pi, theta, data)
     majority = float(np.mean(data.y_test == data.majority_class))

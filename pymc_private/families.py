@@ -53,6 +53,7 @@ __all__ = [
     "Binomial",
     "Categorical",
     "DataGrid",
+    "DiagonalMinusOuter",
     "ElementDomain",
     "Exponential",
     "Interval",
@@ -412,6 +413,12 @@ class StatisticSpec:
         The private index grouping the sums, and the number of groups.
     n_categories
         K, for counts.
+    derived_first
+        For counts: whether category 0 is derived from the totals instead of released. It is
+        released (every cell a record can move, Zhang et al. 2016 §4's consistent release)
+        whenever that leaves Δ₁ unchanged: counts of K ≥ 3 categories, and counts grouped by
+        an index a record can change; the group sizes are then estimated jointly from all
+        cells (`pymc_private.privatize`).
     nodes
         The observed nodes that use it (a statistic shared by several nodes is released once).
     """
@@ -428,6 +435,7 @@ class StatisticSpec:
     group_by: str | None = None
     n_groups: int | None = None
     n_categories: int | None = None
+    derived_first: bool = True
     nodes: tuple[str, ...] = field(default=())
 
     @property
@@ -443,7 +451,8 @@ class StatisticSpec:
         group = None if self.group_by is None else np.asarray(arrays[self.group_by], dtype=int)
         if self.kind == "counts":
             values = np.asarray(arrays[self.data[0]], dtype=np.int64)
-            per_record = values[..., None] == np.arange(1, self.n_categories)
+            first = 1 if self.derived_first else 0
+            per_record = values[..., None] == np.arange(first, self.n_categories)
             return _group_sum(per_record.astype(np.int64), group, self.n_groups)
         m = self.grids[0].quantize(arrays[self.data[0]])
         if self.kind == "gram":
@@ -480,15 +489,16 @@ def _group_sum(t: np.ndarray, group: np.ndarray | None, n_groups: int | None) ->
 def complete_statistic(spec: StatisticSpec, released, totals):
     """The full statistic from its released form in natural units (post-processing).
 
-    Counts get their category 0 back as ``totals − Σ_{k≥1} counts_k`` (``totals`` is n, or the
-    full group-count vector for grouped counts); a packed Gram matrix is unpacked to a
-    symmetric matrix; other kinds are returned as they are. Works on floats, on object
-    arrays of exact rationals and on PyTensor tensors (the data of a privatised model).
+    Counts whose category 0 is derived get it back as ``totals − Σ_{k≥1} counts_k``
+    (``totals`` is n, or the full group-count vector for grouped counts); a packed Gram
+    matrix is unpacked to a symmetric matrix; other kinds are returned as they are. Works on
+    floats, on object arrays of exact rationals and on PyTensor tensors (the data of a
+    privatised model).
     """
     if isinstance(released, pt.TensorVariable):
         return _complete_tensor(spec, released, totals)
     released = np.asarray(released)
-    if spec.kind == "counts":
+    if spec.kind == "counts" and spec.derived_first:
         total = _expand_totals(np.asarray(totals), released.ndim - 1, spec.group_by is not None)
         first = total - released.sum(axis=-1)
         return np.concatenate([np.asarray(first)[..., None], released], axis=-1)
@@ -503,7 +513,7 @@ def complete_statistic(spec: StatisticSpec, released, totals):
 
 
 def _complete_tensor(spec: StatisticSpec, released: pt.TensorVariable, totals):
-    if spec.kind == "counts":
+    if spec.kind == "counts" and spec.derived_first:
         grouped = spec.group_by is not None
         total = _expand_totals(pt.as_tensor(totals), released.ndim - 1, grouped)
         first = total - released.sum(axis=-1)
@@ -533,32 +543,37 @@ def _expand_totals(totals, ndim: int, grouped: bool):
 def group_counts_statistic(index: str, n_groups: int, domain: ElementDomain) -> StatisticSpec:
     """The group sizes n_g of a private index, released as counts with category 0 derived.
 
-    Δ₁: a record moving from group g to g' changes n_g and n_g' by one each; with n_0
-    derived, only the released ones count: 2 when both g and g' may be non-zero, 1 when
-    there are only two groups (Zhang et al. 2016, Lemma 1, with the public total).
+    Δ₁: a record moving from group g to g' changes n_g and n_g' by one each: 2. With two
+    groups n_0 is derived from the public total (Zhang et al. 2016, Lemma 1): 1.
     """
+    derived = n_groups < 3
+    released = n_groups - 1 if derived else n_groups
     return StatisticSpec(
         name=f"counts({index})",
         kind="counts",
         data=(index,),
-        shape=(n_groups - 1,),
+        shape=(released,),
         unit=1.0,
-        sensitivity=_counts_sensitivity(domain, grouped=False),
-        record_lower=_read_only(np.zeros(n_groups - 1, dtype=np.int64)),
-        record_upper=_read_only(np.ones(n_groups - 1, dtype=np.int64)),
+        sensitivity=_counts_sensitivity(domain, grouped=False, derived=derived),
+        record_lower=_read_only(np.zeros(released, dtype=np.int64)),
+        record_upper=_read_only(np.ones(released, dtype=np.int64)),
         n_categories=n_groups,
+        derived_first=derived,
     )
 
 
-def _counts_sensitivity(domain: ElementDomain, *, grouped: bool) -> int:
-    """Δ₁ of per-category counts over one element, category 0 derived.
+def _counts_sensitivity(domain: ElementDomain, *, grouped: bool, derived: bool = True) -> int:
+    """Δ₁ of per-category counts over one element.
 
-    Replacing x by x' moves one count down (cell x) and one up (cell x'); cells of category
-    0 are not released. Ungrouped, only x ≠ x' changes anything: 2 when two non-zero
-    categories exist, 1 when one does (and another value to move to). Grouped (the record may
-    change group), x = x' in two groups moves two released cells as soon as one category is
-    non-zero.
+    Replacing x by x' moves one count down (cell x) and one up (cell x'). All categories
+    released: 2 as soon as the record can move (x ≠ x', or another group). Category 0
+    derived (not released): ungrouped, only x ≠ x' changes anything: 2 when two non-zero
+    categories exist, 1 when one does (and another value to move to); grouped (the record
+    may change group), x = x' in two groups moves two released cells as soon as one category
+    is non-zero.
     """
+    if not derived:
+        return 2 if grouped or domain.size >= 2 else 0
     nonzero = domain.size - (1.0 if domain.lower <= 0.0 <= domain.upper else 0.0)
     if grouped:
         return 2 if nonzero else 0
@@ -780,7 +795,8 @@ class LikelihoodFamily(ABC):
         several that are correlated, stacked in that order) have, per cell, a vector of ``v``
         entries on the last axis (a count's released categories, (Σx, Σx²), or (Xᵀy, yᵀy)):
         ``observed`` is that vector as released (assembled from ``statistics``), ``mean`` its
-        expectation and ``cov`` its covariance over the last two axes: the exact first and
+        expectation and ``cov`` its covariance over the last two axes (or a
+        `DiagonalMinusOuter` for counts): the exact first and
         second moments of a sum of n independent records (the central-limit approximation of
         Bernstein & Sheldon 2018 uses them as a Normal). ``values``, ``statistics`` (full,
         natural units) and ``totals`` (n, or the group sizes) as in `logp_from_statistics`;
@@ -876,12 +892,13 @@ class LikelihoodFamily(ABC):
 
     def _counts(self, term: LikelihoodTerm, n_categories: int) -> StatisticSpec:
         grouped = term.group_by is not None
+        derived = not (term.group_can_change or n_categories >= 3)
         sensitivity = sum(
-            count * _counts_sensitivity(domain, grouped=term.group_can_change)
+            count * _counts_sensitivity(domain, grouped=term.group_can_change, derived=derived)
             for domain, count in term.domains
         )
         suffix = f" | {term.group_by}" if grouped else ""
-        cells = (*term.record_shape, n_categories - 1)
+        cells = (*term.record_shape, n_categories - 1 if derived else n_categories)
         return StatisticSpec(
             name=f"counts({term.data}{suffix})",
             kind="counts",
@@ -895,6 +912,7 @@ class LikelihoodFamily(ABC):
             group_by=term.group_by,
             n_groups=term.n_groups,
             n_categories=n_categories,
+            derived_first=derived,
         )
 
     def __repr__(self) -> str:
@@ -970,6 +988,39 @@ def _sum_and_counts(
     return total, count
 
 
+@dataclass(frozen=True, eq=False)
+class DiagonalMinusOuter:
+    """A covariance ``diag(diagonal) − factor factorᵀ`` over the last axis (the multinomial's
+    N (diag p − p pᵀ)), kept in that form so that its Normal density costs O(v) per cell
+    (Sherman–Morrison) instead of a Cholesky factorisation."""
+
+    diagonal: object
+    factor: object
+
+    def dense(self):
+        """The matrix itself (numpy or PyTensor)."""
+        tensor = isinstance(self.diagonal, pt.TensorVariable)
+        size = self.diagonal.shape[-1]
+        identity = pt.eye(size) if tensor else np.eye(size)
+        outer = self.factor[..., :, None] * self.factor[..., None, :]
+        return self.diagonal[..., :, None] * identity - outer
+
+    def tail(self) -> DiagonalMinusOuter:
+        """The covariance of all entries but the first."""
+        return DiagonalMinusOuter(self.diagonal[..., 1:], self.factor[..., 1:])
+
+
+def _counts_moments(spec: StatisticSpec, term: LikelihoodTerm, p, counts, totals):
+    """``(kinds, observed, mean, cov)`` of released multinomial counts: N p and
+    N (diag p − p pᵀ) over the released categories (category 0 dropped when derived)."""
+    if spec.derived_first:
+        p, counts = p[..., 1:], counts[..., 1:]
+    count = _vector(_record_counts(term, _ones(len(spec.shape) - 1), totals))
+    sqrt = pt.sqrt if isinstance(p, pt.TensorVariable) else np.sqrt
+    cov = DiagonalMinusOuter(count * p, sqrt(count) * p)
+    return (("counts",), counts, count * p, cov)
+
+
 def _ones(ndim: int) -> np.ndarray:
     """A dummy array of ``ndim`` axes, to shape record counts like a statistic."""
     return np.ones((1,) * ndim)
@@ -977,6 +1028,8 @@ def _ones(ndim: int) -> np.ndarray:
 
 def _vector(x):
     """``x`` with a trailing axis of length 1 (numpy or PyTensor)."""
+    if not isinstance(x, pt.TensorVariable):
+        x = np.asarray(x)
     return x[..., None]
 
 
@@ -1033,11 +1086,9 @@ class Bernoulli(LikelihoodFamily):
         return _sum(counts[..., 1] * _log(p) + counts[..., 0] * _log(1.0 - p))
 
     def statistic_moments(self, term, values, statistics, totals):
-        ndim = len(self.statistics(term)[0].shape) - 1
-        p = _aligned(term, "p", values.get("p"), ndim)
-        count = _record_counts(term, _ones(ndim), totals)
-        mean, variance = _vector(count * p), _vector(_vector(count * p * (1 - p)))
-        return [(("counts",), statistics["counts"][..., 1:], mean, variance)]
+        (spec,) = self.statistics(term)
+        p = _aligned(term, "p", values.get("p"), len(spec.shape) - 1)
+        return [_counts_moments(spec, term, _stack([1 - p, p]), statistics["counts"], totals)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
@@ -1167,12 +1218,9 @@ class Categorical(LikelihoodFamily):
         return _sum(counts * _log(p))
 
     def statistic_moments(self, term, values, statistics, totals):
-        ndim = len(self.statistics(term)[0].shape)
-        p = _aligned(term, "p", values.get("p"), ndim)[..., 1:]
-        count = _vector(_record_counts(term, _ones(ndim - 1), totals))
-        identity = pt.eye(p.shape[-1]) if isinstance(p, pt.TensorVariable) else np.eye(p.shape[-1])
-        cov = _vector(count) * (p[..., :, None] * identity - p[..., :, None] * p[..., None, :])
-        return [(("counts",), statistics["counts"][..., 1:], count * p, cov)]
+        (spec,) = self.statistics(term)
+        p = _aligned(term, "p", values.get("p"), len(spec.shape))
+        return [_counts_moments(spec, term, p, statistics["counts"], totals)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)

@@ -50,7 +50,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pymc_private.families import complete_statistic
+from pymc_private.families import DiagonalMinusOuter, complete_statistic
 
 __all__ = ["NoiseLaw", "add_noise_aware_likelihood", "normal_laplace_logp"]
 
@@ -121,13 +121,37 @@ def _marginal_logp(observed, mean, cov, laws: list[tuple[NoiseLaw, int]]):
     with Laplace noise, the Normal with the noise's variance added otherwise. ``laws`` holds
     the noise law of each stacked statistic and how many entries of the vector axis it
     takes."""
+    low_rank = isinstance(cov, DiagonalMinusOuter)
     if len(laws) == 1 and laws[0][1] == 1 and laws[0][0].kind == "laplace":
-        variance = pt.maximum(cov[..., 0, 0], _VARIANCE_FLOOR)
+        if low_rank:
+            variance = cov.diagonal[..., 0] - cov.factor[..., 0] ** 2
+        else:
+            variance = cov[..., 0, 0]
         scale = laws[0][0].scale
+        variance = pt.maximum(variance, _VARIANCE_FLOOR)
         return pt.sum(normal_laplace_logp(observed[..., 0], mean[..., 0], variance, scale))
     noise = np.concatenate([np.full(width, law.variance) for law, width in laws])
+    if low_rank:
+        return _diagonal_minus_outer_logp(
+            observed, mean, cov.diagonal + noise + _VARIANCE_FLOOR, cov.factor
+        )
     total = cov + pt.diag(noise) + _VARIANCE_FLOOR * pt.eye(noise.size)
     return pt.sum(pm.logp(pm.MvNormal.dist(mu=mean, cov=total), observed))
+
+
+def _diagonal_minus_outer_logp(observed, mean, diagonal, factor):
+    """Σ over cells of log Normal(observed; mean, diag(diagonal) − factor factorᵀ), by the
+    matrix determinant lemma and Sherman–Morrison: with a = Σ f²/d,
+    log det = Σ log d + log(1 − a) and rᵀΣ⁻¹r = Σ r²/d + (Σ r f/d)² / (1 − a)."""
+    residual = observed - mean
+    shrink = 1.0 - pt.sum(factor * factor / diagonal, axis=-1)
+    quadratic = (
+        pt.sum(residual * residual / diagonal, axis=-1)
+        + pt.sum(residual * factor / diagonal, axis=-1) ** 2 / shrink
+    )
+    size = diagonal.shape[-1]
+    log_det = pt.sum(pt.log(diagonal), axis=-1) + pt.log(shrink)
+    return -0.5 * pt.sum(quadratic + log_det + size * math.log(2 * math.pi))
 
 
 def _vector_width(spec) -> int:
@@ -154,9 +178,8 @@ def add_noise_aware_likelihood(model: pm.Model, analysis, privatisation) -> None
             share = pm.Dirichlet(f"{spec.name}_true_share", a=np.ones(term.n_groups))
             totals[spec.name] = n * share
             if laws[spec.name].scale > 0:
-                observation = _noise_logp(
-                    released[spec.name], totals[spec.name][1:], laws[spec.name]
-                )
+                true = totals[spec.name][1:] if spec.derived_first else totals[spec.name]
+                observation = _noise_logp(released[spec.name], true, laws[spec.name])
                 pm.Potential(f"{spec.name}_noise", pt.sum(observation))
         for term in analysis.terms:
             specs = analysis.statistics_of(term.node)
@@ -179,6 +202,9 @@ def add_noise_aware_likelihood(model: pm.Model, analysis, privatisation) -> None
                 if names[0] in totals:
                     # The node that observes a group index: its counts are the latent group
                     # sizes, whose prior this is (the Normal approximation of the multinomial).
+                    if not specs[kinds[0]].derived_first:  # the prior of N_1 … N_{G−1}
+                        mean, cov = mean[..., 1:], cov.tail()
+                    cov = cov.dense() + _VARIANCE_FLOOR * pt.eye(mean.shape[-1])
                     latent = totals[names[0]][1:]
                     logp = logp + pt.sum(pm.logp(pm.MvNormal.dist(mu=mean, cov=cov), latent))
                     continue

@@ -345,7 +345,7 @@ def release_statistics(
     releases.
     """
     noisy, releases, noise = _noised(analysis, arrays, epsilon, secure=secure, rng=rng)
-    statistics = _projected(analysis, noisy)
+    statistics = _projected(analysis, noisy, noise)
     noisy = {name: np.array(value) for name, value in noisy.items()}
     for value in (*statistics.values(), *noisy.values()):
         value.setflags(write=False)
@@ -433,13 +433,18 @@ def _noise_plan(analysis: PrivacyAnalysis, epsilon: float) -> list[tuple[Statist
 # ---------------------------------------------------------------------------------------
 
 
-def _projected(analysis: PrivacyAnalysis, noisy: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _projected(
+    analysis: PrivacyAnalysis, noisy: dict[str, np.ndarray], noise: dict[str, NoiseLaw]
+) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     ordered = sorted(analysis.statistics, key=lambda spec: spec.group_by is not None)
     for spec in ordered:
         value = noisy[spec.name]
-        if spec.kind == "counts":
-            out[spec.name] = _projected_counts(value, _cell_totals(analysis, spec, out))
+        if spec.kind == "counts" and spec.name in _group_sizes(analysis):
+            out[spec.name] = _estimated_group_sizes(analysis, spec, noisy, noise)
+        elif spec.kind == "counts":
+            totals = _cell_totals(analysis, spec, out)
+            out[spec.name] = _projected_counts(value, totals, derived=spec.derived_first)
         elif spec.kind in ("sum", "sum_squares"):
             out[spec.name] = _clipped_sum(spec, value, _cell_totals(analysis, spec, out))
         else:
@@ -465,13 +470,80 @@ def _cell_totals(analysis: PrivacyAnalysis, spec: StatisticSpec, out: dict) -> n
     return totals.reshape((-1,) + (1,) * (cell_ndim - 1))
 
 
-def _projected_counts(released: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Counts onto {v ≥ 0, Σ v = N} per cell (category 0 included), then integers."""
+def _projected_counts(released: np.ndarray, totals: np.ndarray, *, derived: bool) -> np.ndarray:
+    """Counts onto {v ≥ 0, Σ v = N} per cell (category 0 included), then integers, in
+    released form (category 0 dropped again when it is derived)."""
     totals = np.broadcast_to(totals, released.shape[:-1])
-    released = released.astype(np.float64)
-    full = np.concatenate([(totals - released.sum(axis=-1))[..., None], released], axis=-1)
-    projected = _simplex_projection(full, totals)
-    return _round_preserving_total(projected, totals)[..., 1:].astype(np.int64)
+    full = released.astype(np.float64)
+    if derived:
+        full = np.concatenate([(totals - full.sum(axis=-1))[..., None], full], axis=-1)
+    projected = _round_preserving_total(_simplex_projection(full, totals), totals)
+    return (projected[..., 1:] if derived else projected).astype(np.int64)
+
+
+def _group_sizes(analysis: PrivacyAnalysis) -> dict[str, list[StatisticSpec]]:
+    """The group-size statistics of the model, each with the grouped counts that release all
+    their categories (every cell of a group sums to its size)."""
+    sizes: dict[str, list[StatisticSpec]] = {}
+    for term in analysis.terms:
+        totals = term.totals_statistic()
+        if totals is None:
+            continue
+        counts = [
+            spec
+            for spec in analysis.statistics
+            if spec.kind == "counts" and spec.group_by == term.group_by and not spec.derived_first
+        ]
+        sizes[totals.name] = counts
+    return sizes
+
+
+def _estimated_group_sizes(
+    analysis: PrivacyAnalysis,
+    spec: StatisticSpec,
+    noisy: dict[str, np.ndarray],
+    noise: dict[str, NoiseLaw],
+) -> np.ndarray:
+    """The group sizes N_g estimated from every released cell that measures them, in
+    released form (Zhang et al. 2016 §4, consistency; Hay et al. 2010).
+
+    A group's size is measured by its released count (noise variance σ_t²) and by the sum
+    of the K categories of every element of a grouped count that releases them all
+    (variance K·σ², one per element). The estimate is the weighted least-squares solution
+    under Σ_g N_g = n: each group's inverse-variance mean m_g with weight w_g, moved by
+    λ/w_g so that the sizes add up to n (a group no cell measures takes the remainder),
+    then projected onto {N ≥ 0, Σ N = n} and rounded to integers. Post-processing only.
+    """
+    n = float(analysis.n_records)
+    groups = spec.n_categories
+    total = np.zeros(groups)
+    weight = np.zeros(groups)
+    direct = np.asarray(noisy[spec.name], dtype=np.float64)
+    measured = slice(1, None) if spec.derived_first else slice(None)
+    variance = _variance(noise, spec)
+    total[measured] += direct / variance
+    weight[measured] += 1.0 / variance
+    for counts in _group_sizes(analysis)[spec.name]:
+        sums = np.asarray(noisy[counts.name], dtype=np.float64).sum(axis=-1)
+        sums = sums.reshape(groups, -1)
+        cell_variance = counts.n_categories * _variance(noise, counts)
+        total += sums.sum(axis=1) / cell_variance
+        weight += sums.shape[1] / cell_variance
+    observed = weight > 0
+    estimate = np.zeros(groups)
+    estimate[observed] = total[observed] / weight[observed]
+    if observed.all():
+        estimate += (n - estimate.sum()) / weight / np.sum(1.0 / weight)
+    else:
+        estimate[~observed] = (n - estimate[observed].sum()) / (~observed).sum()
+    sizes = _round_preserving_total(_simplex_projection(estimate, np.asarray(n)), np.asarray(n))
+    return (sizes[1:] if spec.derived_first else sizes).astype(np.int64)
+
+
+def _variance(noise: dict[str, NoiseLaw], spec: StatisticSpec) -> float:
+    """The noise variance of one released cell (a floor for a statistic released exactly)."""
+    law = noise.get(spec.name)
+    return max(law.variance if law is not None else 0.0, 1e-12)
 
 
 def _simplex_projection(values: np.ndarray, totals: np.ndarray) -> np.ndarray:

@@ -98,7 +98,9 @@ def test_naive_bayes_costs(make_naive_bayes, rng, d, a):
     )
     names = [s.name for s in analysis.statistics]
     assert names == ["counts(y_obs)", "counts(x_obs | y_obs)"]
-    assert analysis.statistics[1].shape == (2, d, 1)
+    # Both categories of each feature are released: a record that changes class moves two
+    # cells per feature either way, so Δ₁ stays 2d + 1 and every cell informs the class sizes.
+    assert analysis.statistics[1].shape == (2, d, 2)
     assert analysis.statistics[0].nodes == ("x", "y")
     assert analysis.sensitivity_l1 == 2 * d + 1
     records = [
