@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-FULL = {"draws": 500, "tune": 100, "chains": 2, "seeds": 5}
-QUICK = {"draws": 100, "tune": 20, "chains": 1, "seeds": 2}
+FULL = {"draws": 1000, "tune": 200, "chains": 2, "seeds": 6, "n_features": 5}
+QUICK = {"draws": 100, "tune": 20, "chains": 1, "seeds": 2, "n_features": 5}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,10 +25,16 @@ def build_parser() -> argparse.ArgumentParser:
             "report, a posterior summary and a PNG of test accuracy against ε."
         ),
     )
-    demo.add_argument("--draws", type=int, help="draws per chain (default 500, quick 100)")
-    demo.add_argument("--tune", type=int, help="tuning iterations (default 100, quick 20)")
+    demo.add_argument("--draws", type=int, help="draws per chain (default 1000, quick 100)")
+    demo.add_argument("--tune", type=int, help="tuning iterations (default 200, quick 20)")
     demo.add_argument("--chains", type=int, help="chains per fit (default 2, quick 1)")
-    demo.add_argument("--seeds", type=int, help="noise seeds per ε (default 5, quick 2)")
+    demo.add_argument("--seeds", type=int, help="noise seeds per ε (default 6, quick 2)")
+    demo.add_argument(
+        "--features",
+        type=int,
+        dest="n_features",
+        help="features kept, chosen on the public split (default 5, at most 30)",
+    )
     demo.add_argument(
         "--out",
         default="demo_accuracy.png",
@@ -54,7 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, value in settings.items():
         least = 0 if name == "tune" else 1
         if value < least:
-            parser.error(f"--{name} must be an integer >= {least}, got {value}.")
+            option = "features" if name == "n_features" else name
+            parser.error(f"--{option} must be an integer >= {least}, got {value}.")
+    if settings["n_features"] > 30:
+        parser.error(f"--features must be at most 30, got {settings['n_features']}.")
 
     from pymc_private.demo import run
 

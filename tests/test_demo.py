@@ -36,13 +36,30 @@ def test_demo_prints_utility_table_and_writes_plot(tmp_path, capsys):
 
 
 def test_thresholds_are_public_medians_only():
-    data = load_data(n_public=60, n_test=150, seed=0)
+    data = load_data(n_public=60, n_test=150, n_features=30, seed=0)
     bunch = load_breast_cancer()
     public = np.random.default_rng(0).permutation(len(bunch.target))[:60]
     np.testing.assert_array_equal(data.thresholds, np.median(bunch.data[public], axis=0))
     assert data.x_train.shape == (569 - 60 - 150, 30)
     assert data.x_test.shape == (150, 30)
     assert set(np.unique(data.x_train)) == {0, 1}
+
+
+def test_features_are_chosen_on_the_public_split_only():
+    bunch = load_breast_cancer()
+    order = np.random.default_rng(0).permutation(len(bunch.target))
+    public, train = order[:60], order[210:]
+    data = load_data(n_features=5, seed=0)
+    # Recomputed from the public rows and their labels alone.
+    binary = bunch.data[public] > np.median(bunch.data[public], axis=0)
+    labels = bunch.target[public]
+    separation = np.abs(binary[labels == 1].mean(axis=0) - binary[labels == 0].mean(axis=0))
+    expected = np.sort(np.argsort(-separation, kind="stable")[:5])
+    assert data.feature_names == [str(bunch.feature_names[j]) for j in expected]
+    assert data.x_train.shape == (len(train), 5)
+    np.testing.assert_array_equal(
+        data.x_train, (bunch.data[train][:, expected] > data.thresholds).astype(np.int64)
+    )
 
 
 def test_class_probabilities_match_bayes_rule_for_one_draw():
