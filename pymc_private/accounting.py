@@ -24,6 +24,13 @@ How the ledger composes (every figure is an upper bound; the smallest valid one 
   dp-accounting's `rdp_privacy_accountant.compute_epsilon`; the δ_i are paid as
   1 − Π_i(1 − δ_i) on top (the leaking branch of the same dominating pair).
 
+Releases of the Gaussian mechanism carry ρ (``Release.rho``): they are ρ-zCDP (Bun & Steinke
+2016), whose Rényi curve is α·ρ at every order α. Their ``epsilon`` and ``delta`` state their
+own (ε_i, δ_i) guarantee (the conversion of ρ at δ_i below), so the plain sum and the PLD,
+which read only (ε_i, δ_i), stay sound wherever δ ≥ 1 − Π(1 − δ_i); the RDP route instead
+adds α·ρ for them (and no δ_i) and holds at every δ > 0. A composition with a zCDP release
+has no finite ε at δ = 0.
+
 At δ = 0 the plain sum is reported. At δ > 0 the smallest of the three is reported (the
 PLD only when its grid is small enough to compute quickly: many distinct ε values or huge
 ratios between them leave the RDP figure); an accountant's figure replaces the plain sum only
@@ -62,11 +69,23 @@ __all__ = [
     "Budget",
     "Composition",
     "PrivacyLedger",
+    "PureEvent",
     "Release",
+    "ZcdpEvent",
     "dataset_ledger",
     "ledger_for",
+    "zcdp_epsilon",
+    "zcdp_rho",
 ]
 
+# dp-accounting's default Rényi orders and a geometric grid of 2000 more from 1.001 to 10⁶:
+# the conversion minimises over them, so a dense grid keeps it within 0.2 % of the optimum
+# for ρ from 1e-4 and δ down to 1e-9.
+_RDP_ORDERS = np.unique(
+    np.concatenate(
+        [rdp_privacy_accountant.DEFAULT_RDP_ORDERS, np.geomspace(1.001, 1e6, 2000)]
+    ).astype(float)
+)
 _LEDGER_FORMAT = "pymc_private.PrivacyLedger"
 _LEDGER_VERSION = 1
 
@@ -97,8 +116,9 @@ _METHOD_DESCRIPTIONS = {
     "rdp": "Rényi-DP bound of randomized response, converted by dp-accounting",
 }
 
-# (epsilon, delta, count) for every distinct (ε_i, δ_i) that costs something, sorted.
-_Groups = tuple[tuple[float, float, int], ...]
+# (epsilon, delta, rho, count) for every distinct (ε_i, δ_i, ρ_i) that costs something,
+# sorted; ρ_i = 0.0 for releases that are not zCDP.
+_Groups = tuple[tuple[float, float, float, int], ...]
 
 
 @dataclass(frozen=True)
@@ -131,6 +151,10 @@ class Release:
         composed run of ``count`` draws).
     note
         Free text for the report (public words only).
+    rho
+        ρ when the release is ρ-zCDP (the Gaussian mechanisms), else None. ``epsilon`` and
+        ``delta`` then state its own (ε, δ) guarantee, ``epsilon = zcdp_epsilon(rho, delta)``;
+        the ledger composes its Rényi curve α·ρ (`event`).
     """
 
     mechanism: str
@@ -143,6 +167,7 @@ class Release:
     chain: int | None = None
     draw: int | None = None
     note: str = ""
+    rho: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.epsilon, bool) or not (
@@ -165,9 +190,29 @@ class Release:
             raise InvalidPrivacyParameterError(
                 f"Release count must be a positive integer, got {self.count!r}."
             )
+        if self.rho is not None:
+            if isinstance(self.rho, bool) or not (
+                isinstance(self.rho, int | float) and math.isfinite(self.rho) and self.rho > 0
+            ):
+                raise InvalidPrivacyParameterError(
+                    f"Release rho must be None or a finite number > 0, got {self.rho!r}."
+                )
+            if self.delta <= 0:
+                raise InvalidPrivacyParameterError(
+                    "A zCDP release (rho given) states its own (epsilon, delta) with delta > 0; "
+                    f"got delta={self.delta!r}. Use epsilon=zcdp_epsilon(rho, delta)."
+                )
+            object.__setattr__(self, "rho", float(self.rho))
         # + 0.0 turns a negative zero into +0.0 and leaves every other float as it is.
         object.__setattr__(self, "epsilon", float(self.epsilon) + 0.0)
         object.__setattr__(self, "delta", float(self.delta) + 0.0)
+
+    @property
+    def event(self) -> PureEvent | ZcdpEvent:
+        """The typed privacy event of one such release, with its Rényi privacy map."""
+        if self.rho is not None:
+            return ZcdpEvent(self.rho)
+        return PureEvent(self.epsilon, self.delta)
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict; `Release.from_dict` inverts it exactly."""
@@ -176,6 +221,68 @@ class Release:
     @classmethod
     def from_dict(cls, data: dict) -> Release:
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class PureEvent:
+    """An (ε, δ)-DP release taken as a worst case: dominated by (ε, δ) randomized response
+    (Kairouz, Oh & Viswanath 2015), whose Rényi divergence of order α is that of binary
+    randomized response with ratio e^ε (Mironov 2017, Proposition 5), plus δ paid apart."""
+
+    epsilon: float
+    delta: float = 0.0
+
+    def rdp(self, orders: np.ndarray) -> np.ndarray:
+        """The Rényi DP curve at ``orders`` (the δ is not part of it)."""
+        return _randomized_response_rdp(np.array([self.epsilon]), orders)[0]
+
+
+@dataclass(frozen=True)
+class ZcdpEvent:
+    """A ρ-zCDP release: Rényi DP α·ρ at every order α > 1 (Bun & Steinke 2016, Def. 1.1),
+    e.g. the (discrete) Gaussian mechanism with ρ = Δ₂²/(2σ²) (Canonne, Kamath & Steinke
+    2020, Theorem 4)."""
+
+    rho: float
+
+    def rdp(self, orders: np.ndarray) -> np.ndarray:
+        """The Rényi DP curve at ``orders``."""
+        return orders * self.rho
+
+
+@lru_cache(maxsize=4096)
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """The ε at which ρ-zCDP is (ε, δ)-DP, as the ledger converts it (δ in (0, 1)).
+
+    dp-accounting's `rdp_privacy_accountant.compute_epsilon` on the curve α·ρ at the ledger's
+    orders (dp-accounting's defaults and a dense geometric grid; the conversion of Canonne,
+    Kamath & Steinke 2020, Proposition 12, minimised over those orders): an upper bound on
+    the optimal conversion, within 0.2 % of OpenDP's ``make_zCDP_to_approxDP`` in the tests.
+    """
+    if not (0.0 < delta < 1.0):
+        raise InvalidPrivacyParameterError(
+            f"A zCDP release is (ε, δ)-DP only for δ > 0; got delta={delta!r}."
+        )
+    orders = _RDP_ORDERS
+    return float(rdp_privacy_accountant.compute_epsilon(orders, orders * rho, delta)[0])
+
+
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest ρ (to a relative 1e-12) whose `zcdp_epsilon` at ``delta`` is ≤ ``epsilon``."""
+    low, high = 0.0, max(epsilon, 1.0)
+    while zcdp_epsilon(high, delta) <= epsilon:
+        low, high = high, 2 * high
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        if zcdp_epsilon(middle, delta) <= epsilon:
+            low = middle
+        else:
+            high = middle
+        if high - low <= 1e-12 * high:
+            break
+    return low
 
 
 class Composition(NamedTuple):
@@ -229,26 +336,33 @@ def _validated_releases(releases: Iterable[Release], name: str) -> list[Release]
     return items
 
 
-def _add_releases(counts: dict[tuple[float, float], int], releases: Iterable[Release]) -> None:
+_Key = tuple[float, float, float]
+
+
+def _add_releases(counts: dict[_Key, int], releases: Iterable[Release]) -> None:
     for release in releases:
         if release.epsilon > 0 or release.delta > 0:
-            key = (release.epsilon, release.delta)
+            key = (release.epsilon, release.delta, release.rho or 0.0)
             counts[key] = counts.get(key, 0) + release.count
 
 
-def _counts_of(releases: Iterable[Release]) -> dict[tuple[float, float], int]:
-    counts: dict[tuple[float, float], int] = {}
+def _counts_of(releases: Iterable[Release]) -> dict[_Key, int]:
+    counts: dict[_Key, int] = {}
     _add_releases(counts, releases)
     return counts
 
 
-def _groups_of(counts: Mapping[tuple[float, float], int]) -> _Groups:
-    return tuple(sorted((eps, delta, count) for (eps, delta), count in counts.items()))
+def _groups_of(counts: Mapping[_Key, int]) -> _Groups:
+    return tuple(sorted((*key, count) for key, count in counts.items()))
+
+
+def _has_zcdp(groups: _Groups) -> bool:
+    return any(rho > 0 for _, _, rho, _ in groups)
 
 
 @lru_cache(maxsize=512)
 def _exact_sum(groups: _Groups) -> Fraction:
-    return sum((Fraction(eps) * count for eps, _, count in groups), Fraction(0))
+    return sum((Fraction(eps) * count for eps, _, _, count in groups), Fraction(0))
 
 
 def _rounded(exact: Fraction) -> float:
@@ -265,13 +379,23 @@ def _within(exact: Fraction, bound: float) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _unavoidable_delta(groups: _Groups) -> float:
-    """1 − Π_i(1 − δ_i), the δ below which no ε makes the composition (ε, δ)-DP."""
-    if all(delta == 0 for _, delta, _ in groups):
+def _leaked_delta(groups: _Groups) -> float:
+    """1 − Π_i(1 − δ_i) over ``groups``: the δ the plain sum and the PLD hold at."""
+    if all(delta == 0 for _, delta, _, _ in groups):
         return 0.0
-    product_form = -math.expm1(math.fsum(count * math.log1p(-delta) for _, delta, count in groups))
-    plain_sum = _rounded(sum((Fraction(delta) * count for _, delta, count in groups), Fraction(0)))
+    product_form = -math.expm1(
+        math.fsum(count * math.log1p(-delta) for _, delta, _, count in groups)
+    )
+    plain_sum = _rounded(
+        sum((Fraction(delta) * count for _, delta, _, count in groups), Fraction(0))
+    )
     return min(product_form, plain_sum)
+
+
+def _unavoidable_delta(groups: _Groups) -> float:
+    """The δ below which no ε makes the composition (ε, δ)-DP: 1 − Π(1 − δ_i) over the
+    releases that are not zCDP (a zCDP release holds at every δ > 0)."""
+    return _leaked_delta(tuple(group for group in groups if group[2] == 0))
 
 
 def _pld_plan(groups: _Groups) -> tuple[float, dict[tuple[int, float], int]] | None:
@@ -279,11 +403,11 @@ def _pld_plan(groups: _Groups) -> tuple[float, dict[tuple[int, float], int]] | N
 
     None when no grid meets the tolerances within the size limits.
     """
-    eps = np.array([e for e, _, _ in groups])
+    eps = np.array([e for e, _, _, _ in groups])
     eps_min = eps[eps > 0].min()
     if eps.max() > _PLD_MAX_POINTS * eps_min:
         return None
-    counts = [c for _, _, c in groups]
+    counts = [c for *_, c in groups]
     total = _rounded(_exact_sum(groups))
     hoeffding = 2 * math.log(2 / _PLD_TAIL_MASS_TRUNCATION)
     plan = None
@@ -296,7 +420,7 @@ def _pld_plan(groups: _Groups) -> tuple[float, dict[tuple[int, float], int]] | N
             c * (n * grid - e) for c, n, e in zip(counts, points, eps, strict=True)
         )
         merged: dict[tuple[int, float], int] = {}
-        for (_, delta, count), n in zip(groups, points.astype(int).tolist(), strict=True):
+        for (_, delta, _, count), n in zip(groups, points.astype(int).tolist(), strict=True):
             merged[(n, delta)] = merged.get((n, delta), 0) + count
         # Points of each self-composed PMF after tail truncation (Hoeffding: a sum of c losses
         # in [-n h, n h] rarely leaves n h sqrt(2 c ln(2/τ)) of its mean).
@@ -387,14 +511,22 @@ def _randomized_response_rdp(eps: np.ndarray, orders: np.ndarray) -> np.ndarray:
 
 
 def _rdp_epsilon(groups: _Groups, delta: float) -> float:
-    leak = -math.expm1(math.fsum(count * math.log1p(-d) for _, d, count in groups))
+    """Σ of the releases' Rényi curves (`Release.event`), converted at δ less the leak of
+    the releases that are not zCDP."""
+    pure = [(e, d, c) for e, d, rho, c in groups if rho == 0]
+    leak = -math.expm1(math.fsum(count * math.log1p(-d) for _, d, count in pure))
     pure_delta = (delta - leak) / (1 - leak)
     if pure_delta <= 0:
         return math.inf
-    orders = np.array(rdp_privacy_accountant.DEFAULT_RDP_ORDERS, dtype=float)
-    eps = np.array([e for e, _, _ in groups])
-    counts = np.array([float(c) for _, _, c in groups])
-    rdp = counts @ _randomized_response_rdp(eps, orders)
+    orders = _RDP_ORDERS
+    rdp = np.zeros_like(orders)
+    if pure:
+        eps = np.array([e for e, _, _ in pure])
+        counts = np.array([float(c) for _, _, c in pure])
+        rdp += counts @ _randomized_response_rdp(eps, orders)
+    for _, _, rho, count in groups:
+        if rho > 0:
+            rdp += count * ZcdpEvent(rho).rdp(orders)
     return float(rdp_privacy_accountant.compute_epsilon(orders, rdp, pure_delta)[0])
 
 
@@ -407,6 +539,15 @@ def _compose(groups: _Groups, delta: float) -> Composition:
             f"δ >= 1 − Π(1 − δ_i) = {_fmt(floor)}; got delta={_fmt(delta)}. Ask for a delta "
             f"of at least {_fmt(floor)}."
         )
+    if _has_zcdp(groups):
+        # The sum and the PLD read each release's (ε_i, δ_i): valid from their leaked δ on.
+        if delta == 0:
+            return Composition(math.inf, 0.0, "rdp")
+        rdp = Composition(_rdp_epsilon(groups, delta), delta, "rdp")
+        if delta < _leaked_delta(groups):
+            return rdp
+        plain = Composition(_rounded(_exact_sum(groups)), delta, "sum")
+        return rdp if rdp.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION) else plain
     plain = Composition(_rounded(_exact_sum(groups)), delta, "sum")
     if delta == 0 or plain.epsilon == 0 or math.isinf(plain.epsilon):
         return plain
@@ -474,7 +615,7 @@ class PrivacyLedger:
 
     def __init__(self, releases: Iterable[Release] = (), *, journals: Iterable = ()) -> None:
         self._releases: list[Release] = []
-        self._counts: dict[tuple[float, float], int] = {}
+        self._counts: dict[_Key, int] = {}
         self._journals = [_Journal(path) for path in journals]
         self._seen: set[str] = set()
         self._sync()
@@ -628,7 +769,7 @@ class PrivacyLedger:
             row["subtotal"] += Fraction(release.epsilon) * release.count
         table = [{**row, "subtotal": _rounded(row["subtotal"])} for row in rows.values()]
         groups = self._groups()
-        totals = [_compose(groups, _unavoidable_delta(groups))]
+        totals = [_compose(groups, _leaked_delta(groups))]
         if delta is not None:
             totals.append(self.composition(delta))
         for total in totals:
@@ -753,6 +894,12 @@ class Budget:
         floor = _unavoidable_delta(groups)
         if floor > self.delta:
             raise BudgetExceededError(self._over_delta_message(floor))
+        if self.delta == 0 and _has_zcdp(groups):
+            raise BudgetExceededError(
+                "Gaussian (zCDP) releases are (ε, δ)-DP only for δ > 0, and this budget has "
+                "delta = 0. Nothing was recorded. Use a Budget with delta > 0 (e.g. "
+                "Budget(epsilon, delta=1e-6)) or the Laplace mechanism."
+            )
         total = _compose(groups, self.delta)
         if total.epsilon > self.epsilon:
             spent = ledger.composition(self.delta)
@@ -775,6 +922,8 @@ class Budget:
         """
         groups = ledger._groups()
         if _unavoidable_delta(groups) > self.delta:
+            return 0.0
+        if self.delta == 0 and _has_zcdp(groups):
             return 0.0
         if self.delta == 0:
             return max(0.0, _rounded(Fraction(self.epsilon) - _exact_sum(groups)))
@@ -818,7 +967,9 @@ class Budget:
         eps = float(epsilon_per_release)
         ledger._sync()
         base = dict(ledger._counts)
-        if _unavoidable_delta(_groups_of(base)) > self.delta:
+        if _unavoidable_delta(_groups_of(base)) > self.delta or (
+            self.delta == 0 and _has_zcdp(_groups_of(base))
+        ):
             return 0
         spent = _exact_sum(_groups_of(base))
         group_cost = Fraction(eps) * per_count
@@ -836,10 +987,13 @@ class Budget:
 
         def fits(k: int) -> bool:
             counts = dict(base)
-            counts[(eps, 0.0)] = counts.get((eps, 0.0), 0) + k * per_count
+            counts[(eps, 0.0, 0.0)] = counts.get((eps, 0.0, 0.0), 0) + k * per_count
             return _compose(_groups_of(counts), self.delta).epsilon <= self.epsilon
 
-        # The composition at δ never exceeds the plain sum, so what the sum affords fits.
+        # Without zCDP releases the composition at δ never exceeds the plain sum, so what the
+        # sum affords fits; with them the sum may not hold at δ, and the search starts at 0.
+        if _has_zcdp(_groups_of(base)):
+            by_sum = None
         if by_sum is None and not fits(0):
             return 0
         start = by_sum or 0

@@ -100,62 +100,68 @@ def epsilon_lower_bound(
     random_seed: int | np.random.Generator | None = None,
     n_pilot: int | None = None,
     vectorized: bool = False,
+    delta: float = 0.0,
 ) -> AuditResult:
     """An ε lower bound for ``mechanism`` from runs on two neighbouring data sets.
 
-    Procedure. Without ``event``: ``n_pilot`` pilot runs per data set choose (i) the output
-    coordinate to look at, the one whose pilot means differ most in units of the pooled
-    standard deviation (scalar outputs have one coordinate); (ii) an event on it among
-    ``{y ≤ t}`` and ``{y ≥ t}`` for thresholds t taken from the pooled pilot outputs (and
-    ``{y = v}`` when the pilot shows at most 64 distinct values); and (iii) the direction,
-    i.e. which data set is the numerator. The choice maximises the pilot's own bound
-    ``log(CP_low(k̂_num)/CP_high(k̂_den))`` with the level α/2 shared (Bonferroni) among all
-    candidates, a simultaneous bound that keeps rare tail events, whose pilot ratios are
-    noisy, from winning by chance. Then ``n`` fresh runs per data set count the event and
-    the result is
+        Procedure. Without ``event``: ``n_pilot`` pilot runs per data set choose (i) the output
+        coordinate to look at, the one whose pilot means differ most in units of the pooled
+        standard deviation (scalar outputs have one coordinate); (ii) an event on it among
+        ``{y ≤ t}`` and ``{y ≥ t}`` for thresholds t taken from the pooled pilot outputs (and
+        ``{y = v}`` when the pilot shows at most 64 distinct values); and (iii) the direction,
+        i.e. which data set is the numerator. The choice maximises the pilot's own bound
+        ``log(CP_low(k̂_num)/CP_high(k̂_den))`` with the level α/2 shared (Bonferroni) among all
+        candidates, a simultaneous bound that keeps rare tail events, whose pilot ratios are
+        noisy, from winning by chance. Then ``n`` fresh runs per data set count the event and
+        the result is
 
-        ε_lb = log(CP_low(p_num; α/2) / CP_high(p_den; α/2)).
+            ε_lb = log((CP_low(p_num; α/2) − δ) / CP_high(p_den; α/2)).
 
-    With ``event`` (a callable ``output -> bool``) there is no pilot; both directions are
-    bounded with four Clopper–Pearson bounds at α/4 each and ε_lb is the larger. Either way
-    the reported value is max(0, ε_lb), which keeps the guarantee since every ε is ≥ 0.
+    With ``delta`` = 0 this bounds the ε of pure ε-DP; with δ > 0 the ε of (ε, δ)-DP, from
+    ``p_num ≤ e^ε p_den + δ`` (the pilot's choice subtracts the same δ).
 
-    Soundness: P[ε_lb > true ε] ≤ α. For an ε-DP mechanism and a fixed event E,
-    ``p_num ≤ e^ε p_den``. The event and direction depend only on the pilot runs, which are
-    independent of the counting runs, so conditionally on them the counts are binomial
-    with those p; the lower bound exceeds p_num with probability ≤ α/2 and the upper bound
-    falls below p_den with probability ≤ α/2 (Bonferroni), so outside an event of
-    probability α, ε_lb ≤ log(p_num/p_den) ≤ ε. With a given event, the four bounds at α/4
-    give the same for the maximum over both directions. This needs independent runs: each
-    call must draw fresh randomness (from ``rng`` or its own source) and keep no state.
-    The guarantee is per call: k audits of a mechanism exceed its ε somewhere with
-    probability up to kα.
+        With ``event`` (a callable ``output -> bool``) there is no pilot; both directions are
+        bounded with four Clopper–Pearson bounds at α/4 each and ε_lb is the larger. Either way
+        the reported value is max(0, ε_lb), which keeps the guarantee since every ε is ≥ 0.
 
-    Parameters
-    ----------
-    mechanism
-        ``mechanism(data, rng) -> number | array`` (one run), or, with ``vectorized=True``,
-        ``mechanism(data, rng, size) -> array`` of ``size`` independent runs stacked on
-        axis 0 (a fast path for numpy mechanisms). ``rng`` is a `numpy.random.Generator`.
-    data, neighbour
-        The neighbouring data sets D and D', passed to ``mechanism`` unchanged.
-    n
-        Counting runs per data set.
-    alpha
-        Significance level in (0, 1).
-    event
-        Optional ``output -> bool`` to count instead of a pilot-chosen event.
-    random_seed
-        An int seed or a Generator; the result is reproducible given it (for mechanisms
-        that draw from the ``rng`` they are handed).
-    n_pilot
-        Pilot runs per data set (default ``max(1000, n // 2)``); not allowed with ``event``.
-    vectorized
-        Whether ``mechanism`` takes a ``size`` argument (see ``mechanism``).
+        Soundness: P[ε_lb > true ε] ≤ α. For an ε-DP mechanism and a fixed event E,
+        ``p_num ≤ e^ε p_den``. The event and direction depend only on the pilot runs, which are
+        independent of the counting runs, so conditionally on them the counts are binomial
+        with those p; the lower bound exceeds p_num with probability ≤ α/2 and the upper bound
+        falls below p_den with probability ≤ α/2 (Bonferroni), so outside an event of
+        probability α, ε_lb ≤ log(p_num/p_den) ≤ ε. With a given event, the four bounds at α/4
+        give the same for the maximum over both directions. This needs independent runs: each
+        call must draw fresh randomness (from ``rng`` or its own source) and keep no state.
+        The guarantee is per call: k audits of a mechanism exceed its ε somewhere with
+        probability up to kα.
 
-    Returns
-    -------
-    AuditResult
+        Parameters
+        ----------
+        mechanism
+            ``mechanism(data, rng) -> number | array`` (one run), or, with ``vectorized=True``,
+            ``mechanism(data, rng, size) -> array`` of ``size`` independent runs stacked on
+            axis 0 (a fast path for numpy mechanisms). ``rng`` is a `numpy.random.Generator`.
+        data, neighbour
+            The neighbouring data sets D and D', passed to ``mechanism`` unchanged.
+        n
+            Counting runs per data set.
+        alpha
+            Significance level in (0, 1).
+        event
+            Optional ``output -> bool`` to count instead of a pilot-chosen event.
+        random_seed
+            An int seed or a Generator; the result is reproducible given it (for mechanisms
+            that draw from the ``rng`` they are handed).
+        n_pilot
+            Pilot runs per data set (default ``max(1000, n // 2)``); not allowed with ``event``.
+        vectorized
+            Whether ``mechanism`` takes a ``size`` argument (see ``mechanism``).
+        delta
+            The δ of the claim audited, in [0, 1) (0 for pure ε-DP).
+
+        Returns
+        -------
+        AuditResult
     """
     n = _check_count("n", n)
     if not (isinstance(alpha, float | int) and 0 < alpha < 1):
@@ -166,6 +172,8 @@ def epsilon_lower_bound(
         raise TypeError("event must be a callable output -> bool, or None.")
     if not callable(mechanism):
         raise TypeError("mechanism must be a callable mechanism(data, rng).")
+    if not (isinstance(delta, float | int) and 0 <= delta < 1):
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
     pilot_rng, count_rng = np.random.default_rng(random_seed).spawn(2)
 
     if event is not None:
@@ -175,8 +183,8 @@ def epsilon_lower_bound(
         )
         quarter = alpha / 4
         bounds = [
-            _log_ratio_bound(hits[1], hits[0], n, quarter),
-            _log_ratio_bound(hits[0], hits[1], n, quarter),
+            _log_ratio_bound(hits[1], hits[0], n, quarter, delta),
+            _log_ratio_bound(hits[0], hits[1], n, quarter, delta),
         ]
         numerator = "neighbour" if bounds[0] >= bounds[1] else "data"
         return AuditResult(
@@ -192,7 +200,7 @@ def epsilon_lower_bound(
         _as_matrix(_runs(mechanism, d, pilot_rng, n_pilot, vectorized), n_pilot)
         for d in (data, neighbour)
     ]
-    chosen = _choose_event(pilot[0], pilot[1], alpha / 2)
+    chosen = _choose_event(pilot[0], pilot[1], alpha / 2, delta)
     hits = tuple(
         int(np.count_nonzero(chosen.indicator(_as_matrix(runs, n))))
         for runs in (
@@ -203,7 +211,7 @@ def epsilon_lower_bound(
     numerator_hits, denominator_hits = (hits[1], hits[0]) if chosen.numerator else hits
     return AuditResult(
         epsilon_lower_bound=max(
-            0.0, _log_ratio_bound(numerator_hits, denominator_hits, n, alpha / 2)
+            0.0, _log_ratio_bound(numerator_hits, denominator_hits, n, alpha / 2, delta)
         ),
         event=chosen.describe(pilot[0].shape[1]),
         counts=hits,
@@ -235,7 +243,9 @@ class _ThresholdEvent:
         return f"{name} {self.kind} {self.threshold!r}; P[E | {over[0]}] / P[E | {over[1]}]"
 
 
-def _choose_event(pilot_data: np.ndarray, pilot_neighbour: np.ndarray, level: float):
+def _choose_event(
+    pilot_data: np.ndarray, pilot_neighbour: np.ndarray, level: float, delta: float = 0.0
+):
     """The threshold event and direction with the largest simultaneous pilot bound."""
     n_pilot = pilot_data.shape[0]
     spread = np.sqrt((pilot_data.var(axis=0) + pilot_neighbour.var(axis=0)) / 2)
@@ -262,7 +272,9 @@ def _choose_event(pilot_data: np.ndarray, pilot_neighbour: np.ndarray, level: fl
     simultaneous = level / (len(counts) * thresholds.size)
     support = np.arange(n_pilot + 1)
     with np.errstate(divide="ignore"):
-        lower = np.log(clopper_pearson_lower(support, n_pilot, simultaneous))
+        lower = np.log(
+            np.maximum(clopper_pearson_lower(support, n_pilot, simultaneous) - delta, 0.0)
+        )
     upper = np.log(clopper_pearson_upper(support, n_pilot, simultaneous))
     best = None
     for kind in ("<=", ">=", "=="):
@@ -277,8 +289,10 @@ def _choose_event(pilot_data: np.ndarray, pilot_neighbour: np.ndarray, level: fl
     return best[1]
 
 
-def _log_ratio_bound(numerator_hits: int, denominator_hits: int, n: int, level: float) -> float:
-    low = float(clopper_pearson_lower(numerator_hits, n, level))
+def _log_ratio_bound(
+    numerator_hits: int, denominator_hits: int, n: int, level: float, delta: float = 0.0
+) -> float:
+    low = float(clopper_pearson_lower(numerator_hits, n, level)) - delta
     high = float(clopper_pearson_upper(denominator_hits, n, level))
     return math.log(low / high) if low > 0 else -math.inf
 

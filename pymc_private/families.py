@@ -443,6 +443,31 @@ class StatisticSpec:
         """Δ₁ in natural units: ``unit · sensitivity``."""
         return float(Fraction(self.unit) * self.sensitivity)
 
+    @property
+    def sensitivity_linf(self) -> int:
+        """Δ∞ in integer steps: the most one cell moves when one record is replaced.
+
+        A cell moves by t(x) − t(x') ∈ [lower − upper, upper − lower]; when a record can also
+        change group, a cell can lose or gain a whole contribution, up to max|t|.
+        """
+        lower, upper = np.asarray(self.record_lower), np.asarray(self.record_upper)
+        moves = [int(np.max(upper - lower))]
+        if self.group_by is not None:
+            moves += [int(np.max(np.abs(lower))), int(np.max(np.abs(upper)))]
+        return max(moves)
+
+    @property
+    def sensitivity_l2_squared(self) -> int:
+        """A bound on Δ₂² in integer steps: Δ₁·Δ∞ (Hölder, ‖v‖₂² ≤ ‖v‖₁‖v‖∞), exact for
+        counts, whose cells move by at most 1 (Δ₂ = √Δ₁: for naive Bayes √(2d + 1)), and
+        for a scalar sum (Δ₂ = Δ₁); sound, possibly loose, for sums of several cells."""
+        return self.sensitivity * self.sensitivity_linf
+
+    @property
+    def sensitivity_l2(self) -> float:
+        """Δ₂ in natural units: ``unit · √(Δ₁ Δ∞)`` (`sensitivity_l2_squared`)."""
+        return float(self.unit) * math.sqrt(self.sensitivity_l2_squared)
+
     def compute(self, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
         """s(D) in released form, as exact int64, from the raw arrays (by `PrivateData` name).
 

@@ -1,4 +1,4 @@
-"""Noise primitives: the Laplace, discrete Laplace and exponential mechanisms.
+"""Noise primitives: the Laplace, Gaussian (continuous and discrete) and exponential mechanisms.
 
 Each function validates its inputs (before any randomness), draws the noise, and returns the
 noisy output together with a `~pymc_private.accounting.Release` that states what the release
@@ -34,10 +34,17 @@ from fractions import Fraction
 import numpy as np
 import opendp.prelude as dp
 
-from pymc_private.accounting import Release
+from pymc_private.accounting import Release, zcdp_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
-__all__ = ["discrete_laplace", "exact_choice", "exponential_mechanism", "laplace"]
+__all__ = [
+    "discrete_gaussian",
+    "discrete_laplace",
+    "exact_choice",
+    "exponential_mechanism",
+    "gaussian",
+    "laplace",
+]
 
 dp.enable_features("contrib")
 
@@ -207,6 +214,159 @@ def discrete_laplace(
     return noisy, release
 
 
+def discrete_gaussian(
+    counts,
+    sensitivity_l2: float,
+    rho: float,
+    *,
+    delta: float,
+    rng: RandomState = None,
+    secure: bool = True,
+    statistic: str | None = None,
+) -> tuple[np.ndarray, Release]:
+    """The discrete Gaussian mechanism on integer statistics: ρ-zCDP, stated at (ε, δ).
+
+    Releases ``counts + Z`` with independent ``P(Z = z) ∝ exp(−z² / 2σ²)`` on the integers.
+    If ``‖s(D) − s(D')‖₂ ≤ Δ₂`` for neighbouring data sets, the release is ρ-zCDP with
+
+        ρ = Δ₂² / (2σ²)
+
+    (Canonne, Kamath & Steinke 2020, Theorem 4 for the multivariate case with independent
+    coordinates: the Rényi divergence of order α between shifted discrete Gaussians is at most
+    α‖μ − μ'‖₂²/(2σ²)). ρ-zCDP implies (ε, δ)-DP for every δ > 0 at
+    ``ε = accounting.zcdp_epsilon(ρ, δ)`` (the ledger's conversion). Integer outputs have no
+    least significant bits to leak (Mironov 2012).
+
+    Parameters
+    ----------
+    counts
+        The integer statistic (as for `discrete_laplace`).
+    sensitivity_l2
+        Δ₂ in integer steps: finite and > 0 (need not be an integer).
+    rho
+        The ρ to spend: finite and > 0.
+    delta
+        The δ at which the release states its own ε (in (0, 1)); the ledger composes ρ.
+    rng
+        Used only when ``secure=False``; ignored when ``secure=True`` (module docstring).
+    secure
+        True: OpenDP 0.16's ``make_gaussian`` on ``vector_domain(atom_domain(T="i64"))``
+        with ``l2_distance(T=float)`` (the exact CKS20 discrete Gaussian sampler), at the
+        smallest scale ≥ Δ₂/√(2ρ) whose privacy map at ``d_in = Δ₂`` is ≤ ρ; the release
+        records the ρ that map returns. False: numpy, ``Z = round(N(0, σ²))``, which is the
+        continuous Gaussian mechanism followed by rounding (post-processing, so ρ-zCDP over
+        the reals, exact up to numpy's floating-point normal sampler); marked not secure.
+    statistic
+        Name of what ``counts`` was computed from (names only).
+
+    Returns
+    -------
+    noisy_counts
+        int64 array of the shape of ``counts``.
+    release
+        ``Release(mechanism="discrete_gaussian", epsilon=zcdp_epsilon(ρ, δ), delta=δ,
+        rho=ρ, sensitivity=Δ₂, secure=secure)``.
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        ``rho`` or ``sensitivity_l2`` not a finite number > 0, ``delta`` not in (0, 1).
+    DataBoundsError
+        ``counts`` is empty, not numeric, non-finite, or not integral.
+    """
+    rho, sensitivity, delta, secure = _check_gaussian_arguments(
+        rho, sensitivity_l2, delta, secure, rng
+    )
+    counts = _check_values("counts", counts, integer=True).astype(np.int64)
+    scale = _checked_scale(sensitivity, math.sqrt(2.0 * rho))
+    if secure:
+        measurement, scale, rho_spent = _opendp_gaussian("int", sensitivity, rho)
+        noisy = np.asarray(measurement(counts.ravel().tolist()), dtype=np.int64)
+        noisy = noisy.reshape(counts.shape)
+        note = f"OpenDP make_gaussian (integer), scale={scale!r}, exact CKS20 sampler"
+    else:
+        noise = np.rint(np.random.default_rng(rng).normal(0.0, scale, size=counts.shape))
+        noisy = (counts + noise.astype(np.int64)).astype(np.int64)
+        rho_spent = rho
+        note = f"numpy rounded Gaussian, scale={scale!r}"
+    return noisy, _gaussian_release(
+        "discrete_gaussian", rho_spent, delta, sensitivity, statistic, secure, note
+    )
+
+
+def gaussian(
+    values,
+    sensitivity_l2: float,
+    rho: float,
+    *,
+    delta: float,
+    rng: RandomState = None,
+    secure: bool = True,
+    statistic: str | None = None,
+) -> tuple[np.ndarray, Release]:
+    """The Gaussian mechanism on a real-valued statistic: ρ-zCDP, stated at (ε, δ).
+
+    Releases ``values + N(0, σ² I)``; with ``‖s(D) − s(D')‖₂ ≤ Δ₂`` it is ρ-zCDP with
+    ρ = Δ₂²/(2σ²) (Bun & Steinke 2016, Proposition 1.6), (ε, δ)-DP at
+    ``ε = accounting.zcdp_epsilon(ρ, δ)``.
+
+    Parameters
+    ----------
+    values
+        The statistic s(D): a finite real array of any shape.
+    sensitivity_l2, rho, delta, rng, statistic
+        As for `discrete_gaussian`.
+    secure
+        True: OpenDP 0.16's ``make_gaussian`` on ``vector_domain(atom_domain(T=float))``
+        with ``l2_distance(T=float)``, which samples exactly on a fine dyadic grid and rounds
+        to the nearest float, its privacy map covering the discretisation; scale and recorded
+        ρ chosen as in `discrete_gaussian`. False: ``numpy.random.Generator.normal``, a
+        textbook floating-point sampler (not private as implemented); marked not secure.
+
+    Returns
+    -------
+    noisy_values
+        float64 array of the shape of ``values``.
+    release
+        ``Release(mechanism="gaussian", ...)`` as for `discrete_gaussian`.
+
+    Raises
+    ------
+    InvalidPrivacyParameterError, DataBoundsError
+        As for `discrete_gaussian` (``values`` need not be integral).
+    """
+    rho, sensitivity, delta, secure = _check_gaussian_arguments(
+        rho, sensitivity_l2, delta, secure, rng
+    )
+    values = _check_values("values", values, integer=False).astype(np.float64)
+    scale = _checked_scale(sensitivity, math.sqrt(2.0 * rho))
+    if secure:
+        measurement, scale, rho_spent = _opendp_gaussian("float", sensitivity, rho)
+        noisy = np.asarray(measurement(values.ravel().tolist()), dtype=np.float64)
+        noisy = noisy.reshape(values.shape)
+        note = f"OpenDP make_gaussian, scale={scale!r}, exact sampler rounded to float"
+    else:
+        noisy = np.random.default_rng(rng).normal(values, scale).reshape(values.shape)
+        rho_spent = rho
+        note = f"numpy Generator.normal, scale={scale!r}: textbook floating-point sampler"
+    return noisy, _gaussian_release(
+        "gaussian", rho_spent, delta, sensitivity, statistic, secure, note
+    )
+
+
+def _gaussian_release(mechanism, rho, delta, sensitivity, statistic, secure, note) -> Release:
+    return Release(
+        mechanism=mechanism,
+        epsilon=zcdp_epsilon(rho, delta),
+        delta=delta,
+        rho=rho,
+        sensitivity=sensitivity,
+        statistic=statistic,
+        secure=secure,
+        note=note,
+    )
+
+
 def exponential_mechanism(
     scores,
     sensitivity: float,
@@ -374,6 +534,24 @@ def _check_arguments(
     return epsilon, sensitivity, secure
 
 
+def _check_gaussian_arguments(rho, sensitivity, delta, secure, rng):
+    """ρ, Δ₂, δ, ``secure``, ``rng`` validated in that order; returns (ρ, Δ₂, δ, secure)."""
+    rho = _check_privacy_parameter("rho", rho)
+    sensitivity = _check_privacy_parameter("sensitivity_l2", sensitivity)
+    if (
+        isinstance(delta, bool | np.bool_)
+        or not isinstance(delta, numbers.Real)
+        or not 0.0 < float(delta) < 1.0
+    ):
+        raise InvalidPrivacyParameterError(
+            f"delta must be a number in (0, 1), got {delta!r}: a Gaussian release is "
+            "(ε, δ)-DP only for δ > 0; e.g. delta=1e-6."
+        )
+    secure = _check_secure(secure)
+    _check_rng(rng)
+    return rho, sensitivity, float(delta), secure
+
+
 def _check_privacy_parameter(name: str, value) -> float:
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise InvalidPrivacyParameterError(
@@ -482,6 +660,23 @@ def _opendp_laplace(kind: str, sensitivity: float, epsilon: float):
         scale = math.nextafter(scale, math.inf)
         measurement = dp.m.make_laplace(*space, scale=scale)
     return measurement, scale, float(measurement.map(d_in))
+
+
+@functools.lru_cache(maxsize=256)
+def _opendp_gaussian(kind: str, sensitivity: float, rho: float):
+    """OpenDP's vector Gaussian with the smallest scale ≥ Δ₂/√(2ρ) whose map(Δ₂) ≤ ρ.
+
+    Returns ``(measurement, scale, mapped_rho)``; the map is monotone decreasing in the
+    scale, so a few `math.nextafter` steps reach it.
+    """
+    atom = dp.atom_domain(T="i64") if kind == "int" else dp.atom_domain(T=float, nan=False)
+    space = dp.vector_domain(atom), dp.l2_distance(T=float)
+    scale = sensitivity / math.sqrt(2.0 * rho)
+    measurement = dp.m.make_gaussian(*space, scale=scale)
+    while measurement.map(sensitivity) > rho:
+        scale = math.nextafter(scale, math.inf)
+        measurement = dp.m.make_gaussian(*space, scale=scale)
+    return measurement, scale, float(measurement.map(sensitivity))
 
 
 @functools.lru_cache(maxsize=256)

@@ -34,12 +34,12 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 
-from pymc_private.accounting import Budget, Release, ledger_for
+from pymc_private.accounting import Budget, Release, ledger_for, zcdp_epsilon, zcdp_rho
 from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
 from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
-from pymc_private.mechanisms import discrete_laplace
+from pymc_private.mechanisms import discrete_gaussian, discrete_laplace
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
 from pymc_private.steps.base import checked_secure
 
@@ -164,6 +164,8 @@ def privatize(
     model: pm.Model,
     epsilon: float,
     *,
+    delta: float = 0.0,
+    mechanism: str = "auto",
     budget: Budget | None = None,
     noise_aware: bool = True,
     secure: bool = True,
@@ -190,6 +192,17 @@ def privatize(
     ε its privacy map returns (≤ its share), so the ledger total is ≤ ε. A statistic whose
     sensitivity is 0 is a public function of n and the bounds: it is released as is, free.
     OpenDP adds in saturating int64 arithmetic, a post-processing of the exact sum.
+
+    The Gaussian mechanism (δ > 0; Canonne, Kamath & Steinke 2020)
+    -------------------------------------------------------------
+    With ``mechanism="gaussian"`` (or ``"auto"`` when it adds less noise) each s_j gets
+    OpenDP's exact discrete Gaussian instead, at ρ_j = ρ·Δ₂_j²/Δ₂² where ρ = `zcdp_rho`(ε, δ)
+    is the largest ρ the ledger converts to at most ε at δ (`accounting.zcdp_epsilon`), and
+    Δ₂_j² = unit_j²·Δ_j·Δ∞_j bounds the squared L2 sensitivity (`StatisticSpec
+    .sensitivity_l2_squared`; exact for counts: √(2d + 1) for naive Bayes against Δ₁ =
+    2d + 1). Every cell gets σ = Δ₂/√(2ρ) in natural units. Release j is ρ_j-zCDP; the ρ_j
+    add, and the ledger composes them as Rényi DP, so the release is (ε, δ)-DP. Each release
+    records its own (ε_j, δ) and ρ_j as OpenDP's privacy map returns it (≤ its share).
 
     Projection Π (post-processing, free of privacy cost): counts (category 0 derived) are
     projected onto {v ≥ 0, Σ_k v_k = N} in Euclidean distance and rounded to integers with
@@ -219,6 +232,13 @@ def privatize(
         reduces to sufficient statistics (see `pmp.analyze`).
     epsilon
         The ε of the release: finite and > 0.
+    delta
+        The δ of the release, in [0, 1). 0 (default): pure ε-DP, discrete Laplace noise.
+        δ > 0 allows the Gaussian mechanism (below).
+    mechanism
+        ``"auto"`` (default): the mechanism of lower noise variance per cell at (ε, δ)
+        (`chosen_mechanism`; Laplace when δ = 0); ``"laplace"``; or ``"gaussian"`` (needs
+        δ > 0). The ledger shows which was used.
     budget
         A `pmp.Budget` the data sets' ledger plus this release must fit, checked before
         the data is read: over budget, `BudgetExceededError`, nothing is released or
@@ -239,7 +259,8 @@ def privatize(
     Raises
     ------
     InvalidPrivacyParameterError
-        ``epsilon`` not a finite number > 0, ``secure`` not a bool, or a share ε_j that is
+        ``epsilon`` not a finite number > 0, ``delta`` not in [0, 1), ``mechanism`` unknown
+        or ``"gaussian"`` with δ = 0, ``secure`` not a bool, or a share ε_j (ρ_j) that is
         not a finite number > 0 with a finite noise scale > 0 in floating point (e.g. a
         statistic whose Δ_j is ~1e-305 of Δ₁); all before any noise.
     BudgetExceededError
@@ -251,13 +272,16 @@ def privatize(
         From `pmp.analyze`.
     """
     epsilon = _checked_epsilon(epsilon)
+    delta = _checked_delta(delta)
+    mechanism = _checked_mechanism(mechanism, delta)
     secure = checked_secure(secure)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
     rng = np.random.default_rng(random_seed)
     analysis = analyze(model)
     analysis.epsilon_per_draw("privatize")
-    plan = _noise_plan(analysis, epsilon)
+    mechanism = chosen_mechanism(analysis, epsilon, delta, mechanism)
+    plan = _noise_plan(analysis, epsilon, delta, mechanism)
     datasets = datasets_of(model)
     placeholders = {
         spec.name: spec.natural(np.zeros(spec.shape, dtype=np.int64))
@@ -268,8 +292,8 @@ def privatize(
     ledger = ledger_for(model)
     if budget is not None:
         planned = [
-            Release("discrete_laplace", share, statistic=spec.name, secure=secure)
-            for spec, share in plan
+            _planned_release(spec, share, delta, mechanism, secure)
+            for spec, share, _ in plan
             if share > 0
         ]
         budget.check(ledger, planned)
@@ -279,7 +303,9 @@ def privatize(
         for variable in model.data_vars
         if variable.name in analysis.private_data
     }
-    released = release_statistics(analysis, arrays, epsilon, secure=secure, rng=rng)
+    released = release_statistics(
+        analysis, arrays, epsilon, delta=delta, mechanism=mechanism, secure=secure, rng=rng
+    )
     ledger.record_all(released.releases)
     privatisation = _released(analysis, released, epsilon, datasets, noise_aware)
     # PyMC's own step assignment must find PrivateGibbs for the conjugate variables of the
@@ -334,17 +360,21 @@ def release_statistics(
     arrays: Mapping[str, np.ndarray],
     epsilon: float,
     *,
+    delta: float = 0.0,
+    mechanism: str = "laplace",
     secure: bool = True,
     rng: np.random.Generator | None = None,
 ) -> ReleasedStatistics:
     """The mechanism of `privatize` on raw arrays: s(D) + noise, projected, and its releases.
 
     ``analysis`` is the model's (public) analysis and ``arrays`` its raw `PrivateData` by
-    name; ``epsilon`` is assumed validated. The cost, the split of ε between the statistics
-    and the projection are documented in `privatize`. The caller records the returned
-    releases.
+    name; ``epsilon``, ``delta`` and ``mechanism`` (``"laplace"`` or ``"gaussian"``) are
+    assumed validated. The cost, the split of the budget between the statistics and the
+    projection are documented in `privatize`. The caller records the returned releases.
     """
-    noisy, releases, noise = _noised(analysis, arrays, epsilon, secure=secure, rng=rng)
+    noisy, releases, noise = _noised(
+        analysis, arrays, _noise_plan(analysis, epsilon, delta, mechanism), delta, secure, rng
+    )
     statistics = _projected(analysis, noisy, noise)
     noisy = {name: np.array(value) for name, value in noisy.items()}
     for value in (*statistics.values(), *noisy.values()):
@@ -374,47 +404,147 @@ def _checked_epsilon(epsilon) -> float:
 def _noised(
     analysis: PrivacyAnalysis,
     arrays: dict[str, np.ndarray],
-    epsilon: float,
-    *,
+    plan: list[tuple[StatisticSpec, float, str]],
+    delta: float,
     secure: bool,
     rng: np.random.Generator,
-) -> tuple[dict[str, np.ndarray], list[Release]]:
-    """Each statistic in integer steps plus discrete Laplace noise, then in natural units,
-    with the noise's law (its scale in natural units: unit · Δ_j / ε_j, ε_j as recorded)."""
+) -> tuple[dict[str, np.ndarray], list[Release], dict[str, NoiseLaw]]:
+    """Each statistic in integer steps plus the plan's noise, then in natural units, with
+    the noise's law in natural units: Laplace scale unit · Δ_j / ε_j, or Gaussian σ =
+    unit · Δ₂_j / √(2ρ_j), with ε_j, ρ_j as recorded. The plan is validated (`_noise_plan`)
+    before this draws any noise."""
     noisy: dict[str, np.ndarray] = {}
     releases: list[Release] = []
     noise: dict[str, NoiseLaw] = {}
-    # Every share is validated before the first mechanism draws any noise.
-    for spec, spec_epsilon in _noise_plan(analysis, epsilon):
+    for spec, share, mechanism in plan:
         exact = spec.compute(arrays)
         if spec.sensitivity == 0:
             noisy[spec.name] = spec.natural(exact)
             continue
-        values, release = discrete_laplace(
-            exact, spec.sensitivity, spec_epsilon, rng=rng, secure=secure, statistic=spec.name
-        )
+        if mechanism == "gaussian":
+            sensitivity = _ceil_sqrt(spec.sensitivity_l2_squared)
+            values, release = discrete_gaussian(
+                exact,
+                sensitivity,
+                share,
+                delta=delta,
+                rng=rng,
+                secure=secure,
+                statistic=spec.name,
+            )
+            sigma = float(spec.unit) * sensitivity / math.sqrt(2.0 * release.rho)
+            noise[spec.name] = NoiseLaw("gaussian", sigma)
+        else:
+            values, release = discrete_laplace(
+                exact, spec.sensitivity, share, rng=rng, secure=secure, statistic=spec.name
+            )
+            noise[spec.name] = NoiseLaw("laplace", spec.sensitivity_l1 / release.epsilon)
         releases.append(release)
         noisy[spec.name] = spec.natural(values)
-        noise[spec.name] = NoiseLaw("laplace", spec.sensitivity_l1 / release.epsilon)
     return noisy, releases, noise
 
 
-def _noise_plan(analysis: PrivacyAnalysis, epsilon: float) -> list[tuple[StatisticSpec, float]]:
-    """Each statistic with its share ε_j = ε·Δ_j/Δ₁ (natural units), validated.
+def _ceil_sqrt(value: int) -> float:
+    """The smallest float whose square is ≥ the integer ``value`` (exactly)."""
+    root = math.sqrt(value)
+    while Fraction(root) ** 2 < value:
+        root = math.nextafter(root, math.inf)
+    return root
 
-    The shares are rounded down until Σ_j ε_j ≤ ε exactly. A statistic of sensitivity 0 is a
-    public function of n and the bounds and gets no share. A share must be a finite ε > 0
-    with a finite noise scale Δ_j/ε_j > 0 in floating point, which floating point can deny
-    when one statistic's sensitivity is ~1e-17 of Δ₁ or the scale overflows.
+
+def _checked_delta(delta) -> float:
+    if (
+        isinstance(delta, bool | np.bool_)
+        or not isinstance(delta, int | float | np.number)
+        or not 0.0 <= float(delta) < 1.0
+    ):
+        raise InvalidPrivacyParameterError(
+            f"delta must be a number in [0, 1), got {delta!r}: 0 (the default) for pure ε-DP "
+            "with Laplace noise, or a small δ such as 1e-6 to allow the Gaussian mechanism."
+        )
+    return float(delta)
+
+
+def _checked_mechanism(mechanism, delta: float) -> str:
+    if mechanism not in ("auto", "laplace", "gaussian"):
+        raise InvalidPrivacyParameterError(
+            f"mechanism must be 'auto', 'laplace' or 'gaussian', got {mechanism!r}."
+        )
+    if mechanism == "gaussian" and delta == 0:
+        raise InvalidPrivacyParameterError(
+            "mechanism='gaussian' needs delta > 0 (a Gaussian release is (ε, δ)-DP only for "
+            "δ > 0); pass e.g. delta=1e-6, or use mechanism='laplace'."
+        )
+    return mechanism
+
+
+def chosen_mechanism(analysis: PrivacyAnalysis, epsilon: float, delta: float, mechanism: str):
+    """The mechanism `privatize` uses: ``mechanism`` unless it is ``"auto"``, then the one
+    whose noise variance per cell (natural units, the same for every cell) is lower at
+    (ε, δ): Laplace 2(Δ₁/ε)², Gaussian Δ₂²/(2ρ) with ρ = `zcdp_rho`(ε, δ) and
+    Δ₂² = Σ_j Δ₂_j² over the statistics. Laplace when δ = 0."""
+    if mechanism != "auto":
+        return mechanism
+    if delta == 0 or analysis.sensitivity_l1 in (None, 0):
+        return "laplace"
+    laplace = 2.0 * (analysis.sensitivity_l1 / epsilon) ** 2
+    gaussian = float(_l2_weights(analysis)[1]) / (2.0 * zcdp_rho(epsilon, delta))
+    return "gaussian" if gaussian < laplace else "laplace"
+
+
+def _l2_weights(analysis: PrivacyAnalysis) -> tuple[list[Fraction], Fraction]:
+    """Δ₂_j² of each noised statistic in natural units (exact) and their sum Δ₂²."""
+    weights = [
+        Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared
+        for spec in analysis.statistics
+        if spec.sensitivity > 0
+    ]
+    return weights, sum(weights, Fraction(0))
+
+
+def _planned_release(spec, share, delta, mechanism, secure) -> Release:
+    if mechanism == "gaussian":
+        return Release(
+            "discrete_gaussian",
+            zcdp_epsilon(share, delta),
+            delta=delta,
+            rho=share,
+            statistic=spec.name,
+            secure=secure,
+        )
+    return Release("discrete_laplace", share, statistic=spec.name, secure=secure)
+
+
+def _noise_plan(
+    analysis: PrivacyAnalysis, epsilon: float, delta: float = 0.0, mechanism: str = "laplace"
+) -> list[tuple[StatisticSpec, float, str]]:
+    """Each statistic with its share and mechanism, validated.
+
+    Laplace: ε_j = ε·Δ_j/Δ₁ (natural units), so every cell gets the scale Δ₁/ε. Gaussian:
+    ρ = `zcdp_rho`(ε, δ), the largest ρ the ledger converts to at most ε at δ, and
+    ρ_j = ρ·Δ₂_j²/Δ₂², so every cell gets σ = Δ₂/√(2ρ) (natural units) and Σ_j ρ_j ≤ ρ.
+    The shares are rounded down until their sum is ≤ ε (or ρ) exactly. A statistic of
+    sensitivity 0 is a public function of n and the bounds and gets no share. A share must
+    be finite and > 0 with a finite noise scale > 0 in floating point, which floating point
+    can deny when one statistic's sensitivity is ~1e-17 of the total or the scale overflows.
     """
-    total = Fraction(analysis.sensitivity_l1)
     noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
-    shares = [epsilon * float(Fraction(spec.sensitivity_l1) / total) for spec in noised]
-    while sum(map(Fraction, shares), Fraction(0)) > Fraction(epsilon):
+    if mechanism == "gaussian":
+        weights, total = _l2_weights(analysis)
+        budget = zcdp_rho(epsilon, delta)
+    else:
+        weights = [Fraction(spec.sensitivity_l1) for spec in noised]
+        total = Fraction(analysis.sensitivity_l1)
+        budget = epsilon
+    shares = [budget * float(weight / total) for weight in weights]
+    while sum(map(Fraction, shares), Fraction(0)) > Fraction(budget):
         shares = [math.nextafter(share, 0.0) for share in shares]
-    plan = [(spec, 0.0) for spec in analysis.statistics if spec.sensitivity == 0]
+    plan = [(spec, 0.0, mechanism) for spec in analysis.statistics if spec.sensitivity == 0]
     for spec, share in zip(noised, shares, strict=True):
-        scale = spec.sensitivity / share if share > 0 else math.inf
+        if mechanism == "gaussian":
+            scale = math.sqrt(spec.sensitivity_l2_squared / (2 * share)) if share > 0 else math.inf
+        else:
+            scale = spec.sensitivity / share if share > 0 else math.inf
         if not (share > 0 and math.isfinite(share) and 0 < scale < math.inf):
             raise InvalidPrivacyParameterError(
                 f"The statistic {spec.name} has sensitivity Δ = {spec.sensitivity_l1!r} of "
@@ -424,7 +554,7 @@ def _noise_plan(analysis: PrivacyAnalysis, epsilon: float) -> list[tuple[Statist
                 "bounds) so that the sensitivities are within a few orders of magnitude of "
                 "each other, or choose another epsilon."
             )
-        plan.append((spec, share))
+        plan.append((spec, share, mechanism))
     return plan
 
 

@@ -117,7 +117,9 @@ def test_many_distinct_epsilons_fall_back_to_the_rdp_bound_of_randomized_respons
     )
     for eps in values:
         reference.compose(dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(eps)), 2), 1000)
-    assert composition.epsilon == pytest.approx(reference.get_epsilon(1e-6), rel=1e-9)
+    # The ledger minimises over dp-accounting's orders and a denser grid: never larger.
+    reference_epsilon = reference.get_epsilon(1e-6)
+    assert reference_epsilon * (1 - 1e-2) <= composition.epsilon <= reference_epsilon
     assert composition.epsilon < 0.2 * ledger.epsilon()
 
 

@@ -1,0 +1,306 @@
+"""The Gaussian mechanism: zCDP releases, their accounting, L2 sensitivities, `privatize(delta=)`.
+
+Audits run at α = 0.01 (a correct mechanism fails with probability ≤ α) at δ = 1e-3, where
+events of probability ~1e-3..1e-1 decide the (ε, δ) profile, so 10⁶ runs of the (vectorised,
+numpy) mechanism catch a half-scale one at every ε; the secure OpenDP sampler is audited at
+10⁵ runs. Conversions are compared with OpenDP's and dp-accounting's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import hypothesis.strategies as st
+import numpy as np
+import opendp.prelude as dp
+import pymc as pm
+import pytest
+from dp_accounting import dp_event
+from dp_accounting.rdp import rdp_privacy_accountant
+from hypothesis import HealthCheck, given, settings
+
+from pymc_private.accounting import (
+    Budget,
+    PrivacyLedger,
+    Release,
+    ZcdpEvent,
+    ledger_for,
+    zcdp_epsilon,
+    zcdp_rho,
+)
+from pymc_private.analysis import analyze
+from pymc_private.audit import epsilon_lower_bound
+from pymc_private.data import PrivateData
+from pymc_private.demo import naive_bayes_model
+from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
+from pymc_private.mechanisms import discrete_gaussian, gaussian
+from pymc_private.priors import TruncatedBeta, TruncatedNormal
+from pymc_private.privatize import chosen_mechanism, privatisation_of, privatize
+from pymc_private.sampling import sample
+
+dp.enable_features("contrib")
+
+AUDIT_DELTA = 1e-3
+EPSILONS = (0.1, 1.0, 4.0)
+
+
+def _opendp_epsilon(rho: float, delta: float) -> float:
+    """OpenDP's own zCDP → (ε, δ) conversion of a Gaussian measurement of ρ."""
+    sensitivity = 1.0
+    space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float)
+    measurement = dp.m.make_gaussian(*space, scale=sensitivity / math.sqrt(2 * rho))
+    profile = dp.c.make_zCDP_to_approxDP(measurement).map(sensitivity)
+    return profile.epsilon(delta)
+
+
+# --------------------------------------------------------------------------------------
+# The mechanism
+# --------------------------------------------------------------------------------------
+
+
+def test_discrete_gaussian_releases_integers_and_the_rho_opendp_maps():
+    counts = np.array([0, 5, 2**40])
+    rho = zcdp_rho(1.0, 1e-6)
+    noisy, release = discrete_gaussian(counts, math.sqrt(7), rho, delta=1e-6, statistic="c")
+    assert noisy.dtype == np.int64 and noisy.shape == counts.shape
+    assert release.mechanism == "discrete_gaussian" and release.secure
+    assert 0 < release.rho <= rho
+    assert release.epsilon == zcdp_epsilon(release.rho, 1e-6) <= 1.0
+    assert release.delta == 1e-6 and release.sensitivity == math.sqrt(7)
+    assert release.event == ZcdpEvent(release.rho)
+    values, float_release = gaussian([0.5, -1.5], 2.0, rho, delta=1e-6)
+    assert values.dtype == np.float64 and float_release.mechanism == "gaussian"
+    assert float_release.rho <= rho
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_audit_secure_discrete_gaussian_stays_below_its_claim(epsilon):
+    rho = zcdp_rho(epsilon, AUDIT_DELTA)
+    claim = discrete_gaussian([0], 1.0, rho, delta=AUDIT_DELTA)[1].epsilon
+
+    def mechanism(count, rng, size):  # `size` independent runs: one coordinate each
+        return discrete_gaussian(np.full(size, count), 1.0, rho, delta=AUDIT_DELTA)[0]
+
+    result = epsilon_lower_bound(
+        mechanism, 0, 1, n=100_000, alpha=0.01, random_seed=1, vectorized=True, delta=AUDIT_DELTA
+    )
+    assert result.epsilon_lower_bound <= claim
+
+
+def _vectorised(rho: float):
+    def mechanism(count, rng, size):
+        values = np.full(size, count, dtype=np.int64)
+        return discrete_gaussian(values, 1.0, rho, delta=AUDIT_DELTA, secure=False, rng=rng)[0]
+
+    return mechanism
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_audit_passes_the_gaussian_and_catches_it_at_half_scale(epsilon):
+    rho = zcdp_rho(epsilon, AUDIT_DELTA)
+    claim = zcdp_epsilon(rho, AUDIT_DELTA)
+    audit = dict(n=1_000_000, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)
+    # Worst pair for one count: the two ends of a unit move (the law is shift-invariant).
+    correct = epsilon_lower_bound(_vectorised(rho), 0, 1, random_seed=2, **audit)
+    assert correct.epsilon_lower_bound <= claim
+    # Half the scale is four times the ρ, recorded as ρ: the auditor must see through it.
+    under = epsilon_lower_bound(_vectorised(4 * rho), 0, 1, random_seed=3, **audit)
+    assert under.epsilon_lower_bound > claim
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    delta=st.one_of(
+        st.sampled_from([0.0, -1e-6, 1.0, 2.0, math.nan, math.inf, True]),
+        st.text(max_size=3),
+    )
+)
+def test_bad_delta_is_refused_before_any_noise(delta):
+    with pytest.raises(InvalidPrivacyParameterError, match="delta"):
+        discrete_gaussian([1, 2], 1.0, 0.1, delta=delta)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rho=st.sampled_from([0.0, -1.0, math.nan, math.inf, True, "1"]))
+def test_bad_rho_is_refused(rho):
+    with pytest.raises(InvalidPrivacyParameterError, match="rho"):
+        discrete_gaussian([1, 2], 1.0, rho, delta=1e-6)
+
+
+# --------------------------------------------------------------------------------------
+# Accounting: typed events, conversions against OpenDP and dp-accounting
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rho", [1e-4, 0.02, 0.5, 3.0])
+@pytest.mark.parametrize("delta", [1e-9, 1e-6, 1e-3])
+def test_one_release_converts_like_opendp(rho, delta):
+    ledger = PrivacyLedger([Release("g", zcdp_epsilon(rho, delta), delta=delta, rho=rho)])
+    epsilon = ledger.composition(delta).epsilon
+    reference = _opendp_epsilon(rho, delta)
+    assert reference * (1 - 1e-9) <= epsilon <= reference * (1 + 2e-3)
+
+
+@pytest.mark.parametrize("count", [1, 10, 100])
+def test_composed_releases_match_dp_accounting(count):
+    sigma, delta = 8.0, 1e-6  # noise multiplier σ/Δ₂ with Δ₂ = 1
+    rho = 1 / (2 * sigma**2)
+    release = Release("g", zcdp_epsilon(rho, delta), delta=delta, rho=rho, count=count)
+    ours = PrivacyLedger([release]).composition(delta)
+    accountant = rdp_privacy_accountant.RdpAccountant()
+    accountant.compose(dp_event.GaussianDpEvent(sigma), count)
+    reference = accountant.get_epsilon(delta)
+    assert ours.method == ("sum" if count == 1 else "rdp")  # one release: its own ε
+    assert reference * (1 - 1e-3) <= ours.epsilon <= reference * (1 + 2e-3)
+    assert ours.epsilon == pytest.approx(_opendp_epsilon(count * rho, delta), rel=2e-3)
+
+
+def test_laplace_and_gaussian_compose_soundly():
+    delta, rho = 1e-6, 0.01
+    releases = [
+        Release("laplace", 0.5),
+        Release("g", zcdp_epsilon(rho, delta), delta=delta, rho=rho, count=3),
+    ]
+    ledger = PrivacyLedger(releases)
+    ours = ledger.composition(delta).epsilon
+    accountant = rdp_privacy_accountant.RdpAccountant()
+    accountant.compose(dp_event.LaplaceDpEvent(2.0))  # ε = 0.5 Laplace: its own RDP curve
+    accountant.compose(dp_event.GaussianDpEvent(1 / math.sqrt(2 * rho)), 3)
+    # Ours bounds any 0.5-DP mechanism (randomized response), so it is no smaller.
+    assert accountant.get_epsilon(delta) <= ours < 0.5 + 3 * zcdp_epsilon(rho, delta)
+    assert ledger.composition(0.0).epsilon == math.inf
+    restored = PrivacyLedger.from_json(ledger.to_json())
+    assert restored.composition(delta) == ledger.composition(delta)
+
+
+def test_budgets_with_gaussian_releases():
+    ledger = PrivacyLedger()
+    rho = zcdp_rho(1.0, 1e-6)
+    planned = [Release("g", zcdp_epsilon(rho, 1e-6), delta=1e-6, rho=rho)]
+    with pytest.raises(BudgetExceededError, match="delta > 0"):
+        Budget(10.0).check(ledger, planned)
+    assert Budget(1.0, 1e-6).check(ledger, planned).epsilon <= 1.0
+    with pytest.raises(BudgetExceededError):
+        Budget(0.9, 1e-6).check(ledger, planned)
+    ledger.record_all(planned)
+    assert Budget(10.0).remaining(ledger) == 0.0
+    assert Budget(10.0).affordable_count(ledger, 0.1) == 0
+    assert Budget(2.0, 1e-6).affordable_count(ledger, 0.1) > 0
+    with pytest.raises(InvalidPrivacyParameterError, match="delta > 0"):
+        Release("g", 1.0, rho=0.1)
+
+
+# --------------------------------------------------------------------------------------
+# L2 sensitivities from the families
+# --------------------------------------------------------------------------------------
+
+
+def _statistics(model, arrays):
+    analysis = analyze(model)
+    return analysis, np.concatenate(
+        [spec.compute(arrays).ravel().astype(float) for spec in analysis.statistics]
+    )
+
+
+def test_naive_bayes_l2_sensitivity_matches_brute_force():
+    d = 2
+    records = [(y, x) for y in (0, 1) for x in itertools.product((0, 1), repeat=d)]
+    base_y = np.array([0, 1, 1, 0])
+    base_x = np.array([[0, 1], [1, 1], [0, 0], [1, 0]])
+    model = naive_bayes_model(base_y, base_x)
+    analysis, _ = _statistics(model, {"y_obs": base_y, "x_obs": base_x})
+    squared = sum(spec.sensitivity_l2_squared for spec in analysis.statistics)
+    assert squared == 2 * d + 1 == analysis.sensitivity_l1
+    worst = 0.0
+    for (y1, x1), (y2, x2) in itertools.product(records, repeat=2):
+        ys = [base_y.copy(), base_y.copy()]
+        xs = [base_x.copy(), base_x.copy()]
+        ys[0][0], xs[0][0], ys[1][0], xs[1][0] = y1, x1, y2, x2
+        values = [
+            np.concatenate(
+                [s.compute({"y_obs": y, "x_obs": x}).ravel() for s in analysis.statistics]
+            )
+            for y, x in zip(ys, xs, strict=True)
+        ]
+        worst = max(worst, float(np.sum((values[0] - values[1]) ** 2)))
+    assert worst == squared
+
+
+def test_bounded_sum_l2_sensitivity_is_its_range():
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", np.array([0.5, 1.5, 2.0]), bounds=(-1.0, 3.0))
+        mu = TruncatedNormal("mu", 0.0, 1.0, lower=-2.0, upper=2.0)
+        pm.Normal("x", mu, 1.0, observed=x_obs)
+    (spec,) = analyze(model).statistics
+    assert spec.sensitivity_l2 == pytest.approx(spec.sensitivity_l1) == pytest.approx(4.0)
+
+
+# --------------------------------------------------------------------------------------
+# privatize(delta=, mechanism=)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nb_model():
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 2, 300)
+    features = (rng.random((300, 30)) < np.where(labels[:, None] == 1, 0.7, 0.3)).astype(int)
+    return naive_bayes_model(labels, features)
+
+
+def test_auto_picks_the_gaussian_for_naive_bayes_and_the_ledger_holds_epsilon(nb_model):
+    # d = 30: Δ₁ = 61, Δ₂ = √61; at (1, 1e-6) Laplace sd 86, Gaussian σ = √61/√(2ρ) ≈ 35.
+    analysis = analyze(nb_model)
+    assert chosen_mechanism(analysis, 1.0, 1e-6, "auto") == "gaussian"
+    assert chosen_mechanism(analysis, 1.0, 0.0, "auto") == "laplace"
+    private = privatize(nb_model, 1.0, delta=1e-6, noise_aware=False)
+    releases = privatisation_of(private).releases
+    assert {r.mechanism for r in releases} == {"discrete_gaussian"}
+    assert sum(r.rho for r in releases) <= zcdp_rho(1.0, 1e-6)
+    assert ledger_for(nb_model).composition(1e-6).epsilon <= 1.0
+    laws = privatisation_of(private).noise
+    sigma = math.sqrt(61) / math.sqrt(2 * zcdp_rho(1.0, 1e-6))
+    for law in laws.values():
+        assert law.kind == "gaussian"
+        assert law.scale == pytest.approx(sigma, rel=1e-6)
+    assert sigma < math.sqrt(2) * 61 / 2
+
+
+def test_explicit_laplace_with_delta_and_refusals_leave_the_ledger_alone(nb_model):
+    private = privatize(nb_model, 1.0, delta=1e-6, mechanism="laplace", noise_aware=False)
+    assert {r.mechanism for r in privatisation_of(private).releases} == {"discrete_laplace"}
+    ledger = ledger_for(nb_model)
+    before = ledger.releases
+    with pytest.raises(InvalidPrivacyParameterError, match="delta > 0"):
+        privatize(nb_model, 1.0, mechanism="gaussian")
+    with pytest.raises(InvalidPrivacyParameterError, match="mechanism"):
+        privatize(nb_model, 1.0, delta=1e-6, mechanism="exponential")
+    with pytest.raises(BudgetExceededError, match="delta > 0"):
+        privatize(nb_model, 1.0, delta=1e-6, budget=Budget(100.0))
+    assert ledger.releases == before
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(delta=st.sampled_from([-1e-9, 1.0, 1.5, math.nan, math.inf, -math.inf, True, "1e-6"]))
+def test_privatize_refuses_bad_delta_before_any_noise(nb_model, delta):
+    before = ledger_for(nb_model).releases
+    with pytest.raises(InvalidPrivacyParameterError, match="delta"):
+        privatize(nb_model, 1.0, delta=delta)
+    assert ledger_for(nb_model).releases == before
+
+
+def test_noise_aware_gaussian_posterior_samples():
+    y = np.random.default_rng(3).binomial(1, 0.3, 200)
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", y, bounds=(0, 1))
+        p = TruncatedBeta("p", 1, 1, lower=0.05, upper=0.95)
+        pm.Bernoulli("y", p, observed=y_obs)
+    private = privatize(model, 1.0, delta=1e-6, mechanism="gaussian")
+    with private:
+        idata = sample(200, tune=200, chains=1, random_seed=1, progressbar=False)
+    draws = idata.posterior["p"].to_numpy()
+    assert np.all((draws >= 0.05) & (draws <= 0.95))
+    assert idata.attrs  # the ledger travels with the draws
