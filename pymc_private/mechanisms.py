@@ -274,23 +274,8 @@ def discrete_gaussian(
     DataBoundsError
         ``counts`` is empty, not numeric, non-finite, or not integral.
     """
-    rho, sensitivity, delta, secure = _check_gaussian_arguments(
-        rho, sensitivity_l2, delta, secure, rng
-    )
-    counts = _check_values("counts", counts, integer=True).astype(np.int64)
-    scale = _checked_scale(sensitivity, math.sqrt(2.0 * rho))
-    if secure:
-        measurement, scale, rho_spent = _opendp_gaussian("int", sensitivity, rho)
-        noisy = np.asarray(measurement(counts.ravel().tolist()), dtype=np.int64)
-        noisy = noisy.reshape(counts.shape)
-        note = f"OpenDP make_gaussian (integer), scale={scale!r}, exact CKS20 sampler"
-    else:
-        noise = np.rint(np.random.default_rng(rng).normal(0.0, scale, size=counts.shape))
-        noisy = (counts + noise.astype(np.int64)).astype(np.int64)
-        rho_spent = rho
-        note = f"numpy rounded Gaussian, scale={scale!r}"
-    return noisy, _gaussian_release(
-        "discrete_gaussian", rho_spent, delta, sensitivity, statistic, secure, note
+    return _gaussian_mechanism(
+        "discrete_gaussian", counts, sensitivity_l2, rho, delta, rng, secure, statistic
     )
 
 
@@ -335,22 +320,35 @@ def gaussian(
     InvalidPrivacyParameterError, DataBoundsError
         As for `discrete_gaussian` (``values`` need not be integral).
     """
+    return _gaussian_mechanism(
+        "gaussian", values, sensitivity_l2, rho, delta, rng, secure, statistic
+    )
+
+
+def _gaussian_mechanism(mechanism, values, sensitivity_l2, rho, delta, rng, secure, statistic):
+    """`discrete_gaussian` (integers) and `gaussian` (floats): validate, add noise, record."""
     rho, sensitivity, delta, secure = _check_gaussian_arguments(
         rho, sensitivity_l2, delta, secure, rng
     )
-    values = _check_values("values", values, integer=False).astype(np.float64)
+    integer = mechanism == "discrete_gaussian"
+    dtype = np.int64 if integer else np.float64
+    name = "counts" if integer else "values"
+    values = _check_values(name, values, integer=integer).astype(dtype)
     scale = _checked_scale(sensitivity, math.sqrt(2.0 * rho))
     if secure:
-        measurement, scale, rho_spent = _opendp_gaussian("float", sensitivity, rho)
-        noisy = np.asarray(measurement(values.ravel().tolist()), dtype=np.float64)
+        kind = "int" if integer else "float"
+        measurement, scale, rho_spent = _opendp_gaussian(kind, sensitivity, rho)
+        noisy = np.asarray(measurement(values.ravel().tolist()), dtype=dtype)
         noisy = noisy.reshape(values.shape)
-        note = f"OpenDP make_gaussian, scale={scale!r}, exact sampler rounded to float"
+        note = f"OpenDP make_gaussian ({kind}), scale={scale!r}, exact sampler"
     else:
-        noisy = np.random.default_rng(rng).normal(values, scale).reshape(values.shape)
+        noise = np.random.default_rng(rng).normal(0.0, scale, size=values.shape)
+        # Integers: the continuous mechanism rounded (post-processing of x + N, x integral).
+        noisy = values + (np.rint(noise).astype(np.int64) if integer else noise)
         rho_spent = rho
-        note = f"numpy Generator.normal, scale={scale!r}: textbook floating-point sampler"
+        note = f"numpy normal{' rounded' if integer else ''}, scale={scale!r}: not secure"
     return noisy, _gaussian_release(
-        "gaussian", rho_spent, delta, sensitivity, statistic, secure, note
+        mechanism, rho_spent, delta, sensitivity, statistic, secure, note
     )
 
 
