@@ -210,9 +210,7 @@ class Release:
     @property
     def event(self) -> PureEvent | ZcdpEvent:
         """The typed privacy event of one such release, with its Rényi privacy map."""
-        if self.rho is not None:
-            return ZcdpEvent(self.rho)
-        return PureEvent(self.epsilon, self.delta)
+        return _event(self.epsilon, self.delta, self.rho or 0.0)
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict; `Release.from_dict` inverts it exactly."""
@@ -245,9 +243,19 @@ class ZcdpEvent:
 
     rho: float
 
+    @property
+    def delta(self) -> float:
+        """The δ paid apart from the Rényi curve: none."""
+        return 0.0
+
     def rdp(self, orders: np.ndarray) -> np.ndarray:
         """The Rényi DP curve at ``orders``."""
         return orders * self.rho
+
+
+def _event(epsilon: float, delta: float, rho: float) -> PureEvent | ZcdpEvent:
+    """The event of a release (or a ledger group) with these (ε, δ, ρ); ρ = 0: not zCDP."""
+    return ZcdpEvent(rho) if rho > 0 else PureEvent(epsilon, delta)
 
 
 @lru_cache(maxsize=4096)
@@ -316,8 +324,12 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _check_delta(delta: float, name: str = "delta") -> float:
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 <= delta < 1:
+def checked_delta(delta: float, name: str = "delta") -> float:
+    if (
+        isinstance(delta, bool | np.bool_)
+        or not isinstance(delta, int | float | np.integer | np.floating)
+        or not 0 <= delta < 1
+    ):
         raise InvalidPrivacyParameterError(
             f"{name} must be a number in [0, 1), got {delta!r}; use 0 for pure ε-DP or a "
             "small value such as 1e-6."
@@ -511,23 +523,17 @@ def _randomized_response_rdp(eps: np.ndarray, orders: np.ndarray) -> np.ndarray:
 
 
 def _rdp_epsilon(groups: _Groups, delta: float) -> float:
-    """Σ of the releases' Rényi curves (`Release.event`), converted at δ less the leak of
-    the releases that are not zCDP."""
-    pure = [(e, d, c) for e, d, rho, c in groups if rho == 0]
-    leak = -math.expm1(math.fsum(count * math.log1p(-d) for _, d, count in pure))
+    """Σ of the releases' Rényi curves (their events' privacy maps), converted at δ less
+    the δ the events pay apart from their curves, 1 − Π(1 − δ_i)."""
+    events = [(_event(eps, release_delta, rho), count) for eps, release_delta, rho, count in groups]
+    leak = -math.expm1(math.fsum(count * math.log1p(-event.delta) for event, count in events))
     pure_delta = (delta - leak) / (1 - leak)
     if pure_delta <= 0:
         return math.inf
-    orders = _RDP_ORDERS
-    rdp = np.zeros_like(orders)
-    if pure:
-        eps = np.array([e for e, _, _ in pure])
-        counts = np.array([float(c) for _, _, c in pure])
-        rdp += counts @ _randomized_response_rdp(eps, orders)
-    for _, _, rho, count in groups:
-        if rho > 0:
-            rdp += count * ZcdpEvent(rho).rdp(orders)
-    return float(rdp_privacy_accountant.compute_epsilon(orders, rdp, pure_delta)[0])
+    rdp = sum(
+        (count * event.rdp(_RDP_ORDERS) for event, count in events), np.zeros_like(_RDP_ORDERS)
+    )
+    return float(rdp_privacy_accountant.compute_epsilon(_RDP_ORDERS, rdp, pure_delta)[0])
 
 
 @lru_cache(maxsize=512)
@@ -696,7 +702,7 @@ class PrivacyLedger:
             If ``delta`` is outside [0, 1) or below the unavoidable δ = 1 − Π(1 − δ_i) of
             releases that are not pure.
         """
-        return _compose(self._groups(), _check_delta(delta))
+        return _compose(self._groups(), checked_delta(delta))
 
     def epsilon(self, delta: float = 0.0) -> float:
         """The composed ε at ``delta`` (see `composition`)."""
@@ -705,7 +711,7 @@ class PrivacyLedger:
     def would_compose(self, planned: Iterable[Release], delta: float = 0.0) -> Composition:
         """What `composition` would report if ``planned`` were recorded; records nothing."""
         items = _validated_releases(planned, "planned")
-        return _compose(self._groups(items), _check_delta(delta))
+        return _compose(self._groups(items), checked_delta(delta))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict; `PrivacyLedger.from_dict` inverts it exactly."""
@@ -871,7 +877,7 @@ class Budget:
                 "e.g. Budget(1.0)."
             )
         object.__setattr__(self, "epsilon", float(self.epsilon))
-        object.__setattr__(self, "delta", _check_delta(self.delta, "Budget delta"))
+        object.__setattr__(self, "delta", checked_delta(self.delta, "Budget delta"))
 
     def _over_delta_message(self, floor: float) -> str:
         return (

@@ -34,7 +34,14 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 
-from pymc_private.accounting import Budget, Release, ledger_for, zcdp_epsilon, zcdp_rho
+from pymc_private.accounting import (
+    Budget,
+    Release,
+    checked_delta,
+    ledger_for,
+    zcdp_epsilon,
+    zcdp_rho,
+)
 from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
 from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
@@ -272,7 +279,7 @@ def privatize(
         From `pmp.analyze`.
     """
     epsilon = _checked_epsilon(epsilon)
-    delta = _checked_delta(delta)
+    delta = checked_delta(delta)
     mechanism = _checked_mechanism(mechanism, delta)
     secure = checked_secure(secure)
     if budget is not None and not isinstance(budget, Budget):
@@ -450,19 +457,6 @@ def _ceil_sqrt(value: int) -> float:
     while Fraction(root) ** 2 < value:
         root = math.nextafter(root, math.inf)
     return root
-
-
-def _checked_delta(delta) -> float:
-    if (
-        isinstance(delta, bool | np.bool_)
-        or not isinstance(delta, int | float | np.number)
-        or not 0.0 <= float(delta) < 1.0
-    ):
-        raise InvalidPrivacyParameterError(
-            f"delta must be a number in [0, 1), got {delta!r}: 0 (the default) for pure ε-DP "
-            "with Laplace noise, or a small δ such as 1e-6 to allow the Gaussian mechanism."
-        )
-    return float(delta)
 
 
 def _checked_mechanism(mechanism, delta: float) -> str:
