@@ -19,12 +19,12 @@ truncated_gamma(rng, alpha, beta, lower=0, upper=inf, size=None)
 truncated_normal(rng, mu, sigma, lower=-inf, upper=inf, size=None)
     Normal(μ, σ) on [lower, upper].
 truncated_dirichlet(rng, a, min_prob=0, size=None, *, name=..., max_proposals=100_000,
-                    return_acceptance_rate=False)
+                    return_acceptance_rate=False, current=None, moves=None)
     Dirichlet(a) on {p : every p_k ≥ min_prob}.
 mvnormal_in_ball(rng, mu, cov, radius=inf, size=None, *, name=..., max_proposals=100_000,
-                 return_acceptance_rate=False)
+                 return_acceptance_rate=False, current=None, moves=None)
     MvNormal(μ, Σ) on {w : ‖w‖₂ ≤ radius}.
-draw_conjugate(rng, family, parameters, support, *, name, size=None)
+draw_conjugate(rng, family, parameters, support, *, name, size=None, current=None)
     Dispatch on the conjugate family name used by `pymc_private.families` ("beta", "gamma",
     "normal", "dirichlet", "mvnormal") with the support read by
     `pymc_private.priors.parameter_support`.
@@ -47,11 +47,30 @@ For the Dirichlet the better of two proposals is used per draw: the untruncated
 Dirichlet(a), or p = m + (1 − Km)·q with q ~ Dirichlet(min(a, 1)) and an acceptance
 probability ≤ 1 (exact for a = 1, where the untruncated proposal is hopeless for large K).
 
-Giving up
----------
+Giving up, or moving on
+-----------------------
 A draw that saw ``max_proposals`` proposals without acceptance raises
-`UnsupportedModelError`. Whether that happens depends on the acceptance rate, a function of
-the parameters; the parameters are public here, so the error reveals nothing private.
+`UnsupportedModelError` (whether that happens depends on the acceptance rate, a function of
+the parameters; the parameters are public here, so the error reveals nothing private),
+unless a ``current`` state in the support is given. Then that draw is instead ``moves``
+Markov moves from ``current``, each leaving the truncated law invariant and each always
+possible, so the call never fails:
+
+- MvNormal in the ball: hit-and-run in the whitening coordinates u = L⁻¹(w − μ), where the
+  law is a standard Normal restricted to an ellipsoid. Along a random unit direction e the
+  line u + t·e meets the ellipsoid in an interval [t₋, t₊] (the roots of a quadratic in t)
+  and t given the rest is Normal(−u·e, 1) on it, drawn exactly by `truncated_normal`.
+- Dirichlet with every p_k ≥ m: Gibbs on a random pair (i, j) holding s = p_i + p_j: p_i/s
+  is Beta(a_i, a_j) restricted to [m/s, 1 − m/s], drawn exactly by `truncated_beta`.
+
+A mixture of an exact independent draw (taken with a probability that depends on the
+parameters only, never on ``current``) and a π-invariant kernel is π-invariant, so a Gibbs
+sampler that hands its current state stays exact in law. `pmp.PrivateGibbs` on a privatised
+model hands it; `pmp.sample_posterior` on a privatised model, whose draws are independent,
+starts each draw that gives up at the support's centre (the origin, the uniform point) and
+moves it ``CENTRE_SWEEPS`` sweeps of d (or K) moves: a draw from a long chain, not exact
+(stated in `pmp.sample_posterior`). Rejection succeeds whenever more than about
+1/``max_proposals`` of the untruncated law lies in the support.
 
 """
 
@@ -68,6 +87,7 @@ from scipy import special
 from pymc_private.errors import UnsupportedModelError
 
 __all__ = [
+    "CENTRE_SWEEPS",
     "CONJUGATE_FAMILIES",
     "MAX_PROPOSALS",
     "ConjugateFamily",
@@ -87,6 +107,8 @@ _RELATIVE_MASS = 1e-6
 _SMALLEST_MASS = 1e-280
 # Rejection gives up after this many proposals per draw (acceptance below ~1e-5).
 MAX_PROPOSALS = 100_000
+# Sweeps (of d or K moves) from the support's centre for an independent draw that gave up.
+CENTRE_SWEEPS = 200
 # Memory cap on the floats proposed in one round of rejection.
 _MAX_ROUND_FLOATS = 2_000_000
 
@@ -166,13 +188,15 @@ def _rejection(
     name: str,
     hint: str,
     max_proposals: int,
+    fallback: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, float]:
     """Collect one accepted proposal per draw; return the draws and the acceptance rate.
 
     ``propose(rows, k)`` returns candidates of shape (len(rows), k, *core_shape) for the
     draws indexed by ``rows`` and their acceptance mask of shape (len(rows), k). Rounds grow
     with the observed acceptance rate; a draw that saw ``max_proposals`` proposals without
-    acceptance raises `UnsupportedModelError`.
+    acceptance is ``fallback(rows)`` (Markov moves, module docstring) or, without one, raises
+    `UnsupportedModelError`.
     """
     out = np.empty((n_draws, *core_shape))
     pending = np.arange(n_draws)
@@ -180,6 +204,9 @@ def _rejection(
     per_draw = 1
     floats = max(1, math.prod(core_shape))
     while pending.size:
+        if tried >= max_proposals and fallback is not None:
+            out[pending] = fallback(pending)
+            break
         if tried >= max_proposals:
             raise UnsupportedModelError(
                 f"Exact sampling of `{name}`: no proposal was accepted after {max_proposals} "
@@ -485,6 +512,8 @@ def truncated_dirichlet(
     name: str = "the variable",
     max_proposals: int = MAX_PROPOSALS,
     return_acceptance_rate: bool = False,
+    current: Any = None,
+    moves: int | None = None,
 ) -> np.ndarray | tuple[np.ndarray, float]:
     """Exact draws from Dirichlet(a) restricted to {p : every p_k ≥ min_prob}.
 
@@ -510,6 +539,11 @@ def truncated_dirichlet(
         Proposals per draw before giving up.
     return_acceptance_rate : bool
         Also return the fraction of proposals accepted.
+    current : array_like, shape (*size, K), optional
+        A state in the support (moved onto it if rounding left it outside). A draw that gave
+        up is then ``moves`` pair-Gibbs moves from it (module docstring) instead of an error.
+    moves : int, optional
+        Moves per draw that gave up (default K, one sweep).
 
     Returns
     -------
@@ -519,7 +553,8 @@ def truncated_dirichlet(
     Raises
     ------
     UnsupportedModelError
-        No proposal accepted after ``max_proposals`` per draw (an integer).
+        No proposal accepted after ``max_proposals`` per draw (an integer) and no
+        ``current`` state given.
     """
     _checked_max_proposals("truncated_dirichlet", max_proposals)
     a = np.asarray(a, dtype=float)
@@ -564,6 +599,15 @@ def truncated_dirichlet(
         accepted = np.where(use_shift, accept_shift, accept_plain)
         return np.where(use_shift[..., None], m + width * q, q), accepted
 
+    fallback = None
+    if current is not None:
+        start = _on_simplex(np.broadcast_to(current, (*shape, n_categories)), m)
+        start = start.reshape(-1, n_categories)
+        count = _checked_moves(moves, n_categories)
+
+        def fallback(index):
+            return _pair_moves(rng, rows[index], m, start[index], count)
+
     draws, rate = _rejection(
         propose,
         rows.shape[0],
@@ -571,6 +615,7 @@ def truncated_dirichlet(
         name=name,
         hint=f"Use a smaller `min_prob` than {m:g} for `{name}`, or a prior closer to the data.",
         max_proposals=max_proposals,
+        fallback=fallback,
     )
     draws = draws.reshape((*shape, n_categories))
     return (draws, rate) if return_acceptance_rate else draws
@@ -586,10 +631,13 @@ def mvnormal_in_ball(
     name: str = "the variable",
     max_proposals: int = MAX_PROPOSALS,
     return_acceptance_rate: bool = False,
+    current: Any = None,
+    moves: int | None = None,
 ) -> np.ndarray | tuple[np.ndarray, float]:
     """Exact draws from MvNormal(μ, Σ) restricted to the ball ‖w‖₂ ≤ radius (centred at 0).
 
-    Rejection from the untruncated MvNormal (accepted when inside the ball).
+    Rejection from the untruncated MvNormal (accepted when inside the ball); with a
+    ``current`` state, hit-and-run moves from it for a draw that gave up (module docstring).
 
     Parameters
     ----------
@@ -601,8 +649,8 @@ def mvnormal_in_ball(
         Positive-definite covariance.
     radius : float
         The ball's radius R > 0 (inf: no truncation).
-    size, name, max_proposals, return_acceptance_rate
-        As in `truncated_dirichlet`.
+    size, name, max_proposals, return_acceptance_rate, current, moves
+        As in `truncated_dirichlet` (``moves`` defaults to d).
 
     Returns
     -------
@@ -612,7 +660,8 @@ def mvnormal_in_ball(
     Raises
     ------
     UnsupportedModelError
-        No proposal accepted after ``max_proposals`` per draw (an integer).
+        No proposal accepted after ``max_proposals`` per draw (an integer) and no
+        ``current`` state given.
     """
     _checked_max_proposals("mvnormal_in_ball", max_proposals)
     mu = np.asarray(mu, dtype=float)
@@ -637,6 +686,14 @@ def mvnormal_in_ball(
         w = means[index][:, None, :] + np.einsum("rij,rkj->rki", factors[index], z)
         return w, np.linalg.norm(w, axis=-1) <= radius
 
+    fallback = None
+    if current is not None:
+        start = _in_ball(np.broadcast_to(current, (*shape, d)).reshape(-1, d), radius)
+        count = _checked_moves(moves, d)
+
+        def fallback(index):
+            return _hit_and_run(rng, means[index], factors[index], radius, start[index], count)
+
     draws, rate = _rejection(
         propose,
         means.shape[0],
@@ -644,9 +701,84 @@ def mvnormal_in_ball(
         name=name,
         hint=f"Use a larger `radius` than {radius:g} for `{name}`, or a prior closer to the data.",
         max_proposals=max_proposals,
+        fallback=fallback,
     )
     draws = draws.reshape((*shape, d))
     return (draws, rate) if return_acceptance_rate else draws
+
+
+# ---------------------------------------------------------------------------------------
+# Markov moves for draws that gave up (module docstring): always possible, π-invariant
+# ---------------------------------------------------------------------------------------
+
+
+def _checked_moves(moves: Any, default: int) -> int:
+    if moves is None:
+        return default
+    if isinstance(moves, bool | np.bool_) or not isinstance(moves, int | np.integer) or moves < 1:
+        raise ValueError(f"`moves` must be an integer >= 1, got {moves!r}.")
+    return int(moves)
+
+
+def _on_simplex(p: np.ndarray, m: float) -> np.ndarray:
+    """``p`` moved onto {p_k ≥ m, Σ p_k = 1} (a state a transform's rounding left just off)."""
+    excess = np.maximum(np.asarray(p, dtype=float) - m, 0.0)
+    total = excess.sum(-1, keepdims=True)
+    if not (np.isfinite(total).all() and (total > 0.0).all()):
+        raise ValueError("`current` must be a finite point of the simplex.")
+    return m + (1.0 - p.shape[-1] * m) * excess / total
+
+
+def _pair_moves(rng, a: np.ndarray, m: float, p: np.ndarray, moves: int) -> np.ndarray:
+    """``moves`` Gibbs moves on random pairs (i, j) of rows of a truncated Dirichlet(a):
+    p_i/(p_i + p_j) ~ Beta(a_i, a_j) on [m/s, 1 − m/s], s = p_i + p_j."""
+    p = p.copy()
+    rows, n_categories = p.shape
+    everyone = np.arange(rows)
+    for _ in range(moves):
+        i = rng.integers(n_categories, size=rows)
+        j = (i + rng.integers(1, n_categories, size=rows)) % n_categories
+        s = p[everyone, i] + p[everyone, j]
+        lower, upper = m / s, 1.0 - m / s
+        free = upper > lower
+        r, i, j, s = everyone[free], i[free], j[free], s[free]
+        share = truncated_beta(rng, a[r, i], a[r, j], lower[free], upper[free])
+        p[r, i] = np.maximum(share * s, m)
+        p[r, j] = np.maximum(s - p[r, i], m)
+    return p
+
+
+def _in_ball(w: np.ndarray, radius: float) -> np.ndarray:
+    """``w`` pulled radially to norm ≤ radius·(1 − 1e-12) where it lies at or beyond it."""
+    w = np.array(w, dtype=float)
+    if not np.isfinite(w).all():
+        raise ValueError("`current` must be finite.")
+    norm = np.linalg.norm(w, axis=-1, keepdims=True)
+    limit = radius * (1.0 - 1e-12)
+    return np.where(norm > limit, w * (limit / np.maximum(norm, 1e-300)), w)
+
+
+def _hit_and_run(rng, means, factors, radius: float, w: np.ndarray, moves: int) -> np.ndarray:
+    """``moves`` hit-and-run moves of rows of MvNormal(μ, LLᵀ) on the ball ‖w‖ ≤ radius, in
+    the whitening coordinates u = L⁻¹(w − μ): along a random unit direction e, with
+    v = L·e, ‖w + t·v‖ ≤ radius for t in [t₋, t₊] and t ~ Normal(−u·e, 1) there."""
+    w = w.copy()
+    inverse = np.linalg.inv(factors)
+    for _ in range(moves):
+        e = rng.standard_normal(w.shape)
+        e /= np.linalg.norm(e, axis=-1, keepdims=True)
+        v = np.einsum("rij,rj->ri", factors, e)
+        centre = -np.einsum("rj,rj->r", np.einsum("rij,rj->ri", inverse, w - means), e)
+        a, b = np.einsum("rj,rj->r", v, v), np.einsum("rj,rj->r", w, v)
+        c = np.einsum("rj,rj->r", w, w) - radius * radius
+        root = np.sqrt(np.maximum(b * b - a * c, 0.0))
+        lower = np.minimum((-b - root) / a, 0.0)
+        upper = np.maximum((-b + root) / a, 0.0)
+        free = upper > lower
+        t = truncated_normal(rng, centre[free], 1.0, lower[free], upper[free])
+        w[free] += t[:, None] * v[free]
+        w = _in_ball(w, radius)
+    return w
 
 
 # ---------------------------------------------------------------------------------------
@@ -662,8 +794,16 @@ def draw_conjugate(
     *,
     name: str,
     size: int | tuple[int, ...] | None = None,
+    current: Any = None,
+    sweeps: int = 1,
+    max_proposals: int = MAX_PROPOSALS,
 ) -> np.ndarray:
     """One exact draw per element from a conjugate posterior truncated to a prior's support.
+
+    With ``current`` (a Dirichlet or MvNormal state in the support, or ``"centre"``), never
+    fails: a draw whose rejection gave up after ``max_proposals`` proposals is ``sweeps``
+    sweeps of Markov moves from ``current`` (module docstring); scalar families never give
+    up and ignore it.
 
     Parameters
     ----------
@@ -682,6 +822,13 @@ def draw_conjugate(
         The variable's name, for error messages.
     size : optional
         As in the functions above.
+    current : array_like or "centre", optional
+        The chain's current state, or the support's centre (origin, uniform point) for
+        independent draws.
+    sweeps : int
+        Sweeps of d (MvNormal) or K (Dirichlet) moves per draw that gave up.
+    max_proposals : int
+        Rejection proposals per draw before giving up.
     """
     if family in _SCALAR_SAMPLERS:
         sampler, first, second = _SCALAR_SAMPLERS[family]
@@ -695,27 +842,40 @@ def draw_conjugate(
             name=name,
         )
     if family == "dirichlet":
+        a = np.asarray(parameters["a"], dtype=float)
+        width = a.shape[-1]
         return truncated_dirichlet(
             rng,
-            parameters["a"],
+            a,
             support.simplex_min_prob or 0.0,
             size,
             name=name,
+            max_proposals=max_proposals,
+            current=np.full(width, 1.0 / width) if _is_centre(current) else current,
+            moves=sweeps * width,
         )
     if family == "mvnormal":
         radius = support.radius if support.radius is not None else np.inf
+        mu = np.asarray(parameters["mu"], dtype=float)
         return mvnormal_in_ball(
             rng,
-            parameters["mu"],
+            mu,
             parameters["cov"],
             radius,
             size,
             name=name,
+            max_proposals=max_proposals,
+            current=np.zeros(mu.shape[-1]) if _is_centre(current) else current,
+            moves=sweeps * mu.shape[-1],
         )
     raise UnsupportedModelError(
         f"`{name}`: no exact sampler for the conjugate family {family!r}; supported: beta, "
         f"gamma, normal, dirichlet, mvnormal."
     )
+
+
+def _is_centre(current: Any) -> bool:
+    return isinstance(current, str) and current == "centre"
 
 
 # Scalar conjugate families: their exact truncated sampler and parameter names, in order.

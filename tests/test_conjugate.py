@@ -13,6 +13,7 @@ import pytest
 from scipy import special, stats
 
 from pymc_private.conjugate import (
+    CENTRE_SWEEPS,
     draw_conjugate,
     mvnormal_in_ball,
     truncated_beta,
@@ -243,6 +244,77 @@ def test_mvnormal_hopeless_acceptance_names_variable():
         mvnormal_in_ball(
             np.random.default_rng(13), [10.0, 10.0], 0.01 * np.eye(2), 1.0, name="w", size=2
         )
+
+
+# Markov moves for draws that give up: invariance (exact draws in, exact draws out) and
+# convergence from the support's centre, against the exact rejection samplers above.
+SCARCE = {
+    # acceptance of the untruncated proposal ~1e-3: exact rejection is still feasible here
+    "mvnormal": (
+        lambda rng, **kw: mvnormal_in_ball(
+            rng, [1.5, -1.0], [[0.3, 0.15], [0.15, 0.2]], 0.8, size=N, **kw
+        ),
+        {"mu": np.array([1.5, -1.0]), "cov": np.array([[0.3, 0.15], [0.15, 0.2]])},
+        dict(lower=-0.8, upper=0.8, radius=0.8),
+    ),
+    "dirichlet": (
+        lambda rng, **kw: truncated_dirichlet(rng, [40.0, 2.0, 2.0], 0.2, size=N, **kw),
+        {"a": np.array([40.0, 2.0, 2.0])},
+        dict(lower=0.2, upper=0.6, simplex_min_prob=0.2),
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(SCARCE))
+def test_markov_moves_keep_exact_draws_exact(family):
+    sampler = SCARCE[family][0]
+    exact, rate = sampler(np.random.default_rng(30), return_acceptance_rate=True)
+    assert rate < 0.01
+    reference = sampler(np.random.default_rng(31))
+    # max_proposals=1: ~99% of rows take one sweep of moves from an exact draw
+    moved = sampler(np.random.default_rng(32), current=exact, max_proposals=1)
+    assert np.mean(np.all(moved != exact, axis=1)) > 0.9
+    for k in range(moved.shape[1]):
+        assert stats.ks_2samp(moved[:, k], reference[:, k]).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("family", sorted(SCARCE))
+def test_independent_draws_that_give_up_start_at_the_centre_and_reach_the_law(family):
+    sampler, parameters, bounds = SCARCE[family]
+    reference = sampler(np.random.default_rng(33))
+    support = _support(family, **bounds)
+    draws = draw_conjugate(
+        np.random.default_rng(34),
+        family,
+        parameters,
+        support,
+        name="theta",
+        size=N,
+        current="centre",
+        sweeps=CENTRE_SWEEPS,
+        max_proposals=1,
+    )
+    for k in range(draws.shape[1]):
+        assert stats.ks_2samp(draws[:, k], reference[:, k]).pvalue > ALPHA
+
+
+def test_hopeless_draws_with_a_current_state_move_and_stay_in_the_support():
+    current = np.array([0.6, 0.2, 0.2])
+    draws = truncated_dirichlet(
+        np.random.default_rng(35), [1e4, 1.0, 1.0], 0.2, size=50, current=current
+    )
+    assert draws.min() >= 0.2 and np.allclose(draws.sum(-1), 1.0)
+    weights = mvnormal_in_ball(
+        np.random.default_rng(36),
+        [10.0, 10.0],
+        0.01 * np.eye(2),
+        1.0,
+        size=50,
+        current=[2.0, 0.0],  # outside (a transform's rounding): pulled in, then moved
+        moves=200,  # from a far start a chain needs many moves to reach the mode
+    )
+    assert np.linalg.norm(weights, axis=1).max() <= 1.0
+    np.testing.assert_allclose(weights.mean(axis=0), [0.707, 0.707], atol=0.05)
 
 
 @pytest.mark.parametrize(

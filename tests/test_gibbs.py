@@ -243,6 +243,39 @@ def test_regression_weights_and_precision_on_a_privatised_model():
     np.testing.assert_allclose(weights.mean(axis=0), w_true, atol=0.03)
 
 
+def test_regression_far_outside_the_ball_keeps_sampling():
+    # The weights' conditional lies almost wholly outside the prior's ball (‖w_true‖ = 1.9
+    # against radius 1, posterior sd ~0.01): rejection cannot accept, and before this the
+    # chain stopped with UnsupportedModelError after ε was spent. Hit-and-run moves from the
+    # current value keep it going, on the boundary point nearest the data's fit.
+    rng = np.random.default_rng(17)
+    w_true = np.array([1.5, -1.2])
+    x = rng.uniform(-1, 1, (400, 2))
+    y = np.clip(x @ w_true + rng.normal(0, 0.2, 400), -4.0, 4.0)
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", x, bounds=(-1.0, 1.0))
+        y_obs = PrivateData("y_obs", y, bounds=(-4.0, 4.0))
+        w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=1.0)
+        tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=100.0)
+        pm.Normal("y", x_obs @ w, tau=tau, observed=y_obs)
+    private = privatize(model, 1e6, noise_aware=False, secure=False, random_seed=18)
+    with private:
+        idata = pm.sample(
+            150,
+            tune=50,
+            chains=2,
+            cores=1,
+            step=PrivateGibbs(),
+            random_seed=19,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    weights = idata.posterior["w"].to_numpy().reshape(-1, 2)
+    norms = np.linalg.norm(weights, axis=1)
+    assert norms.max() <= 1.0 and norms.min() > 0.95
+    np.testing.assert_allclose(weights.mean(axis=0), w_true / np.linalg.norm(w_true), atol=0.05)
+
+
 # ---------------------------------------------------------------------------------------
 # Step contract, competence, errors
 # ---------------------------------------------------------------------------------------

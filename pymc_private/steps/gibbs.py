@@ -236,6 +236,11 @@ def _logp_terms_outside(model: pm.Model, analysis: PrivacyAnalysis, rv: Variable
     return ", ".join(found)
 
 
+# On privatised statistics, rejection proposals per draw before a block (a Dirichlet or
+# regression weights) moves by π-invariant Markov moves from its current value instead
+# (`pymc_private.conjugate`, "Giving up, or moving on"): the chain never stops.
+GIBBS_PROPOSALS = 1_000
+
 NOISE_AWARE_GIBBS = (
     "This model is the noise-aware posterior of privatised statistics (the default of "
     "pmp.privatize), which has no closed-form conditionals: sample it with NUTS, which "
@@ -271,9 +276,12 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     --------------------------
     *On a model returned by* `pmp.privatize`: ε = 0. The statistics are the privatised ones,
     already paid for by the privatisation's release; every draw is post-processing, drawn
-    exactly in floating point (`pymc_private.conjugate`). This step is registered in
-    ``pm.STEP_METHODS`` and claims (IDEAL competence) the conjugate variables of privatised
-    models only.
+    exactly in floating point (`pymc_private.conjugate`); a Dirichlet or regression-weight
+    block whose truncated conditional has almost no mass where rejection proposes (none of
+    1000 proposals accepted) moves instead by Markov moves from its current value that leave
+    the conditional invariant, so sampling never stops after ε was spent. This step is
+    registered in ``pm.STEP_METHODS`` and claims (IDEAL competence) the conjugate variables
+    of privatised models only.
 
     *On a model with raw* `PrivateData`: per sweep
 
@@ -468,6 +476,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
                 parameters,
                 block.support,
                 name=block.name,
+                current=values[block.name],
+                max_proposals=GIBBS_PROPOSALS,
             )
         exact = {name: as_exact(value) for name, value in values.items()}
         posterior = block.posterior(self._statistics, exact, Fraction(self.temperature), exact=True)
