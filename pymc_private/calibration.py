@@ -4,8 +4,9 @@ A posterior is calibrated when, with the parameter drawn from its prior and the 
 the model, its central 90% credible interval covers the true value 90% of the time. This
 module measures that for a model with one scalar parameter by simulation: draw θ from the
 prior, data given θ, privatise, and read the interval off the privatised posterior's
-density on a fine grid of θ (exact up to the grid, and fast: the model is compiled once and
-each repetition only swaps the released statistics in, with ``pm.set_data``). The
+density on a fine grid of θ (exact up to the grid, and fast: the models are built and
+compiled once and each repetition only swaps the data and the released statistics in, with
+``pm.set_data``). The
 reference is the *exact* noise-aware posterior, computed by the caller from the exact law of
 the statistic and of the noise.
 
@@ -24,6 +25,7 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import vectorize_graph
 
 from pymc_private.analysis import analyze
+from pymc_private.data import check_private_data
 from pymc_private.privatize import privatize, release_statistics
 
 __all__ = ["CoverageResult", "coverage_study", "grid_interval"]
@@ -78,7 +80,9 @@ def coverage_study(
     Parameters
     ----------
     build
-        ``build(data) -> model`` with ``data`` one simulated data set.
+        ``build(data) -> model`` with ``data`` one simulated data set, its only `PrivateData`;
+        built once, later data sets (of the same size) are swapped in by ``pm.set_data``
+        and validated again.
     simulate
         ``simulate(rng) -> (true value, data)``: θ from the prior, data given θ.
     variable
@@ -115,13 +119,16 @@ def coverage_study(
         grid_values = np.array([forward(value) for value in grid])
     else:
         grid_values = np.asarray(grid, dtype=np.float64)
+    analysis = analyze(template)  # public: the same for every data set of this size
+    (name,) = analysis.private_data
     hits, widths, reference_widths = 0, [], []
     for repetition in range(repetitions):
         if repetition:
             truth, data = simulate(rng)
-        model = build(data)
-        arrays = {v.name: v.get_value() for v in model.data_vars}
-        released = release_statistics(analyze(model), arrays, epsilon, secure=False, rng=rng)
+            pm.set_data({name: data}, model=template)
+            check_private_data(template)
+        arrays = {name: template[name].get_value()}
+        released = release_statistics(analysis, arrays, epsilon, secure=False, rng=rng)
         values = released.noisy if noise_aware else released.statistics
         pm.set_data(dict(values), model=private)
         density = np.asarray(log_density(grid_values))
