@@ -46,6 +46,7 @@ from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
 from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
+from pymc_private.fourier import FourierPlan, fourier_plan
 from pymc_private.mechanisms import discrete_gaussian, discrete_laplace
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
 from pymc_private.steps.base import checked_secure
@@ -175,6 +176,7 @@ def privatize(
     mechanism: str = "auto",
     budget: Budget | None = None,
     noise_aware: bool = True,
+    release: str = "cells",
     secure: bool = True,
     random_seed=None,
 ) -> pm.Model:
@@ -250,6 +252,12 @@ def privatize(
         A `pmp.Budget` the data sets' ledger plus this release must fit, checked before
         the data is read: over budget, `BudgetExceededError`, nothing is released or
         recorded.
+    release
+        ``"cells"`` (default): every statistic as above. ``"fourier"``: for models of
+        Boolean variables (Bernoulli naive Bayes), the parity counts of Zhang et al. 2016,
+        Algorithm 2, noised once at Δ₁ = their number and reconstructed into consistent
+        tables (`pymc_private.fourier`, which states its cost); plug-in posterior only
+        (``noise_aware=False``).
     secure
         True (default): OpenDP's exact samplers from the operating system's generator, not
         seedable. False: numpy noise, reproducible from ``random_seed`` by whoever holds
@@ -267,27 +275,31 @@ def privatize(
     ------
     InvalidPrivacyParameterError
         ``epsilon`` not a finite number > 0, ``delta`` not in [0, 1), ``mechanism`` unknown
-        or ``"gaussian"`` with δ = 0, ``secure`` not a bool, or a share ε_j (ρ_j) that is
+        or ``"gaussian"`` with δ = 0, ``release`` unknown or ``"fourier"`` with
+        ``noise_aware=True``, ``secure`` not a bool, or a share ε_j (ρ_j) that is
         not a finite number > 0 with a finite noise scale > 0 in floating point (e.g. a
         statistic whose Δ_j is ~1e-305 of Δ₁); all before any noise.
     BudgetExceededError
         The release does not fit ``budget``.
     UnsupportedModelError
-        The analysis cannot reduce the model to sufficient statistics (its own message), or
-        the model cannot be rebuilt without the data (before any noise).
+        The analysis cannot reduce the model to sufficient statistics (its own message), the
+        model cannot be rebuilt without the data, or ``release="fourier"`` on a model that
+        is not one of Boolean variables (all before any noise).
     UnboundedSensitivityError, DataBoundsError
         From `pmp.analyze`.
     """
     epsilon = _checked_epsilon(epsilon)
     delta = checked_delta(delta)
     mechanism = _checked_mechanism(mechanism, delta)
+    _checked_release(release, noise_aware)
     secure = checked_secure(secure)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
     rng = np.random.default_rng(random_seed)
     analysis = analyze(model)
     analysis.epsilon_per_draw("privatize")
-    mechanism = chosen_mechanism(analysis, epsilon, delta, mechanism)
+    fourier = fourier_plan(analysis) if release == "fourier" else None
+    mechanism = chosen_mechanism(analysis, epsilon, delta, mechanism, fourier=fourier)
     plan = _noise_plan(analysis, epsilon, delta, mechanism)
     datasets = datasets_of(model)
     placeholders = {
@@ -303,6 +315,8 @@ def privatize(
             for spec, share, _ in plan
             if share > 0
         ]
+        if fourier is not None:
+            planned = [fourier.planned_release(epsilon, delta, mechanism, secure)]
         budget.check(ledger, planned)
 
     arrays = {
@@ -311,7 +325,14 @@ def privatize(
         if variable.name in analysis.private_data
     }
     released = release_statistics(
-        analysis, arrays, epsilon, delta=delta, mechanism=mechanism, secure=secure, rng=rng
+        analysis,
+        arrays,
+        epsilon,
+        delta=delta,
+        mechanism=mechanism,
+        release=release,
+        secure=secure,
+        rng=rng,
     )
     ledger.record_all(released.releases)
     privatisation = _released(analysis, released, epsilon, datasets, noise_aware)
@@ -369,19 +390,25 @@ def release_statistics(
     *,
     delta: float = 0.0,
     mechanism: str = "laplace",
+    release: str = "cells",
     secure: bool = True,
     rng: np.random.Generator | None = None,
 ) -> ReleasedStatistics:
     """The mechanism of `privatize` on raw arrays: s(D) + noise, projected, and its releases.
 
     ``analysis`` is the model's (public) analysis and ``arrays`` its raw `PrivateData` by
-    name; ``epsilon``, ``delta`` and ``mechanism`` (``"laplace"`` or ``"gaussian"``) are
-    assumed validated. The cost, the split of the budget between the statistics and the
-    projection are documented in `privatize`. The caller records the returned releases.
+    name; ``epsilon``, ``delta``, ``mechanism`` (``"laplace"`` or ``"gaussian"``) and
+    ``release`` (``"cells"`` or ``"fourier"``) are assumed validated. The cost, the split of
+    the budget between the statistics and the projection are documented in `privatize`
+    (and `pymc_private.fourier`). The caller records the returned releases.
     """
-    noisy, releases, noise = _noised(
-        analysis, arrays, _noise_plan(analysis, epsilon, delta, mechanism), delta, secure, rng
-    )
+    if release == "fourier":
+        noisy, releases, noise = fourier_plan(analysis).release(
+            arrays, epsilon, delta, mechanism, secure, rng
+        )
+    else:
+        plan = _noise_plan(analysis, epsilon, delta, mechanism)
+        noisy, releases, noise = _noised(analysis, arrays, plan, delta, secure, rng)
     statistics = _projected(analysis, noisy, noise)
     noisy = {name: np.array(value) for name, value in noisy.items()}
     for value in (*statistics.values(), *noisy.values()):
@@ -472,17 +499,40 @@ def _checked_mechanism(mechanism, delta: float) -> str:
     return mechanism
 
 
-def chosen_mechanism(analysis: PrivacyAnalysis, epsilon: float, delta: float, mechanism: str):
+def _checked_release(release, noise_aware: bool) -> None:
+    if release not in ("cells", "fourier"):
+        raise InvalidPrivacyParameterError(
+            f"release must be 'cells' or 'fourier', got {release!r}."
+        )
+    if release == "fourier" and noise_aware:
+        raise InvalidPrivacyParameterError(
+            "release='fourier' reconstructs every table from shared noisy coefficients, whose "
+            "correlated noise the noise-aware posterior does not model: pass "
+            "noise_aware=False (the plug-in posterior), or use release='cells'."
+        )
+
+
+def chosen_mechanism(
+    analysis: PrivacyAnalysis,
+    epsilon: float,
+    delta: float,
+    mechanism: str,
+    *,
+    fourier: FourierPlan | None = None,
+):
     """The mechanism `privatize` uses: ``mechanism`` unless it is ``"auto"``, then the one
     whose noise variance per cell (natural units, the same for every cell) is lower at
     (ε, δ): Laplace 2(Δ₁/ε)², Gaussian Δ₂²/(2ρ) with ρ = `zcdp_rho`(ε, δ) and
-    Δ₂² = Σ_j Δ₂_j² over the statistics. Laplace when δ = 0."""
+    Δ₂² = Σ_j Δ₂_j² over the statistics (for a ``fourier`` release of m parity counts,
+    Δ₁ = Δ₂² = m). Laplace when δ = 0."""
     if mechanism != "auto":
         return mechanism
     if delta == 0 or analysis.sensitivity_l1 in (None, 0):
         return "laplace"
-    laplace = 2.0 * (analysis.sensitivity_l1 / epsilon) ** 2
-    gaussian = float(_l2_weights(analysis)[1]) / (2.0 * zcdp_rho(epsilon, delta))
+    l1 = analysis.sensitivity_l1 if fourier is None else fourier.size
+    l2_squared = float(_l2_weights(analysis)[1]) if fourier is None else fourier.size
+    laplace = 2.0 * (l1 / epsilon) ** 2
+    gaussian = l2_squared / (2.0 * zcdp_rho(epsilon, delta))
     return "gaussian" if gaussian < laplace else "laplace"
 
 
