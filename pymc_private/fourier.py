@@ -59,7 +59,7 @@ from pymc_private.accounting import Release, zcdp_epsilon, zcdp_rho
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import StatisticSpec
-from pymc_private.mechanisms import discrete_gaussian, discrete_laplace
+from pymc_private.mechanisms import ceil_sqrt, discrete_gaussian, discrete_laplace
 from pymc_private.noise_aware import NoiseLaw
 
 __all__ = ["FourierPlan", "fourier_plan"]
@@ -177,7 +177,7 @@ class FourierPlan:
         count)."""
         exact = self.parities(arrays)
         if mechanism == "gaussian":
-            sensitivity = math.sqrt(self.size)
+            sensitivity = ceil_sqrt(self.size)
             rho = zcdp_rho(epsilon, delta)
             noisy, release = discrete_gaussian(
                 exact, sensitivity, rho, delta=delta, rng=rng, secure=secure, statistic=self.name
@@ -214,6 +214,11 @@ def fourier_plan(analysis: PrivacyAnalysis) -> FourierPlan:
                 "bounds=(0, 1) on Bernoulli data, or use the default release='cells'."
             )
         if spec.group_by is not None:
+            if spec.derived_first or spec.shape[0] != 2 or spec.shape[-1] != 2:
+                raise UnsupportedModelError(
+                    f"release='fourier' reads both categories of both groups of {spec.name}, "
+                    f"whose released shape is {spec.shape}; use the default release='cells'."
+                )
             grouped.append(spec)
         elif spec.data == (index,) and spec.shape == (1,):
             index_spec = spec

@@ -38,6 +38,7 @@ from pymc_private.accounting import Release, zcdp_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
+    "ceil_sqrt",
     "discrete_gaussian",
     "discrete_laplace",
     "exact_choice",
@@ -212,6 +213,15 @@ def discrete_laplace(
         note=note,
     )
     return noisy, release
+
+
+def ceil_sqrt(value: int) -> float:
+    """The smallest float whose square is ≥ the integer ``value`` (exactly): an L2
+    sensitivity √Δ₂² that floating point never rounds below the true one."""
+    root = math.sqrt(value)
+    while Fraction(root) ** 2 < value:
+        root = math.nextafter(root, math.inf)
+    return root
 
 
 def discrete_gaussian(

@@ -47,7 +47,7 @@ from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
 from pymc_private.fourier import FourierPlan, fourier_plan
-from pymc_private.mechanisms import discrete_gaussian, discrete_laplace
+from pymc_private.mechanisms import ceil_sqrt, discrete_gaussian, discrete_laplace
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
 from pymc_private.steps.base import checked_secure
 
@@ -456,7 +456,7 @@ def _noised(
             noisy[spec.name] = spec.natural(exact)
             continue
         if mechanism == "gaussian":
-            sensitivity = _ceil_sqrt(spec.sensitivity_l2_squared)
+            sensitivity = ceil_sqrt(spec.sensitivity_l2_squared)
             values, release = discrete_gaussian(
                 exact,
                 sensitivity,
@@ -476,14 +476,6 @@ def _noised(
         releases.append(release)
         noisy[spec.name] = spec.natural(values)
     return noisy, releases, noise
-
-
-def _ceil_sqrt(value: int) -> float:
-    """The smallest float whose square is ≥ the integer ``value`` (exactly)."""
-    root = math.sqrt(value)
-    while Fraction(root) ** 2 < value:
-        root = math.nextafter(root, math.inf)
-    return root
 
 
 def _checked_mechanism(mechanism, delta: float) -> str:
