@@ -29,7 +29,7 @@ from pymc_private.priors import (
     parameter_support,
 )
 from pymc_private.privatize import privatised_statistics, privatize
-from pymc_private.report import plot_privacy, privacy_report
+from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
 from pymc_private.sampling import ledger_of, sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
@@ -48,6 +48,7 @@ __all__ = [
     "PrivacyAnalysis",
     "PrivacyError",
     "PrivacyLedger",
+    "PrivacyReport",
     "PrivateData",
     "PrivateGibbs",
     "PrivateMetropolis",

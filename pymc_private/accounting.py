@@ -751,7 +751,7 @@ class PrivacyLedger:
         per-release ε and δ, the total ``count`` and the ``subtotal`` Σ ε of the group. Total
         rows (``kind="total"``) give the composed ε in ``subtotal`` with its ``delta`` and
         ``method``: the plain sum (at δ = 0, or at the unavoidable δ when some release has
-        δ_i > 0), and the composition at ``delta`` when it is given.
+        δ_i > 0), and the composition at ``delta`` when it is given and gives a smaller ε.
         """
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         for release in self.releases:
@@ -777,7 +777,9 @@ class PrivacyLedger:
         groups = self._groups()
         totals = [_compose(groups, _leaked_delta(groups))]
         if delta is not None:
-            totals.append(self.composition(delta))
+            composed = self.composition(delta)
+            if composed.epsilon < totals[0].epsilon:
+                totals.append(composed)
         for total in totals:
             table.append(
                 {
@@ -808,28 +810,46 @@ class PrivacyLedger:
             body.append(cells)
         return header, body
 
-    def __repr__(self) -> str:
+    def _title(self) -> str:
+        kinds = sum(row["kind"] == "release" for row in self.summary())
+        count = sum(release.count for release in self._releases)
+        return (
+            f"PrivacyLedger: {count} release{'s' if count != 1 else ''} in {kinds} "
+            f"row{'s' if kinds != 1 else ''}"
+        )
+
+    def render(self, delta: float | None = None) -> str:
+        """The ledger as a text table (totals composed at ``delta`` too, when given)."""
         if not self.releases:
-            return "PrivacyLedger(no releases)"
-        header, body = self._table()
+            return "PrivacyLedger: no releases"
+        header, body = self._table(delta)
         widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
         lines = [
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in [header, *body]
         ]
-        return f"PrivacyLedger({len(self._releases)} releases)\n" + "\n".join(lines)
+        return self._title() + "\n" + "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        header, body = self._table()
+    def render_html(self, delta: float | None = None) -> str:
+        """The ledger as an HTML table, as `render`."""
+        if not self.releases:
+            return "<p>PrivacyLedger: no releases</p>"
+        header, body = self._table(delta)
         head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
         rows = "".join(
             "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in line) + "</tr>"
             for line in body
         )
         return (
-            f"<p>PrivacyLedger ({len(self._releases)} releases)</p>"
+            f"<p>{html.escape(self._title())}</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
+
+    def __repr__(self) -> str:
+        return self.render()
+
+    def _repr_html_(self) -> str:
+        return self.render_html()
 
 
 def _largest_fitting(fits: Callable[[int], bool], start: int, first_step: int = 1) -> int:

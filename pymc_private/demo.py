@@ -468,7 +468,7 @@ def run(
     )
 
     print(f"\n== Privacy report of one privatisation at ε = {report_epsilon:g} ==")
-    privacy_report(PrivacyLedger(releases))
+    print(privacy_report(PrivacyLedger(releases)))
     total = ledger_for(model).composition()
     print(
         "Each repetition above is a separate privatisation of the same data, run to show the "

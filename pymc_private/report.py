@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -12,22 +13,64 @@ import pandas as pd
 from pymc_private.accounting import PrivacyLedger, Release
 from pymc_private.sampling import ledger_of
 
-__all__ = ["plot_privacy", "privacy_report"]
+__all__ = ["PrivacyReport", "plot_privacy", "privacy_report"]
 
 
 def _ledger(source: az.InferenceData | PrivacyLedger) -> PrivacyLedger:
     return source if isinstance(source, PrivacyLedger) else ledger_of(source)
 
 
+class PrivacyReport:
+    """The ledger of a private fit, for people: shown once in Jupyter (an HTML table), printed
+    as text by ``print``, and as numbers by ``table``.
+
+    Attributes
+    ----------
+    ledger
+        The `PrivacyLedger` it reports.
+    delta
+        The δ at which the tighter (ε, δ) composition is reported.
+    table
+        A `pandas.DataFrame`: one row per kind of release (``kind="release"``: mechanism,
+        statistic, ε and δ of one release, count, ``subtotal`` = Σ ε, secure), then the totals
+        (``kind="total"``: the composed ε in ``subtotal``, its ``delta`` and ``method``; the
+        composition at ``delta`` only when it is smaller than the plain sum). Cells
+        that do not apply to a row are missing (NaN in number columns); the displays show
+        them empty.
+    """
+
+    def __init__(self, ledger: PrivacyLedger, delta: float):
+        self.ledger = ledger
+        self.delta = delta
+        self.table = pd.DataFrame(ledger.summary(delta))
+
+    @property
+    def description(self) -> str:
+        """One sentence: the (ε, δ) guarantee of everything in the ledger and how it was
+        composed."""
+        return self.ledger.composition(self.delta).description
+
+    def __str__(self) -> str:
+        return f"{self.ledger.render(self.delta)}\n{self.description}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        return f"{self.ledger.render_html(self.delta)}<p>{html.escape(self.description)}</p>"
+
+
 def privacy_report(
-    source: az.InferenceData | PrivacyLedger, *, delta: float = 1e-6, show: bool = True
-) -> pd.DataFrame:
-    """Print and return the ledger of a private fit as a table.
+    source: az.InferenceData | PrivacyLedger, *, delta: float = 1e-6
+) -> PrivacyReport:
+    """The ledger of a private fit as a report: shown once in Jupyter, ``print``-able as text,
+    its numbers in ``.table`` (`PrivacyReport`).
 
     One row per kind of release (mechanism, what it was computed from, ε and δ of one
     release, how many, subtotal, whether the noise was secure), then the totals: the plain
     sum (exact for pure ε-DP) and the composition at ``delta`` with the accountant that gave
-    it (the smaller valid figure). For a sampler the "ε each" of a release is the ε per draw.
+    it, when it differs (the smaller valid figure). For a sampler the "ε each" of a release
+    is the ε per draw.
 
     Parameters
     ----------
@@ -36,15 +79,8 @@ def privacy_report(
         a `PrivacyLedger`.
     delta
         The δ at which to report the tighter (ε, δ) composition.
-    show
-        Print the table (the ledger's own rendering).
     """
-    ledger = _ledger(source)
-    table = pd.DataFrame(ledger.summary(delta))
-    if show:
-        print(ledger)
-        print(ledger.composition(delta).description)
-    return table
+    return PrivacyReport(_ledger(source), delta)
 
 
 def _chain_timelines(sampling: list[Release]) -> dict[int, list[Release]]:

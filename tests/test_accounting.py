@@ -302,9 +302,15 @@ def test_summary_groups_releases_and_reports_totals():
 
 
 def test_reprs_are_readable_and_escaped():
-    assert repr(PrivacyLedger()) == "PrivacyLedger(no releases)"
+    assert repr(PrivacyLedger()) == "PrivacyLedger: no releases"
     html = PrivacyLedger([Release("a<b", 0.1, statistic="x&y")])._repr_html_()
     assert "<table>" in html and "a&lt;b" in html and "x&amp;y" in html
+    # The title counts releases and table rows (three releases of one kind: one row), and a
+    # composition at δ that is no smaller than the plain sum is not shown twice.
+    ledger = PrivacyLedger(copies(0.1, 3))
+    assert repr(ledger).splitlines()[0] == "PrivacyLedger: 3 releases in 1 row"
+    assert [row["kind"] for row in ledger.summary(1e-6)] == ["release", "total"]
+    assert len(PrivacyLedger(copies(0.1, 100)).summary(1e-6)) == 3
     description = PrivacyLedger(copies(0.1, 100)).composition(1e-6).description
     assert "privacy-loss-distribution" in description and "4.77457" in description
 

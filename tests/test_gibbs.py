@@ -500,8 +500,8 @@ def test_raw_gibbs_chains_cores_and_canary(normal_model, normal_data, tmp_path, 
     serial.to_netcdf(path)
     loaded = az.from_netcdf(path)
     assert ledger_of(loaded).epsilon() == pytest.approx(4 * 25 * 2 * 4.5 / 10.0)
-    table = privacy_report(loaded)
-    report = capsys.readouterr().out + table.to_string()
+    shown = privacy_report(loaded)
+    report = str(shown) + shown._repr_html_() + shown.table.to_string()
     for text in (report, serial.attrs["privacy_ledger"]):
         assert "0.123456789" not in text and "0.12345678" not in text
     assert_no_raw_data(loaded, normal_data)

@@ -617,8 +617,9 @@ def test_netcdf_keeps_ledger_and_leaks_no_raw_data(normal_data, tmp_path, capsys
     # The ledger JSON (floats written in full by repr) and the printed report are plain
     # text, so a substring search is meaningful; the table's numbers are compared as numbers
     # (its text rounds them to 6 decimals).
-    table = privacy_report(loaded)
-    report = capsys.readouterr().out + table.to_string()
+    shown = privacy_report(loaded)
+    table = shown.table
+    report = str(shown) + shown._repr_html_() + table.to_string()
     inner = [repr(float(v)) for v in normal_data if -3.0 < v < 3.0]
     for text in (report, idata.attrs["privacy_ledger"]):
         assert "0.123456789" not in text and "0.12345678" not in text

@@ -107,9 +107,12 @@ def test_nothing_derived_from_raw_data_is_released(released, tmp_path):
 
 def test_report_and_plot(released, capsys):
     idata, ledger = released
-    table = privacy_report(idata, delta=1e-6)
-    out = capsys.readouterr().out
-    assert "barker" in out.lower() or "metropolis" in out.lower()
+    report = privacy_report(idata, delta=1e-6)
+    assert capsys.readouterr().out == ""  # shown once, by Jupyter or print, never by itself
+    text = str(report)
+    assert "barker" in text.lower() or "metropolis" in text.lower()
+    assert report.description in text and report.description in report._repr_html_()
+    table = report.table
     totals = table[table["kind"] == "total"]
     assert totals["subtotal"].iloc[0] == pytest.approx(ledger.epsilon())
     assert totals["subtotal"].iloc[-1] <= ledger.epsilon()

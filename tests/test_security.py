@@ -157,7 +157,7 @@ def test_seeds_drive_only_data_independent_randomness_unless_secure_is_false(lab
     np.testing.assert_array_equal(seeded[0].posterior["theta"], seeded[1].posterior["theta"])
     releases = pmp.ledger_for(model).releases
     assert [r.secure for r in releases] == [True, True, False, False]
-    table = pmp.privacy_report(seeded[0], show=False)
+    table = pmp.privacy_report(seeded[0]).table
     assert list(table[table["kind"] == "release"]["secure"]) == [True, False]
     for draw in (
         pmp.sample_posterior(model, 3, secure=False, random_seed=1),
