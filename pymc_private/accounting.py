@@ -868,6 +868,10 @@ def _largest_fitting(fits: Callable[[int], bool], start: int, first_step: int = 
     return low
 
 
+# The δ a refused pure budget suggests (`Budget._delta_hint`).
+_HINT_DELTA = 1e-6
+
+
 @dataclass(frozen=True)
 class Budget:
     """A privacy budget: the (ε, δ) that everything released from one data set may cost.
@@ -877,9 +881,11 @@ class Budget:
     epsilon
         Total ε allowed, finite and > 0.
     delta
-        Total δ allowed, in [0, 1). With 0 the ledger's plain sum Σ ε_i is compared to
-        ``epsilon`` (exactly: thirty spends of 0.1 fit a budget of 3.0); with δ > 0 its
-        tightest composition at ``delta``.
+        Total δ allowed, in [0, 1). With 0 (the default: pure ε-DP, nothing may fail) the
+        ledger's plain sum Σ ε_i is compared to ``epsilon`` (exactly: thirty spends of 0.1
+        fit a budget of 3.0); with δ > 0 its tightest composition at ``delta``, often far
+        smaller for many releases (pay per draw). A refusal at δ = 0 says when the releases
+        would fit at δ = 1e-6, so the choice is visible; it is the data custodian's.
     """
 
     epsilon: float
@@ -937,8 +943,24 @@ class Budget:
                 f"the budget ε = {_fmt(self.epsilon)}. Nothing was recorded. Plan fewer "
                 "releases (draws × chains), a smaller per-release ε (a higher temperature), "
                 "or a larger budget; Budget.affordable_count says how many releases fit."
+                + self._delta_hint(groups)
             )
         return total
+
+    def _delta_hint(self, groups) -> str:
+        """With δ = 0, what a small δ would change: many releases compose to a much smaller
+        ε at δ = 1e-6 than their plain sum (the choice of δ is the custodian's to make)."""
+        if self.delta > 0 or _unavoidable_delta(groups) > _HINT_DELTA:
+            return ""
+        relaxed = _compose(groups, _HINT_DELTA)
+        if relaxed.epsilon > self.epsilon:
+            return ""
+        return (
+            f" This budget has delta = 0, so it compares the plain sum; at δ = {_HINT_DELTA:g} "
+            f"the same releases compose to ε = {_fmt(relaxed.epsilon)} ({relaxed.method}), "
+            f"which fits: Budget({_fmt(self.epsilon)}, delta={_HINT_DELTA:g}) accepts them if "
+            "a failure probability δ is acceptable."
+        )
 
     def remaining(self, ledger: PrivacyLedger) -> float:
         """The budget ε minus the ledger's composed ε at the budget's δ (0 when none is left).

@@ -328,6 +328,21 @@ def test_budget_refusal_states_the_numbers_and_changes_nothing():
         assert figure in message
     assert ledger.to_dict() == before and len(ledger) == 8
     assert Budget(1.0).check(ledger, copies(0.1, 2)) == Composition(1.0, 0.0, "sum")
+    assert "delta = 0" not in message  # at δ = 1e-6 these 11 releases do not fit either
+
+
+def test_pure_budget_refusal_shows_what_a_small_delta_would_allow():
+    # 2000 releases of 0.01: a plain sum of 20 against about 2.2 at δ = 1e-6.
+    many = copies(0.01, 1, count=2000)
+    with pytest.raises(BudgetExceededError) as info:
+        Budget(5.0).check(PrivacyLedger(), many)
+    message = str(info.value)
+    relaxed = PrivacyLedger(many).composition(1e-6).epsilon
+    assert relaxed < 5.0 and "Budget(5, delta=1e-06)" in message and "delta = 0" in message
+    assert Budget(5.0, delta=1e-6).check(PrivacyLedger(), many).epsilon == relaxed
+    with pytest.raises(BudgetExceededError) as info:
+        Budget(1.0, delta=1e-6).check(PrivacyLedger(), many)
+    assert "delta = 0" not in str(info.value)
 
 
 def test_budget_with_delta_uses_the_accountant():
