@@ -22,6 +22,11 @@ The integral is then exact:
   too);
 - Laplace noise on a vector of correlated cells (the categories of one count, (Σx, Σx²)):
   Normal(m, V + 2b² I), the Gaussian with the noise's variance, an approximation stated here.
+- Regression: the covariates have no model, so the released Gram matrix G̃ is plugged into
+  the mean G̃w of Xᵀy (and wᵀG̃w of yᵀy); its noise E = G̃ − G then enters their residuals as
+  −Ew (and −wᵀEw), whose covariance given w is added (`_gram_noise_covariance`; errors in
+  variables, first order in the Gram noise, after Bernstein & Sheldon 2019, who model the
+  covariates instead).
 
 The noise of the discrete mechanisms (discrete Laplace and Gaussian, on integer grid steps)
 is modelled by its continuous counterpart of the same scale (their variances differ by less
@@ -154,6 +159,24 @@ def _diagonal_minus_outer_logp(observed, mean, diagonal, factor):
     return -0.5 * pt.sum(quadratic + log_det + size * math.log(2 * math.pi))
 
 
+def _gram_noise_covariance(w, variance: float, with_squares: bool):
+    """Covariance that noise E on the released Gram matrix G̃ = G + E (independent entries
+    of the upper triangle, variance v each, mirrored) adds to the residuals of the cross
+    products and of yᵀy when G̃ is plugged in for G: for Ew,
+    Cov((Ew)_i, (Ew)_k) = v(‖w‖² [i = k] + w_i w_k [i ≠ k]); for wᵀEw,
+    Var = v(2‖w‖⁴ − Σ w_i⁴) and Cov(wᵀEw, (Ew)_k) = v·w_k(2‖w‖² − w_k²)."""
+    squared = w * w
+    norm = pt.sum(squared)
+    block = variance * (norm * pt.eye(w.shape[0]) + pt.outer(w, w) - pt.diag(squared))
+    if not with_squares:
+        return block
+    cross = variance * w * (2.0 * norm - squared)
+    corner = variance * (2.0 * norm * norm - pt.sum(squared * squared))
+    top = pt.concatenate([block, cross[:, None]], axis=1)
+    bottom = pt.concatenate([cross, corner[None]])[None, :]
+    return pt.concatenate([top, bottom], axis=0)
+
+
 def _vector_width(spec) -> int:
     """Entries of the vector axis a statistic takes: a count's released categories, a
     cross-product's p entries, one for a sum."""
@@ -208,6 +231,12 @@ def add_noise_aware_likelihood(model: pm.Model, analysis, privatisation) -> None
                     latent = totals[names[0]][1:]
                     logp = logp + pt.sum(pm.logp(pm.MvNormal.dist(mu=mean, cov=cov), latent))
                     continue
+                if "gram" in specs and laws[specs["gram"].name].scale > 0:
+                    # The released Gram matrix is plugged into the mean: its noise enters
+                    # the residual of Xᵀy (and yᵀy) through w (errors in variables).
+                    cov = cov + _gram_noise_covariance(
+                        values["mu"], laws[specs["gram"].name].variance, len(kinds) == 2
+                    )
                 widths = [_vector_width(specs[kind]) for kind in kinds]
                 logp = logp + _marginal_logp(
                     pt.as_tensor(observed, dtype="float64"),
