@@ -14,7 +14,7 @@ from scipy import integrate, special, stats
 
 import pymc_private as pmp
 from pymc_private.calibration import coverage_study
-from pymc_private.noise_aware import normal_laplace_logp
+from pymc_private.noise_aware import _gram_noise_covariance, normal_laplace_logp
 from pymc_private.privatize import privatisation_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -159,3 +159,23 @@ def test_noise_aware_model_holds_the_noisy_values_and_refuses_exact_samplers(
         pmp.sample_posterior(private, 2)
     with plug_in:
         pmp.PrivateGibbs()
+
+
+def test_gram_noise_covariance_matches_monte_carlo():
+    # Noise E on a released 3×3 Gram matrix (independent upper triangle, variance v,
+    # mirrored) moves Xᵀy's residual by −Ew and yᵀy's by −wᵀEw; the formula against 400k
+    # simulated E.
+    w, v = np.array([0.7, -1.2, 0.4]), 2.5
+    rng = np.random.default_rng(3)
+    upper = rng.laplace(0.0, np.sqrt(v / 2), (400_000, 6))
+    noise = np.zeros((400_000, 3, 3))
+    rows, columns = np.triu_indices(3)
+    noise[:, rows, columns] = upper
+    noise = noise + np.triu(noise, 1).transpose(0, 2, 1)
+    residuals = np.concatenate([noise @ w, np.einsum("i,rij,j->r", w, noise, w)[:, None]], axis=1)
+    empirical = np.cov(residuals, rowvar=False)
+    formula = _gram_noise_covariance(pt.as_tensor(w), v, True).eval()
+    np.testing.assert_allclose(formula, empirical, rtol=0.03, atol=0.03)
+    np.testing.assert_allclose(
+        _gram_noise_covariance(pt.as_tensor(w), v, False).eval(), formula[:3, :3]
+    )
