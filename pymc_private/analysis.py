@@ -750,8 +750,12 @@ _SUGGESTIONS = {
     "simplex": "every entry ≥ a > 0: pmp.TruncatedDirichlet({name!r}, a=..., min_prob=a)",
     "rate": "[c1, c2] with 0 < c1 < c2 < ∞: pmp.TruncatedGamma({name!r}, alpha, beta, "
     "lower=c1, upper=c2)",
-    "scale": "[s1, s2] with 0 < s1 < s2 < ∞: pmp.TruncatedGamma({name!r}, alpha, beta, "
-    "lower=s1, upper=s2)",
+    "scale": "[s1, s2] with 0 < s1 < s2 < ∞. The conjugate form, which every route runs "
+    "(pmp.PrivateGibbs, pmp.privatize, pmp.PrivateMetropolis), is a precision: "
+    "tau = pmp.TruncatedGamma('tau', alpha, beta, lower=1/s2**2, upper=1/s1**2) and "
+    "`tau=tau` in the likelihood instead of `sigma=`; the scale itself, "
+    "pmp.TruncatedGamma({name!r}, alpha, beta, lower=s1, upper=s2), is not conjugate (use "
+    "pmp.PrivateMetropolis, or NUTS after pmp.privatize)",
     "location": "[m1, m2]: pmp.TruncatedNormal({name!r}, mu, sigma, lower=m1, upper=m2)",
     "weights": "the ball ‖w‖₂ ≤ R: pmp.TruncatedMvNormal({name!r}, mu, cov, radius=R)",
 }

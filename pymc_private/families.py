@@ -1547,7 +1547,11 @@ class NormalFreeSigma(_Normal):
         if target == "mu":
             precision = self._precision(term, np.asarray(state["sigma"]), s1)
             return self._mu_contribution(param, s1, count, precision, temperature)
-        mu = _shaped(term.parameters["mu"], np.asarray(state["mu"]), s1.ndim)
+        mu_term = term.parameters["mu"]
+        if mu_term.constant is not None:  # a known mean: no state to read
+            mu = _like(mu_term.constant, s1)
+        else:
+            mu = _shaped(mu_term, np.asarray(state["mu"]), s1.ndim)
         quadratic = np.asarray(statistics["sum_squares"]) - 2 * mu * s1 + count * mu * mu
         return {
             "alpha": _reduce(count, param) / (2 * temperature),

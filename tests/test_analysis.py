@@ -40,6 +40,9 @@ from pymc_private.priors import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
+from pymc_private.privatize import privatize
+from pymc_private.steps.gibbs import PrivateGibbs
+from pymc_private.steps.metropolis import PrivateMetropolis
 
 N = 12
 
@@ -327,6 +330,28 @@ def test_unbounded_priors_name_the_truncated_prior_to_use():
         with pytest.raises(UnboundedSensitivityError) as info:
             analyze(model)
         assert fix in str(info.value)
+    with pytest.raises(UnboundedSensitivityError) as info:
+        analyze(scale)
+    assert "pmp.TruncatedGamma('tau', alpha, beta, lower=1/s2**2, upper=1/s1**2)" in str(info.value)
+
+
+def test_the_suggested_precision_form_runs_on_every_route_it_names():
+    # The fix the HalfNormal scale's refusal suggests first: a truncated Gamma precision.
+    data = np.random.default_rng(4).normal(0.0, 0.8, N).clip(-1, 1)
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", data, bounds=(-1, 1))
+        tau = TruncatedGamma("tau", 2.0, 1.0, lower=1 / 2**2, upper=1 / 0.1**2)
+        pm.Normal("y", 0.0, tau=tau, observed=y_obs)
+    point = model.initial_point()
+    with model:
+        for step in (PrivateGibbs(secure=False), PrivateMetropolis(secure=False)):
+            step.set_rng(np.random.default_rng(5))
+            new_point, _ = step.step(point)
+            assert np.isfinite(new_point["tau_interval__"])
+    private = privatize(model, 1.0, noise_aware=False, secure=False, random_seed=6)
+    with private:
+        step = PrivateGibbs()
+    assert [block.family for block in step.blocks] == ["gamma"]
 
 
 def test_bounds_beyond_the_support_name_the_data_and_the_bounds():
