@@ -5,9 +5,10 @@ patients, 10 baseline features (scikit-learn ships them centred and scaled to st
 deviation 0.048; the public constant 0.1, about two standard deviations, maps them into the
 declared bounds [−1, 1], clipping the ~4% of values beyond: a wider constant leaves the
 bounds, and so the noise, for values that almost never occur), an intercept column of ones,
-and disease progression y mapped to (y − 150)/100 and declared in [−2, 2]. A fixed split (seed 0) keeps 353 training rows
-private and 89 for testing. The model: w ~ N(0, I) on the ball ‖w‖ ≤ 3 (`TruncatedMvNormal`),
-noise precision τ ~ Gamma(2, 1) on [0.1, 50], y ~ N(x·w, 1/τ).
+and disease progression y mapped to (y − 150)/100 and declared in [−2, 2]. A fixed split
+(seed 0) keeps 353 training rows private and 89 for testing. The model: w ~ N(0, I) on the
+ball ‖w‖ ≤ 3 (`TruncatedMvNormal`), noise precision τ ~ Gamma(2, 1) on [0.1, 50],
+y ~ N(x·w, 1/τ).
 
 For each ε, ``--privatisations`` independent privatisations (fresh secure noise each) are
 sampled with `pmp.sample` (noise-aware posterior, NUTS); it prints how many failed to sample,
