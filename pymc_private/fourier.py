@@ -55,11 +55,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_private.accounting import Release, zcdp_epsilon, zcdp_rho
+from pymc_private.accounting import Release, zcdp_rho
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import StatisticSpec
-from pymc_private.mechanisms import ceil_sqrt, discrete_gaussian, discrete_laplace
+from pymc_private.mechanisms import (
+    ceil_sqrt,
+    discrete_gaussian,
+    discrete_laplace,
+    planned_release,
+)
 from pymc_private.noise_aware import NoiseLaw
 
 __all__ = ["FourierPlan", "fourier_plan"]
@@ -151,17 +156,8 @@ class FourierPlan:
 
     def planned_release(self, epsilon: float, delta: float, mechanism: str, secure: bool):
         """The `Release` the ledger records for this plan (before any noise)."""
-        if mechanism == "gaussian":
-            rho = zcdp_rho(epsilon, delta)
-            return Release(
-                "discrete_gaussian",
-                zcdp_epsilon(rho, delta),
-                delta=delta,
-                rho=rho,
-                statistic=self.name,
-                secure=secure,
-            )
-        return Release("discrete_laplace", epsilon, statistic=self.name, secure=secure)
+        share = zcdp_rho(epsilon, delta) if mechanism == "gaussian" else epsilon
+        return planned_release(self.name, share, delta, mechanism, secure)
 
     def release(
         self,

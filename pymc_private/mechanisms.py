@@ -45,6 +45,7 @@ __all__ = [
     "exponential_mechanism",
     "gaussian",
     "laplace",
+    "planned_release",
 ]
 
 dp.enable_features("contrib")
@@ -213,6 +214,24 @@ def discrete_laplace(
         note=note,
     )
     return noisy, release
+
+
+def planned_release(
+    statistic: str, share: float, delta: float, mechanism: str, secure: bool
+) -> Release:
+    """The `Release` a discrete Laplace (``share`` = ε) or discrete Gaussian (``share`` = ρ,
+    stated at ``delta``) release of ``statistic`` will record, for a budget check before any
+    noise is drawn."""
+    if mechanism == "gaussian":
+        return Release(
+            "discrete_gaussian",
+            zcdp_epsilon(share, delta),
+            delta=delta,
+            rho=share,
+            statistic=statistic,
+            secure=secure,
+        )
+    return Release("discrete_laplace", share, statistic=statistic, secure=secure)
 
 
 def ceil_sqrt(value: int) -> float:

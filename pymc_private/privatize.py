@@ -39,7 +39,6 @@ from pymc_private.accounting import (
     Release,
     checked_delta,
     ledger_for,
-    zcdp_epsilon,
     zcdp_rho,
 )
 from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
@@ -47,7 +46,12 @@ from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
 from pymc_private.fourier import FourierPlan, fourier_plan
-from pymc_private.mechanisms import ceil_sqrt, discrete_gaussian, discrete_laplace
+from pymc_private.mechanisms import (
+    ceil_sqrt,
+    discrete_gaussian,
+    discrete_laplace,
+    planned_release,
+)
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
 from pymc_private.steps.base import checked_secure
 
@@ -311,7 +315,7 @@ def privatize(
     ledger = ledger_for(model)
     if budget is not None:
         planned = [
-            _planned_release(spec, share, delta, mechanism, secure)
+            planned_release(spec.name, share, delta, mechanism, secure)
             for spec, share, _ in plan
             if share > 0
         ]
@@ -536,19 +540,6 @@ def _l2_weights(analysis: PrivacyAnalysis) -> tuple[list[Fraction], Fraction]:
         if spec.sensitivity > 0
     ]
     return weights, sum(weights, Fraction(0))
-
-
-def _planned_release(spec, share, delta, mechanism, secure) -> Release:
-    if mechanism == "gaussian":
-        return Release(
-            "discrete_gaussian",
-            zcdp_epsilon(share, delta),
-            delta=delta,
-            rho=share,
-            statistic=spec.name,
-            secure=secure,
-        )
-    return Release("discrete_laplace", share, statistic=spec.name, secure=secure)
 
 
 def _noise_plan(
