@@ -59,12 +59,7 @@ from pymc_private.accounting import Release, zcdp_rho
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import StatisticSpec
-from pymc_private.mechanisms import (
-    ceil_sqrt,
-    discrete_gaussian,
-    discrete_laplace,
-    planned_release,
-)
+from pymc_private.mechanisms import integer_release, planned_release
 from pymc_private.noise_aware import NoiseLaw
 
 __all__ = ["FourierPlan", "fourier_plan"]
@@ -156,8 +151,9 @@ class FourierPlan:
 
     def planned_release(self, epsilon: float, delta: float, mechanism: str, secure: bool):
         """The `Release` the ledger records for this plan (before any noise)."""
-        share = zcdp_rho(epsilon, delta) if mechanism == "gaussian" else epsilon
-        return planned_release(self.name, share, delta, mechanism, secure)
+        return planned_release(
+            self.name, _share(epsilon, delta, mechanism), delta, mechanism, secure
+        )
 
     def release(
         self,
@@ -171,21 +167,24 @@ class FourierPlan:
         """Noise the parity counts once (module docstring) and reconstruct the tables:
         (tables by statistic name, [the release], the noise law of the released index
         count)."""
-        exact = self.parities(arrays)
-        if mechanism == "gaussian":
-            sensitivity = ceil_sqrt(self.size)
-            rho = zcdp_rho(epsilon, delta)
-            noisy, release = discrete_gaussian(
-                exact, sensitivity, rho, delta=delta, rng=rng, secure=secure, statistic=self.name
-            )
-            law = NoiseLaw("gaussian", sensitivity / math.sqrt(2.0 * release.rho))
-        else:
-            noisy, release = discrete_laplace(
-                exact, self.size, epsilon, rng=rng, secure=secure, statistic=self.name
-            )
-            law = NoiseLaw("laplace", self.size / release.epsilon)
-        noise = {self.index_spec.name: law} if self.index_spec is not None else {}
+        noisy, release, scale = integer_release(
+            self.parities(arrays),
+            _share(epsilon, delta, mechanism),
+            mechanism,
+            sensitivity_l1=self.size,
+            sensitivity_l2_squared=self.size,
+            delta=delta,
+            rng=rng,
+            secure=secure,
+            statistic=self.name,
+        )
+        noise = {self.index_spec.name: NoiseLaw(mechanism, scale)} if self.index_spec else {}
         return self.tables(noisy), [release], noise
+
+
+def _share(epsilon: float, delta: float, mechanism: str) -> float:
+    """The whole budget of the one release: ε, or ρ = `zcdp_rho`(ε, δ) for the Gaussian."""
+    return zcdp_rho(epsilon, delta) if mechanism == "gaussian" else epsilon
 
 
 def fourier_plan(analysis: PrivacyAnalysis) -> FourierPlan:

@@ -44,6 +44,7 @@ __all__ = [
     "exact_choice",
     "exponential_mechanism",
     "gaussian",
+    "integer_release",
     "laplace",
     "planned_release",
 ]
@@ -234,6 +235,35 @@ def planned_release(
     return Release("discrete_laplace", share, statistic=statistic, secure=secure)
 
 
+def integer_release(
+    exact,
+    share: float,
+    mechanism: str,
+    *,
+    sensitivity_l1: int,
+    sensitivity_l2_squared: int,
+    delta: float,
+    rng: RandomState,
+    secure: bool,
+    statistic: str,
+) -> tuple[np.ndarray, Release, float]:
+    """One release of an integer statistic with the mechanism and share of a plan, as
+    `planned_release` states it: `discrete_laplace` at ε = ``share`` and Δ₁, or
+    `discrete_gaussian` at ρ = ``share`` and Δ₂ = `ceil_sqrt`(Δ₂²). Returns the noisy values,
+    the release and the noise scale in integer steps (Laplace Δ₁/ε, Gaussian Δ₂/√(2ρ), with
+    the ε or ρ the release records)."""
+    if mechanism == "gaussian":
+        sensitivity = ceil_sqrt(sensitivity_l2_squared)
+        values, release = discrete_gaussian(
+            exact, sensitivity, share, delta=delta, rng=rng, secure=secure, statistic=statistic
+        )
+        return values, release, sensitivity / math.sqrt(2.0 * release.rho)
+    values, release = discrete_laplace(
+        exact, sensitivity_l1, share, rng=rng, secure=secure, statistic=statistic
+    )
+    return values, release, sensitivity_l1 / release.epsilon
+
+
 def ceil_sqrt(value: int) -> float:
     """The smallest float whose square is ≥ the integer ``value`` (exactly): an L2
     sensitivity √Δ₂² that floating point never rounds below the true one."""
@@ -376,22 +406,17 @@ def _gaussian_mechanism(mechanism, values, sensitivity_l2, rho, delta, rng, secu
         noisy = values + (np.rint(noise).astype(np.int64) if integer else noise)
         rho_spent = rho
         note = f"numpy normal{' rounded' if integer else ''}, scale={scale!r}: not secure"
-    return noisy, _gaussian_release(
-        mechanism, rho_spent, delta, sensitivity, statistic, secure, note
-    )
-
-
-def _gaussian_release(mechanism, rho, delta, sensitivity, statistic, secure, note) -> Release:
-    return Release(
+    release = Release(
         mechanism=mechanism,
-        epsilon=zcdp_epsilon(rho, delta),
+        epsilon=zcdp_epsilon(rho_spent, delta),
         delta=delta,
-        rho=rho,
+        rho=rho_spent,
         sensitivity=sensitivity,
         statistic=statistic,
         secure=secure,
         note=note,
     )
+    return noisy, release
 
 
 def exponential_mechanism(

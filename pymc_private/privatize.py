@@ -46,12 +46,7 @@ from pymc_private.data import RELEASED_TAG, datasets_of
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
 from pymc_private.fourier import FourierPlan, fourier_plan
-from pymc_private.mechanisms import (
-    ceil_sqrt,
-    discrete_gaussian,
-    discrete_laplace,
-    planned_release,
-)
+from pymc_private.mechanisms import integer_release, planned_release
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
 from pymc_private.steps.base import checked_secure
 
@@ -304,7 +299,6 @@ def privatize(
     analysis.epsilon_per_draw("privatize")
     fourier = fourier_plan(analysis) if release == "fourier" else None
     mechanism = chosen_mechanism(analysis, epsilon, delta, mechanism, fourier=fourier)
-    plan = _noise_plan(analysis, epsilon, delta, mechanism)
     datasets = datasets_of(model)
     placeholders = {
         spec.name: spec.natural(np.zeros(spec.shape, dtype=np.int64))
@@ -314,13 +308,14 @@ def privatize(
     _model_on_statistics(model, analysis, _released(analysis, dry_run, 0.0, datasets, noise_aware))
     ledger = ledger_for(model)
     if budget is not None:
-        planned = [
-            planned_release(spec.name, share, delta, mechanism, secure)
-            for spec, share, _ in plan
-            if share > 0
-        ]
         if fourier is not None:
             planned = [fourier.planned_release(epsilon, delta, mechanism, secure)]
+        else:
+            planned = [
+                planned_release(spec.name, share, delta, mechanism, secure)
+                for spec, share in _noise_plan(analysis, epsilon, delta, mechanism)
+                if share > 0
+            ]
         budget.check(ledger, planned)
 
     arrays = {
@@ -412,7 +407,7 @@ def release_statistics(
         )
     else:
         plan = _noise_plan(analysis, epsilon, delta, mechanism)
-        noisy, releases, noise = _noised(analysis, arrays, plan, delta, secure, rng)
+        noisy, releases, noise = _noised(analysis, arrays, plan, mechanism, delta, secure, rng)
     statistics = _projected(analysis, noisy, noise)
     noisy = {name: np.array(value) for name, value in noisy.items()}
     for value in (*statistics.values(), *noisy.values()):
@@ -442,7 +437,8 @@ def _checked_epsilon(epsilon) -> float:
 def _noised(
     analysis: PrivacyAnalysis,
     arrays: dict[str, np.ndarray],
-    plan: list[tuple[StatisticSpec, float, str]],
+    plan: list[tuple[StatisticSpec, float]],
+    mechanism: str,
     delta: float,
     secure: bool,
     rng: np.random.Generator,
@@ -454,29 +450,23 @@ def _noised(
     noisy: dict[str, np.ndarray] = {}
     releases: list[Release] = []
     noise: dict[str, NoiseLaw] = {}
-    for spec, share, mechanism in plan:
+    for spec, share in plan:
         exact = spec.compute(arrays)
         if spec.sensitivity == 0:
             noisy[spec.name] = spec.natural(exact)
             continue
-        if mechanism == "gaussian":
-            sensitivity = ceil_sqrt(spec.sensitivity_l2_squared)
-            values, release = discrete_gaussian(
-                exact,
-                sensitivity,
-                share,
-                delta=delta,
-                rng=rng,
-                secure=secure,
-                statistic=spec.name,
-            )
-            sigma = float(spec.unit) * sensitivity / math.sqrt(2.0 * release.rho)
-            noise[spec.name] = NoiseLaw("gaussian", sigma)
-        else:
-            values, release = discrete_laplace(
-                exact, spec.sensitivity, share, rng=rng, secure=secure, statistic=spec.name
-            )
-            noise[spec.name] = NoiseLaw("laplace", spec.sensitivity_l1 / release.epsilon)
+        values, release, scale = integer_release(
+            exact,
+            share,
+            mechanism,
+            sensitivity_l1=spec.sensitivity,
+            sensitivity_l2_squared=spec.sensitivity_l2_squared,
+            delta=delta,
+            rng=rng,
+            secure=secure,
+            statistic=spec.name,
+        )
+        noise[spec.name] = NoiseLaw(mechanism, float(spec.unit) * scale)
         releases.append(release)
         noisy[spec.name] = spec.natural(values)
     return noisy, releases, noise
@@ -544,8 +534,8 @@ def _l2_weights(analysis: PrivacyAnalysis) -> tuple[list[Fraction], Fraction]:
 
 def _noise_plan(
     analysis: PrivacyAnalysis, epsilon: float, delta: float = 0.0, mechanism: str = "laplace"
-) -> list[tuple[StatisticSpec, float, str]]:
-    """Each statistic with its share and mechanism, validated.
+) -> list[tuple[StatisticSpec, float]]:
+    """Each statistic with its share of ``mechanism``'s budget, validated.
 
     Laplace: ε_j = ε·Δ_j/Δ₁ (natural units), so every cell gets the scale Δ₁/ε. Gaussian:
     ρ = `zcdp_rho`(ε, δ), the largest ρ the ledger converts to at most ε at δ, and
@@ -566,7 +556,7 @@ def _noise_plan(
     shares = [budget * float(weight / total) for weight in weights]
     while sum(map(Fraction, shares), Fraction(0)) > Fraction(budget):
         shares = [math.nextafter(share, 0.0) for share in shares]
-    plan = [(spec, 0.0, mechanism) for spec in analysis.statistics if spec.sensitivity == 0]
+    plan = [(spec, 0.0) for spec in analysis.statistics if spec.sensitivity == 0]
     for spec, share in zip(noised, shares, strict=True):
         if mechanism == "gaussian":
             scale = math.sqrt(spec.sensitivity_l2_squared / (2 * share)) if share > 0 else math.inf
@@ -581,7 +571,7 @@ def _noise_plan(
                 "bounds) so that the sensitivities are within a few orders of magnitude of "
                 "each other, or choose another epsilon."
             )
-        plan.append((spec, share, mechanism))
+        plan.append((spec, share))
     return plan
 
 
