@@ -796,10 +796,12 @@ class PrivacyLedger:
             )
         return table
 
-    def _table(self, delta: float | None = None) -> tuple[list[str], list[list[str]]]:
+    def _table(self, delta: float | None = None) -> tuple[str, list[str], list[list[str]]]:
+        """Title, header and body of the displays, from one `summary`."""
         header = ["mechanism", "statistic", "ε each", "δ each", "count", "ε subtotal", "secure"]
         body = []
-        for row in self.summary(delta):
+        rows = self.summary(delta)
+        for row in rows:
             if row["kind"] == "release":
                 cells = [row["mechanism"], row["statistic"] or "", _fmt(row["epsilon"])]
                 cells += [_fmt(row["delta"]), str(row["count"]), _fmt(row["subtotal"])]
@@ -808,40 +810,38 @@ class PrivacyLedger:
                 cells = [f"total ({row['method']})", "", "", f"δ = {_fmt(row['delta'])}"]
                 cells += [str(row["count"]), _fmt(row["subtotal"]), ""]
             body.append(cells)
-        return header, body
-
-    def _title(self) -> str:
-        kinds = sum(row["kind"] == "release" for row in self.summary())
+        kinds = sum(row["kind"] == "release" for row in rows)
         count = sum(release.count for release in self._releases)
-        return (
+        title = (
             f"PrivacyLedger: {count} release{'s' if count != 1 else ''} in {kinds} "
             f"row{'s' if kinds != 1 else ''}"
         )
+        return title, header, body
 
     def render(self, delta: float | None = None) -> str:
         """The ledger as a text table (totals composed at ``delta`` too, when given)."""
         if not self.releases:
             return "PrivacyLedger: no releases"
-        header, body = self._table(delta)
+        title, header, body = self._table(delta)
         widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
         lines = [
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in [header, *body]
         ]
-        return self._title() + "\n" + "\n".join(lines)
+        return title + "\n" + "\n".join(lines)
 
     def render_html(self, delta: float | None = None) -> str:
         """The ledger as an HTML table, as `render`."""
         if not self.releases:
             return "<p>PrivacyLedger: no releases</p>"
-        header, body = self._table(delta)
+        title, header, body = self._table(delta)
         head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
         rows = "".join(
             "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in line) + "</tr>"
             for line in body
         )
         return (
-            f"<p>{html.escape(self._title())}</p>"
+            f"<p>{html.escape(title)}</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
 

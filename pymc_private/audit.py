@@ -104,64 +104,64 @@ def epsilon_lower_bound(
 ) -> AuditResult:
     """An ε lower bound for ``mechanism`` from runs on two neighbouring data sets.
 
-        Procedure. Without ``event``: ``n_pilot`` pilot runs per data set choose (i) the output
-        coordinate to look at, the one whose pilot means differ most in units of the pooled
-        standard deviation (scalar outputs have one coordinate); (ii) an event on it among
-        ``{y ≤ t}`` and ``{y ≥ t}`` for thresholds t taken from the pooled pilot outputs (and
-        ``{y = v}`` when the pilot shows at most 64 distinct values); and (iii) the direction,
-        i.e. which data set is the numerator. The choice maximises the pilot's own bound
-        ``log(CP_low(k̂_num)/CP_high(k̂_den))`` with the level α/2 shared (Bonferroni) among all
-        candidates, a simultaneous bound that keeps rare tail events, whose pilot ratios are
-        noisy, from winning by chance. Then ``n`` fresh runs per data set count the event and
-        the result is
+    Procedure. Without ``event``: ``n_pilot`` pilot runs per data set choose (i) the output
+    coordinate to look at, the one whose pilot means differ most in units of the pooled
+    standard deviation (scalar outputs have one coordinate); (ii) an event on it among
+    ``{y ≤ t}`` and ``{y ≥ t}`` for thresholds t taken from the pooled pilot outputs (and
+    ``{y = v}`` when the pilot shows at most 64 distinct values); and (iii) the direction,
+    i.e. which data set is the numerator. The choice maximises the pilot's own bound
+    ``log(CP_low(k̂_num)/CP_high(k̂_den))`` with the level α/2 shared (Bonferroni) among all
+    candidates, a simultaneous bound that keeps rare tail events, whose pilot ratios are
+    noisy, from winning by chance. Then ``n`` fresh runs per data set count the event and
+    the result is
 
-            ε_lb = log((CP_low(p_num; α/2) − δ) / CP_high(p_den; α/2)).
+        ε_lb = log((CP_low(p_num; α/2) − δ) / CP_high(p_den; α/2)).
 
     With ``delta`` = 0 this bounds the ε of pure ε-DP; with δ > 0 the ε of (ε, δ)-DP, from
     ``p_num ≤ e^ε p_den + δ`` (the pilot's choice subtracts the same δ).
 
-        With ``event`` (a callable ``output -> bool``) there is no pilot; both directions are
-        bounded with four Clopper–Pearson bounds at α/4 each and ε_lb is the larger. Either way
-        the reported value is max(0, ε_lb), which keeps the guarantee since every ε is ≥ 0.
+    With ``event`` (a callable ``output -> bool``) there is no pilot; both directions are
+    bounded with four Clopper–Pearson bounds at α/4 each and ε_lb is the larger. Either way
+    the reported value is max(0, ε_lb), which keeps the guarantee since every ε is ≥ 0.
 
-        Soundness: P[ε_lb > true ε] ≤ α. For an ε-DP mechanism and a fixed event E,
-        ``p_num ≤ e^ε p_den``. The event and direction depend only on the pilot runs, which are
-        independent of the counting runs, so conditionally on them the counts are binomial
-        with those p; the lower bound exceeds p_num with probability ≤ α/2 and the upper bound
-        falls below p_den with probability ≤ α/2 (Bonferroni), so outside an event of
-        probability α, ε_lb ≤ log(p_num/p_den) ≤ ε. With a given event, the four bounds at α/4
-        give the same for the maximum over both directions. This needs independent runs: each
-        call must draw fresh randomness (from ``rng`` or its own source) and keep no state.
-        The guarantee is per call: k audits of a mechanism exceed its ε somewhere with
-        probability up to kα.
+    Soundness: P[ε_lb > true ε] ≤ α. For an ε-DP mechanism and a fixed event E,
+    ``p_num ≤ e^ε p_den``. The event and direction depend only on the pilot runs, which are
+    independent of the counting runs, so conditionally on them the counts are binomial
+    with those p; the lower bound exceeds p_num with probability ≤ α/2 and the upper bound
+    falls below p_den with probability ≤ α/2 (Bonferroni), so outside an event of
+    probability α, ε_lb ≤ log(p_num/p_den) ≤ ε. With a given event, the four bounds at α/4
+    give the same for the maximum over both directions. This needs independent runs: each
+    call must draw fresh randomness (from ``rng`` or its own source) and keep no state.
+    The guarantee is per call: k audits of a mechanism exceed its ε somewhere with
+    probability up to kα.
 
-        Parameters
-        ----------
-        mechanism
-            ``mechanism(data, rng) -> number | array`` (one run), or, with ``vectorized=True``,
-            ``mechanism(data, rng, size) -> array`` of ``size`` independent runs stacked on
-            axis 0 (a fast path for numpy mechanisms). ``rng`` is a `numpy.random.Generator`.
-        data, neighbour
-            The neighbouring data sets D and D', passed to ``mechanism`` unchanged.
-        n
-            Counting runs per data set.
-        alpha
-            Significance level in (0, 1).
-        event
-            Optional ``output -> bool`` to count instead of a pilot-chosen event.
-        random_seed
-            An int seed or a Generator; the result is reproducible given it (for mechanisms
-            that draw from the ``rng`` they are handed).
-        n_pilot
-            Pilot runs per data set (default ``max(1000, n // 2)``); not allowed with ``event``.
-        vectorized
-            Whether ``mechanism`` takes a ``size`` argument (see ``mechanism``).
-        delta
-            The δ of the claim audited, in [0, 1) (0 for pure ε-DP).
+    Parameters
+    ----------
+    mechanism
+        ``mechanism(data, rng) -> number | array`` (one run), or, with ``vectorized=True``,
+        ``mechanism(data, rng, size) -> array`` of ``size`` independent runs stacked on
+        axis 0 (a fast path for numpy mechanisms). ``rng`` is a `numpy.random.Generator`.
+    data, neighbour
+        The neighbouring data sets D and D', passed to ``mechanism`` unchanged.
+    n
+        Counting runs per data set.
+    alpha
+        Significance level in (0, 1).
+    event
+        Optional ``output -> bool`` to count instead of a pilot-chosen event.
+    random_seed
+        An int seed or a Generator; the result is reproducible given it (for mechanisms
+        that draw from the ``rng`` they are handed).
+    n_pilot
+        Pilot runs per data set (default ``max(1000, n // 2)``); not allowed with ``event``.
+    vectorized
+        Whether ``mechanism`` takes a ``size`` argument (see ``mechanism``).
+    delta
+        The δ of the claim audited, in [0, 1) (0 for pure ε-DP).
 
-        Returns
-        -------
-        AuditResult
+    Returns
+    -------
+    AuditResult
     """
     n = _check_count("n", n)
     if not (isinstance(alpha, float | int) and 0 < alpha < 1):
