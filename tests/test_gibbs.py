@@ -209,18 +209,24 @@ def test_conditionals_read_the_current_state_of_the_other_blocks():
     assert tau_post["beta"] == 1 + (s2 - 2 * mu0 * s1 + n * mu0 * mu0) / 4
 
 
-def test_regression_weights_and_precision_on_a_privatised_model():
-    rng = np.random.default_rng(7)
-    w_true = np.array([0.6, -0.4])
+def _privatised_regression(w_true, y_bound, seed):
+    """400 records x ~ U[−1, 1]², y = x·w_true + N(0, 0.2²) clipped to ±y_bound; weights on
+    the unit ball, a truncated Gamma precision; plug-in privatisation at ε = 10⁶."""
+    rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (400, 2))
-    y = np.clip(x @ w_true + rng.normal(0, 0.2, 400), -2.0, 2.0)
+    y = np.clip(x @ w_true + rng.normal(0, 0.2, 400), -y_bound, y_bound)
     with pm.Model() as model:
         x_obs = PrivateData("x_obs", x, bounds=(-1.0, 1.0))
-        y_obs = PrivateData("y_obs", y, bounds=(-2.0, 2.0))
+        y_obs = PrivateData("y_obs", y, bounds=(-y_bound, y_bound))
         w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=1.0)
         tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=100.0)
         pm.Normal("y", x_obs @ w, tau=tau, observed=y_obs)
-    private = privatize(model, 1e6, noise_aware=False, secure=False, random_seed=8)
+    return privatize(model, 1e6, noise_aware=False, secure=False, random_seed=seed + 1)
+
+
+def test_regression_weights_and_precision_on_a_privatised_model():
+    w_true = np.array([0.6, -0.4])
+    private = _privatised_regression(w_true, 2.0, 7)
     with private:
         step = PrivateGibbs()
     assert [block.family for block in step.blocks] == ["mvnormal", "gamma"]
@@ -248,17 +254,8 @@ def test_regression_far_outside_the_ball_keeps_sampling():
     # against radius 1, posterior sd ~0.01): rejection cannot accept, and before this the
     # chain stopped with UnsupportedModelError after ε was spent. Hit-and-run moves from the
     # current value keep it going, on the boundary point nearest the data's fit.
-    rng = np.random.default_rng(17)
     w_true = np.array([1.5, -1.2])
-    x = rng.uniform(-1, 1, (400, 2))
-    y = np.clip(x @ w_true + rng.normal(0, 0.2, 400), -4.0, 4.0)
-    with pm.Model() as model:
-        x_obs = PrivateData("x_obs", x, bounds=(-1.0, 1.0))
-        y_obs = PrivateData("y_obs", y, bounds=(-4.0, 4.0))
-        w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=1.0)
-        tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=100.0)
-        pm.Normal("y", x_obs @ w, tau=tau, observed=y_obs)
-    private = privatize(model, 1e6, noise_aware=False, secure=False, random_seed=18)
+    private = _privatised_regression(w_true, 4.0, 17)
     with private:
         idata = pm.sample(
             150,
