@@ -463,6 +463,11 @@ class StatisticSpec:
         for a scalar sum (Δ₂ = Δ₁); sound, possibly loose, for sums of several cells."""
         return self.sensitivity * self.sensitivity_linf
 
+    @property
+    def sensitivity_l2(self) -> float:
+        """Δ₂ in natural units: ``unit · √(Δ₁ Δ∞)`` (`sensitivity_l2_squared`)."""
+        return float(self.unit) * math.sqrt(self.sensitivity_l2_squared)
+
     def compute(self, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
         """s(D) in released form, as exact int64, from the raw arrays (by `PrivateData` name).
 
