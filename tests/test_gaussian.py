@@ -34,8 +34,13 @@ from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
-from pymc_private.mechanisms import discrete_gaussian, gaussian
-from pymc_private.priors import TruncatedBeta, TruncatedNormal
+from pymc_private.mechanisms import ceil_sqrt, discrete_gaussian, gaussian
+from pymc_private.priors import (
+    TruncatedBeta,
+    TruncatedGamma,
+    TruncatedMvNormal,
+    TruncatedNormal,
+)
 from pymc_private.privatize import chosen_mechanism, privatisation_of, privatize
 from pymc_private.sampling import sample
 
@@ -225,6 +230,105 @@ def test_naive_bayes_l2_sensitivity_matches_brute_force():
         ]
         worst = max(worst, float(np.sum((values[0] - values[1]) ** 2)))
     assert worst == squared
+
+
+def _worst_l2_squared(model, base: dict, records: list[dict]) -> dict[str, float]:
+    """Brute force: the largest ‖s(D) − s(D′)‖₂² of each statistic (integer steps) over every
+    pair of values of the first record (``records``), the others fixed at ``base``."""
+    analysis = analyze(model)
+    values = {spec.name: [] for spec in analysis.statistics}
+    for record in records:
+        arrays = {name: array.copy() for name, array in base.items()}
+        for name, row in record.items():
+            arrays[name][0] = row
+        for spec in analysis.statistics:
+            values[spec.name].append(spec.compute(arrays).ravel().astype(float))
+    worst = {}
+    for name, rows in values.items():
+        stacked = np.stack(rows)
+        worst[name] = float((((stacked[:, None] - stacked[None]) ** 2).sum(-1)).max())
+    return analysis, worst
+
+
+@pytest.mark.parametrize("bounds", [(-1, 1), (0, 2), (-2, 1)])
+def test_regression_l2_sensitivities_bound_the_brute_force_worst_case(bounds):
+    p = 3
+    x = np.clip(np.array([[1, 0, -1], [0, 1, 1], [-1, 1, 0]]), *bounds)
+    y = np.array([2, -1, 0])
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", x, bounds=bounds)
+        y_obs = PrivateData("y_obs", y, bounds=(-2, 2))
+        w = TruncatedMvNormal("w", np.zeros(p), np.eye(p), radius=3.0)
+        tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=50.0)
+        pm.Normal("y", x_obs @ w, tau=tau, observed=y_obs)
+    levels = range(bounds[0], bounds[1] + 1)
+    records = [
+        {"x_obs": np.array(row), "y_obs": target}
+        for row in itertools.product(levels, repeat=p)
+        for target in range(-2, 3)
+    ]
+    analysis, worst = _worst_l2_squared(model, {"x_obs": x, "y_obs": y}, records)
+    for spec in analysis.statistics:
+        assert worst[spec.name] <= spec.sensitivity_l2_squared
+    gram = next(spec for spec in analysis.statistics if spec.kind == "gram")
+    if bounds == (-1, 1):
+        # The Gram bound p(p + 1)M⁴ = 12 (brute force 8) beats Hölder's Δ₁Δ∞ = 9·2 = 18
+        # and the cell-by-cell 3·1 + 3·4 = 15.
+        assert (gram.sensitivity_l2_squared, worst[gram.name]) == (12, 8)
+        assert gram.sensitivity * gram.sensitivity_linf == 18
+    if bounds == (0, 2):  # one-signed covariates: the cell-by-cell bound is exact
+        assert gram.sensitivity_l2_squared == worst[gram.name] == 6 * 16
+
+
+def test_grouped_sum_l2_sensitivities_bound_the_brute_force_worst_case():
+    group, x = np.array([0, 1, 1]), np.array([1, -1, 0])
+    with pm.Model() as model:
+        g_obs = PrivateData("g_obs", group, bounds=(0, 1))
+        x_obs = PrivateData("x_obs", x, bounds=(-1, 2))
+        mu = TruncatedNormal("mu", 0.0, 1.0, lower=-3.0, upper=3.0, shape=2)
+        tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=50.0)
+        pm.Normal("x", mu[g_obs], tau=tau, observed=x_obs)
+    records = [{"g_obs": g, "x_obs": v} for g in (0, 1) for v in range(-1, 3)]
+    analysis, worst = _worst_l2_squared(model, {"g_obs": group, "x_obs": x}, records)
+    # Exact for each: the count moves by 1; Σx by 3 within a group; Σx² by 4² + 4² when
+    # x = 2 changes group.
+    bounds = {spec.kind: spec.sensitivity_l2_squared for spec in analysis.statistics}
+    assert bounds == {"counts": 1, "sum": 9, "sum_squares": 32}
+    assert all(worst[spec.name] == bounds[spec.kind] for spec in analysis.statistics)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_audit_gram_release_on_its_worst_pair_and_catch_half_scale(epsilon):
+    """The Gaussian release of a Gram matrix at the bound p(p + 1)M⁴ (p = 2, M = 1: Δ₂² = 6)
+    on the records a = (1, 1) and b = (1, −1), whose Gram cells differ by (0, 2, 0): the
+    auditor looks at the released vector's projection on that difference."""
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", np.array([[1, 1], [0, 1]]), bounds=(-1, 1))
+        w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
+        pm.Normal("y", x_obs @ w, 1.0, observed=PrivateData("y_obs", [0, 1], bounds=(-1, 1)))
+    gram = next(spec for spec in analyze(model).statistics if spec.kind == "gram")
+    assert gram.sensitivity_l2_squared == 6
+    exact = [gram.compute({"x_obs": np.array([row, [0, 1]])}) for row in ([1, 1], [1, -1])]
+    direction = (exact[1] - exact[0]) / np.linalg.norm(exact[1] - exact[0])
+    rho = zcdp_rho(epsilon, AUDIT_DELTA)
+    claim = zcdp_epsilon(rho, AUDIT_DELTA)
+
+    def release(sensitivity):
+        def mechanism(which, rng, size):
+            values = np.broadcast_to(exact[which], (size, 3)).copy()
+            noisy = discrete_gaussian(
+                values, sensitivity, rho, delta=AUDIT_DELTA, secure=False, rng=rng
+            )[0]
+            return noisy @ direction
+
+        return mechanism
+
+    audit = dict(n=1_000_000, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)
+    sensitivity = ceil_sqrt(gram.sensitivity_l2_squared)
+    correct = epsilon_lower_bound(release(sensitivity), 0, 1, random_seed=4, **audit)
+    assert correct.epsilon_lower_bound <= claim
+    under = epsilon_lower_bound(release(sensitivity / 2), 0, 1, random_seed=5, **audit)
+    assert under.epsilon_lower_bound > claim
 
 
 def test_bounded_sum_l2_sensitivity_is_its_range():
