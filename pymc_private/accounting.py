@@ -565,36 +565,107 @@ def _compose(groups: _Groups, delta: float) -> Composition:
     return plain
 
 
+_ODOMETER_FORMAT = "pymc_private.odometer"
+_ODOMETER_VERSION = 1
+
+
 class _Journal:
     """An append-only file of JSON lines ``{"uid": ..., "release": {...}}``, read from where
     the last read stopped. Appends are single ``write`` calls on a file opened with
-    ``O_APPEND`` under an exclusive lock, so lines from several processes never interleave."""
+    ``O_APPEND`` under an exclusive lock, so lines from several processes never interleave.
+
+    A journal made by `PrivacyLedger.open` starts with a header line holding its budget; it
+    is *durable*: every append is flushed to disk (``fsync``) before it returns, and a line
+    torn by a crash (a write that never completed, so a release never returned) is closed
+    off by the next append and skipped by every read, so it cannot swallow the next line."""
 
     def __init__(self, path) -> None:
         self.path = str(path)
         self._offset = 0
-        descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.close(descriptor)
-
-    def append(self, lines: str) -> None:
-        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
-            os.write(descriptor, lines.encode())
+            fcntl.flock(descriptor, fcntl.LOCK_SH)
+            with open(self.path, "rb") as handle:
+                first = handle.readline()
         finally:
             os.close(descriptor)
+        header = _parsed(first) if first.endswith(b"\n") else None
+        self.durable = header is not None and header.get("format") == _ODOMETER_FORMAT
+        budget = header.get("budget") if self.durable else None
+        self.budget = None if budget is None else Budget(budget["epsilon"], budget["delta"])
+        self._known: dict[str, Release] = {}
+        self._known_offset = 0
 
-    def read_new(self) -> list[tuple[str, Release]]:
+    def _read(self, offset: int) -> tuple[int, list[tuple[str, Release]]]:
         with open(self.path, "rb") as handle:
-            handle.seek(self._offset)
+            handle.seek(offset)
             data = handle.read()
         complete = data[: data.rfind(b"\n") + 1]
-        self._offset += len(complete)
         out = []
         for line in complete.splitlines():
-            entry = json.loads(line)
-            out.append((entry["uid"], Release.from_dict(entry["release"])))
+            entry = _parsed(line)
+            if entry is not None and "uid" in entry:
+                out.append((entry["uid"], Release.from_dict(entry["release"])))
+        return offset + len(complete), out
+
+    def read_new(self) -> list[tuple[str, Release]]:
+        self._offset, out = self._read(self._offset)
         return out
+
+    def check(self, planned: list[Release]) -> None:
+        """Refuse ``planned`` if it does not fit the journal's budget with everything the
+        file holds (call under the file's lock for an atomic check-and-append)."""
+        if self.budget is None:
+            return
+        self._known_offset, new = self._read(self._known_offset)
+        self._known.update(new)
+        try:
+            self.budget.check(PrivacyLedger(self._known.values()), planned)
+        except BudgetExceededError as error:
+            raise BudgetExceededError(f"The ledger {self.path}: {error}") from None
+
+    def append(self, descriptor: int, lines: str) -> None:
+        """Append ``lines`` through ``descriptor`` (opened by `_locked`, lock held)."""
+        size = os.fstat(descriptor).st_size
+        if size and os.pread(descriptor, 1, size - 1) != b"\n":
+            lines = "\n" + lines  # close off a line torn by a crash
+        os.write(descriptor, lines.encode())
+        if self.durable:
+            os.fsync(descriptor)
+
+
+def _parsed(line: bytes) -> dict | None:
+    """A journal line's JSON object, or None for a line torn by a crash."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+class _locked:
+    """Exclusive locks on several journals, taken in path order (no deadlock between
+    processes that lock overlapping sets); yields their descriptors."""
+
+    def __init__(self, journals: list[_Journal]) -> None:
+        self._journals = sorted(journals, key=lambda journal: journal.path)
+        self._descriptors: list[int] = []
+
+    def __enter__(self) -> dict[str, int]:
+        try:
+            for journal in self._journals:
+                descriptor = os.open(journal.path, os.O_RDWR | os.O_APPEND)
+                self._descriptors.append(descriptor)
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+        except BaseException:
+            self.__exit__()
+            raise
+        return {j.path: d for j, d in zip(self._journals, self._descriptors, strict=False)}
+
+    def __exit__(self, *exc) -> None:
+        for descriptor in self._descriptors:
+            os.close(descriptor)
+        self._descriptors = []
 
 
 class PrivacyLedger:
@@ -632,6 +703,119 @@ class PrivacyLedger:
         """The journal files of the ledger (empty for an in-memory ledger)."""
         return tuple(journal.path for journal in self._journals)
 
+    @classmethod
+    def open(cls, path, budget: Budget | None = None) -> PrivacyLedger:
+        """A ledger kept in the file ``path``, across sessions and processes: an odometer.
+
+        The file is created on first use with ``budget`` written into it (mode 0600); later
+        opens, from any process, read the budget back (pass the same one or none: a budget
+        is fixed when the file is created, and a different one is refused). `attach` a model
+        to charge the file with every release from the private data the model reads.
+
+        Every release recorded in the file is checked against its budget and appended in one
+        step under an exclusive file lock, so processes sharing the file can never together
+        spend past the budget (`BudgetExceededError`, nothing written), and it is on disk
+        (``fsync``) before the release is returned: a run that crashes has recorded every
+        release it made, since a release is recorded before its output is returned
+        (`pmp.sample` records a run's whole planned spend before it draws). The file holds
+        releases (mechanism, ε, δ, counts), never data.
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            ``budget`` not a `Budget` or different from the one the file holds, or
+            ``path`` an existing file that is not a ledger file.
+        """
+        if budget is not None and not isinstance(budget, Budget):
+            raise InvalidPrivacyParameterError(
+                f"budget must be a pmp.Budget or None, got {type(budget).__name__}."
+            )
+        path = os.path.abspath(os.fspath(path))
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            if os.fstat(descriptor).st_size == 0:
+                header = {"format": _ODOMETER_FORMAT, "version": _ODOMETER_VERSION}
+                header["budget"] = None if budget is None else asdict(budget)
+                os.write(descriptor, (json.dumps(header) + "\n").encode())
+                os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        ledger = cls(journals=[path])
+        journal = ledger._journals[0]
+        if not journal.durable:
+            raise InvalidPrivacyParameterError(
+                f"{path} is not a pymc-private ledger file (its first line is not a ledger "
+                "header): pass the path of a file made by PrivacyLedger.open, or a new path."
+            )
+        if budget is not None and budget != journal.budget:
+            raise InvalidPrivacyParameterError(
+                f"The ledger {path} was created with budget {journal.budget}, not {budget}: a "
+                "budget is fixed when the ledger is created. Open it without budget= to use "
+                "its own, or create a new ledger file."
+            )
+        return ledger
+
+    @property
+    def budget(self) -> Budget | None:
+        """The budget of a ledger made by `open` (None if it was created without one, and
+        for other ledgers)."""
+        budgets = self.budgets
+        return budgets[0] if len(self._journals) == 1 and budgets else None
+
+    @property
+    def budgets(self) -> tuple[Budget, ...]:
+        """The budgets of the ledger files this ledger writes to (`open`, `attach`): every
+        release recorded here must fit each of them."""
+        return tuple(journal.budget for journal in self._journals if journal.budget is not None)
+
+    def attach(self, model: Any = None) -> None:
+        """Charge this ledger (made by `open`) with every release from the private data
+        ``model`` reads (the model on the context stack by default), in this process, from
+        now on, and with what was released from it earlier in this session.
+
+        Attach once per session, before privatising or sampling. Releases then go to the
+        session's ledger of the data set and to this file in one locked step, refused past
+        the file's budget; `pmp.ledger_for` and the reports show the file's releases from
+        earlier sessions too.
+
+        Raises
+        ------
+        UnsupportedModelError
+            The ledger is not a file made by `open`, or the model reads no private data.
+        """
+        if len(self._journals) != 1 or not self._journals[0].durable:
+            raise UnsupportedModelError(
+                "Only a ledger made by pmp.PrivacyLedger.open(path) can be attached to a model."
+            )
+        datasets = datasets_of(model)
+        if not datasets:
+            raise UnsupportedModelError(
+                "This model reads no pmp.PrivateData and no privatised statistics: there is "
+                "no private data set to charge to the ledger."
+            )
+        journal = self._journals[0]
+        for dataset in datasets:
+            if journal.path in _ATTACHED.setdefault(dataset, []):
+                continue
+            # What this session released from the data set before: into the file, with the
+            # same uids (so each release appears once), without a budget check: it was made.
+            session_journal = _Journal(session.directory() / f"{dataset}.jsonl")
+            with _locked([journal]) as descriptors:
+                in_file = {uid for uid, _ in journal._read(0)[1]}
+                lines = "".join(
+                    json.dumps({"uid": uid, "release": release.to_dict()}) + "\n"
+                    for uid, release in session_journal.read_new()
+                    if uid not in in_file
+                )
+                if lines:
+                    journal.append(descriptors[journal.path], lines)
+            _ATTACHED[dataset].append(journal.path)
+            for key, view in _VIEWS.items():
+                if dataset in key and journal.path not in view.journals:
+                    view._journals.append(_Journal(journal.path))
+        self._sync()
+
     def _sync(self) -> None:
         """Add what the journals gained since the last read (from any process)."""
         for journal in self._journals:
@@ -655,7 +839,8 @@ class PrivacyLedger:
 
     def record_all(self, releases: Iterable[Release]) -> None:
         """Append every release, or none of them if any is not a `Release`; with journals,
-        written to every journal before this returns."""
+        written to every journal before this returns, and refused (`BudgetExceededError`,
+        nothing written) if they do not fit the budget of a ledger file among them."""
         items = _validated_releases(releases, "releases")
         if not items:
             return
@@ -667,8 +852,11 @@ class PrivacyLedger:
             json.dumps({"uid": uuid.uuid4().hex, "release": item.to_dict()}) + "\n"
             for item in items
         )
-        for journal in self._journals:
-            journal.append(lines)
+        with _locked(self._journals) as descriptors:
+            for journal in self._journals:
+                journal.check(items)
+            for journal in self._journals:
+                journal.append(descriptors[journal.path], lines)
         self._sync()
 
     @property
@@ -1049,6 +1237,8 @@ class Budget:
 
 
 _VIEWS: dict[tuple[str, ...], PrivacyLedger] = {}
+# Ledger files (`PrivacyLedger.open`) attached to each data set in this process.
+_ATTACHED: dict[str, list[str]] = {}
 
 
 def dataset_ledger(datasets: Iterable[str]) -> PrivacyLedger:
@@ -1060,6 +1250,8 @@ def dataset_ledger(datasets: Iterable[str]) -> PrivacyLedger:
     if ledger is None:
         folder = session.directory()
         ledger = _VIEWS[key] = PrivacyLedger(journals=[folder / f"{d}.jsonl" for d in key])
+        for path in dict.fromkeys(p for d in key for p in _ATTACHED.get(d, ())):
+            ledger._journals.append(_Journal(path))
     return ledger
 
 

@@ -194,8 +194,9 @@ def sample_posterior(
         ),
     )
     ledger = ledger_for(model)
-    if budget is not None:
-        _check_budget(budget, ledger, release, n)
+    for limit in (budget, *ledger.budgets):  # the ledger's files' budgets (`attach`) too
+        if limit is not None:
+            _check_budget(limit, ledger, release, n)
 
     ledger.record(release)
     nodes = sorted({term.node for block in blocks for term, _, _ in block.updates})

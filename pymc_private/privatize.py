@@ -307,16 +307,17 @@ def privatize(
     dry_run = ReleasedStatistics(placeholders, [], placeholders, {})
     _model_on_statistics(model, analysis, _released(analysis, dry_run, 0.0, datasets, noise_aware))
     ledger = ledger_for(model)
-    if budget is not None:
-        if fourier is not None:
-            planned = [fourier.planned_release(epsilon, delta, mechanism, secure)]
-        else:
-            planned = [
-                planned_release(spec.name, share, delta, mechanism, secure)
-                for spec, share in _noise_plan(analysis, epsilon, delta, mechanism)
-                if share > 0
-            ]
-        budget.check(ledger, planned)
+    if fourier is not None:
+        planned = [fourier.planned_release(epsilon, delta, mechanism, secure)]
+    else:
+        planned = [
+            planned_release(spec.name, share, delta, mechanism, secure)
+            for spec, share in _noise_plan(analysis, epsilon, delta, mechanism)
+            if share > 0
+        ]
+    for limit in (budget, *ledger.budgets):
+        if limit is not None:
+            limit.check(ledger, planned)
 
     arrays = {
         variable.name: variable.get_value(borrow=True)

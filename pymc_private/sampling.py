@@ -138,8 +138,9 @@ def sample(
     planned = [
         s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps
     ]
-    if budget is not None:
-        _check_budget(budget, ledger, planned, private_steps, chains=chains, tune=tune)
+    for limit in (budget, *ledger.budgets):  # the ledger's files' budgets (`attach`) too
+        if limit is not None:
+            _check_budget(limit, ledger, planned, private_steps, chains=chains, tune=tune)
     # Charged before the data is touched: a run that fails part-way has still released
     # whatever it released (an error, draws kept by a callback), so it is never undercounted.
     ledger.record_all(planned)
