@@ -29,6 +29,7 @@ from pymc_private.priors import (
     parameter_support,
 )
 from pymc_private.privatize import privatised_statistics, privatize
+from pymc_private.release import ReleaseCheck, check_release, sample_posterior_predictive
 from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
 from pymc_private.sampling import ledger_of, sample
 from pymc_private.steps.gibbs import PrivateGibbs
@@ -53,6 +54,7 @@ __all__ = [
     "PrivateGibbs",
     "PrivateMetropolis",
     "Release",
+    "ReleaseCheck",
     "TruncatedBeta",
     "TruncatedDirichlet",
     "TruncatedExponential",
@@ -63,6 +65,7 @@ __all__ = [
     "UnsupportedModelError",
     "analyze",
     "check_private_data",
+    "check_release",
     "discrete_laplace",
     "epsilon_lower_bound",
     "exponential_mechanism",
@@ -79,4 +82,5 @@ __all__ = [
     "refuse_private_paths",
     "sample",
     "sample_posterior",
+    "sample_posterior_predictive",
 ]

@@ -32,7 +32,7 @@ from pymc_private.errors import (
 )
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
 from pymc_private.privatize import POTENTIAL_SUFFIX, privatised_route, term_statistics
-from pymc_private.sampling import LEDGER_ATTR
+from pymc_private.release import LEDGER_ATTR, seal
 from pymc_private.steps.base import checked_secure, checked_temperature
 from pymc_private.steps.gibbs import (
     NOISE_AWARE_GIBBS,
@@ -339,7 +339,7 @@ def _inference_data(
         idata.posterior = pm.compute_deterministics(
             idata.posterior, model=model, merge_dataset=True, progressbar=False
         )
-    return idata
+    return seal(idata)
 
 
 def psaqr_utility_bound(n_samples: int, delta: float, *, n_responses: int | None = None) -> float:

@@ -25,11 +25,10 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.privatize import Privatisation, privatised_route
+from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
 from pymc_private.steps.base import PrivateStep
 
-__all__ = ["LEDGER_ATTR", "ledger_of", "sample"]
-
-LEDGER_ATTR = "privacy_ledger"
+__all__ = ["ledger_of", "sample"]
 
 
 def sample(
@@ -162,7 +161,7 @@ def sample(
     )
     released = _released(idata, private_steps, privatisation)
     released.attrs[LEDGER_ATTR] = ledger.to_json()
-    return released
+    return seal(released)
 
 
 def _prepaid_copy(step: PrivateStep) -> PrivateStep:
@@ -344,19 +343,8 @@ def _released(
     return released
 
 
-# Attributes PyMC and ArviZ write that are public: versions and settings. Anything else (e.g.
-# `sampling_time`, a timing side channel of data-dependent rejection sampling) is dropped.
-_PUBLIC_ATTRS = (
-    "created_at",
-    "arviz_version",
-    "inference_library",
-    "inference_library_version",
-    "tuning_steps",
-)
-
-
 def _public_attrs(attrs: dict) -> dict:
-    return {key: attrs[key] for key in _PUBLIC_ATTRS if key in attrs}
+    return {key: attrs[key] for key in PUBLIC_ATTRS if key in attrs}
 
 
 def ledger_of(idata: az.InferenceData) -> PrivacyLedger:

@@ -1,0 +1,279 @@
+"""What may leave the building: sealed InferenceData groups, `check_release`, and posterior
+predictive draws that read no raw data (`sample_posterior_predictive`).
+
+Every group a private route returns (`pmp.sample`, `pmp.sample_posterior`,
+`pmp.sample_posterior_predictive`) is *sealed*: its attributes hold a SHA-256 digest of its
+variables and coordinates (``privacy_release``). The digest is of values that are released
+anyway, so it reveals nothing more. `check_release` recomputes it for every group: a group
+without a seal (``observed_data``, ``log_likelihood`` or the ``posterior_predictive`` of
+``pm.sample_posterior_predictive`` on the original model, added by ``idata.extend``), a
+sealed group changed since, or an attribute outside the public ones is reported with the
+reason. The seal guards against accidents, not against a user who forges it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from dataclasses import dataclass
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import xarray as xr
+from pymc.model.fgraph import clone_model
+from pytensor.graph.traversal import ancestors
+
+from pymc_private.data import private_data
+from pymc_private.errors import DataBoundsError, UnsupportedModelError
+
+__all__ = ["ReleaseCheck", "check_release", "sample_posterior_predictive", "seal"]
+
+SEAL_ATTR = "privacy_release"
+LEDGER_ATTR = "privacy_ledger"
+# Attributes PyMC and ArviZ write that are public: versions and settings. Anything else (e.g.
+# `sampling_time`, a timing side channel of data-dependent rejection sampling) is dropped.
+PUBLIC_ATTRS = (
+    "created_at",
+    "arviz_version",
+    "inference_library",
+    "inference_library_version",
+    "tuning_steps",
+    "sampler",
+    "temperature",
+)
+
+_WHY = {
+    "observed_data": "the raw observed values of the private data",
+    "constant_data": "the values of the model's data, raw `PrivateData` included",
+    "log_likelihood": (
+        "the log-likelihood of each raw record: a function of that record alone, so it is "
+        "not releasable (this is why az.loo, az.waic and az.compare cannot run on a private "
+        "fit; compare models by posterior predictive checks of the released statistics)"
+    ),
+    "posterior_predictive": (
+        "draws of the original model's observed nodes, computed from its raw covariates; "
+        "use pmp.sample_posterior_predictive"
+    ),
+    "predictions": "predictions of the original model; use pmp.sample_posterior_predictive",
+    "prior_predictive": "prior predictive draws computed from the model's raw covariates",
+    "posterior": "draws not released by a private route (pm.sample reads the raw data)",
+    "sample_stats": "sampler statistics of a run on raw data (lp, energy, step sizes, ...)",
+}
+
+
+def _digest(group: xr.Dataset) -> str:
+    """SHA-256 of a group's variables and coordinates (names, dims, dtypes, values)."""
+    digest = hashlib.sha256()
+    for kind, variables in (("var", group.data_vars), ("coord", group.coords)):
+        for name in sorted(variables, key=str):
+            values = np.asarray(variables[name].values)
+            digest.update(f"{kind}|{name}|{variables[name].dims}|{values.shape}|".encode())
+            if values.dtype.kind in "OUSMm":
+                digest.update(json.dumps(values.astype(str).tolist()).encode())
+            else:
+                digest.update(values.dtype.str.lstrip("<>=|").encode())
+                digest.update(np.ascontiguousarray(values).astype(values.dtype.newbyteorder("<")))
+    return digest.hexdigest()
+
+
+def seal(idata: az.InferenceData) -> az.InferenceData:
+    """Seal every group of ``idata`` (in place) as released by a private route; returns it.
+
+    Only the private routes call this, on what they release."""
+    for name in idata.groups():
+        group = idata[name]
+        group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
+        group.attrs[SEAL_ATTR] = _digest(group)
+    return idata
+
+
+@dataclass(frozen=True)
+class ReleaseCheck:
+    """What `check_release` found: one ``(where, why)`` per item that would leak.
+
+    ``releasable`` is True when nothing was found; ``str()`` and Jupyter show the list."""
+
+    findings: tuple[tuple[str, str], ...]
+
+    @property
+    def releasable(self) -> bool:
+        return not self.findings
+
+    def __bool__(self) -> bool:
+        return self.releasable
+
+    def __str__(self) -> str:
+        if self.releasable:
+            return "Releasable: every group was sealed by a private route and is unchanged."
+        lines = [f"Not releasable ({len(self.findings)} findings):"]
+        lines += [f"- {where}: {why}" for where, why in self.findings]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        if self.releasable:
+            return f"<p>{html.escape(str(self))}</p>"
+        items = "".join(
+            f"<li><code>{html.escape(where)}</code>: {html.escape(why)}</li>"
+            for where, why in self.findings
+        )
+        return f"<p>Not releasable ({len(self.findings)} findings):</p><ul>{items}</ul>"
+
+
+def check_release(idata: az.InferenceData) -> ReleaseCheck:
+    """Whether ``idata`` may be released: which groups and attributes would leak, and why.
+
+    Releasable means every group was sealed by `pmp.sample`, `pmp.sample_posterior` or
+    `pmp.sample_posterior_predictive` and is unchanged since (also after ``to_netcdf``), and
+    every attribute is public (versions, settings, the privacy ledger). Reported otherwise:
+    groups without a seal (``observed_data``, ``constant_data``, ``log_likelihood``, the
+    ``posterior_predictive`` of ``pm.sample_posterior_predictive`` on the original model, a
+    posterior from ``pm.sample``), sealed groups whose values, variables or coordinates
+    changed, and other attributes (e.g. ``sampling_time``, a timing side channel).
+    """
+    if not isinstance(idata, az.InferenceData):
+        raise TypeError(f"check_release takes an arviz.InferenceData, got {type(idata).__name__}.")
+    findings = []
+    for name in idata.groups():
+        group = idata[name]
+        seal_value = group.attrs.get(SEAL_ATTR)
+        if seal_value is None:
+            why = _WHY.get(name, "added after the release: what it was computed from is unknown")
+            findings.append((name, f"not sealed by a private route: {why}."))
+            continue
+        if seal_value != _digest(group):
+            findings.append(
+                (name, "changed since a private route sealed it (values, variables or coords).")
+            )
+        for key in sorted(set(group.attrs) - {SEAL_ATTR, *PUBLIC_ATTRS}):
+            findings.append((f"{name}.attrs[{key!r}]", "an attribute that is not public."))
+    for key in sorted(set(idata.attrs) - {LEDGER_ATTR, *PUBLIC_ATTRS}):
+        findings.append((f"attrs[{key!r}]", "an attribute that is not public."))
+    return ReleaseCheck(tuple(findings))
+
+
+def sample_posterior_predictive(
+    idata: az.InferenceData,
+    model: pm.Model | None = None,
+    *,
+    inputs: dict | None = None,
+    var_names: list[str] | None = None,
+    random_seed=None,
+) -> az.InferenceData:
+    """Posterior predictive draws of a private fit that read no raw data: post-processing.
+
+    ``model`` is the original model (with its `pmp.PrivateData`), ``idata`` what a private
+    route returned for it or for its privatised version (the parameters' names are the
+    same). The draws are computed on a copy of the model in which every `PrivateData` is
+    replaced: by ``inputs[name]`` (public values, e.g. new covariates or group indices to
+    predict at), or, for data the predicted nodes only *observe*, by a placeholder at the
+    declared lower bound (a forward draw reads only its shape). So ``n_new`` new records
+    (the length of the ``inputs``) get predictions; without ``inputs``, n replicated records
+    (n is public), which needs predicted nodes that read no private covariates.
+
+    Returns an InferenceData with the sealed group ``predictions`` (with ``inputs``, the
+    public values, in ``predictions_constant_data``) and nothing else: combine it with
+    ``idata.extend(...)``; `check_release` accepts the result. Free of privacy cost.
+
+    Raises
+    ------
+    UnsupportedModelError
+        ``idata`` holds no sealed posterior; a predicted node reads private data that
+        ``inputs`` does not replace (the message names it); ``var_names`` not observed nodes.
+    DataBoundsError
+        ``inputs`` not finite, of different lengths, or of the wrong record shape.
+    """
+    model = pm.modelcontext(model)
+    if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
+        raise UnsupportedModelError("idata must be an InferenceData with a posterior group.")
+    posterior = idata.posterior
+    if posterior.attrs.get(SEAL_ATTR) != _digest(posterior):
+        raise UnsupportedModelError(
+            "This posterior was not released by a private route (or changed since): its "
+            "predictive draws would carry whatever it was computed from. Sample with "
+            "pmp.sample or pmp.sample_posterior first."
+        )
+    specs = private_data(model)
+    inputs = dict(inputs or {})
+    observed = {rv.name: model.rvs_to_values[rv] for rv in model.observed_RVs}
+    var_names = list(observed) if var_names is None else list(var_names)
+    unknown = sorted(set(var_names) - set(observed))
+    if unknown:
+        raise UnsupportedModelError(
+            f"var_names must name observed nodes of the model ({sorted(observed)}); got {unknown}."
+        )
+    unknown = sorted(set(inputs) - set(specs))
+    if unknown:
+        raise UnsupportedModelError(
+            f"inputs replace the model's PrivateData ({sorted(specs)}); got {unknown}."
+        )
+    size = _checked_inputs(inputs, specs)
+    if size is None:
+        size = next(iter(specs.values())).n if specs else 0
+    # Private data each predicted node reads, other than its own observed values (whose
+    # shape alone sizes its draw). Every PrivateData is replaced below whatever this finds,
+    # so nothing raw is read either way; this refuses predictions at placeholder covariates.
+    read = set()
+    for name in var_names:
+        own = {v.name for v in ancestors([observed[name]]) if v.name in specs}
+        read |= {v.name for v in ancestors([model[name]]) if v.name in specs} - own
+    missing = sorted(read - set(inputs))
+    if missing:
+        raise UnsupportedModelError(
+            f"The predicted nodes read the private data {missing}: pass public values for it "
+            f"(inputs={{{missing[0]!r}: ...}}, e.g. new covariates to predict at); predictions "
+            "at the raw values would release them."
+        )
+    copy = clone_model(model)
+    values = {}
+    for name, spec in specs.items():
+        current = copy[name].get_value(borrow=True)
+        if name in inputs:
+            values[name] = np.asarray(inputs[name]).astype(current.dtype)
+        else:
+            placeholder = np.broadcast_to(spec.lower, (size, *spec.record_shape))
+            values[name] = placeholder.astype(current.dtype)
+    with copy:
+        pm.set_data(values)
+    parameters = [name for name in posterior.data_vars if name in copy.named_vars]
+    result = pm.sample_posterior_predictive(
+        posterior[parameters],
+        model=copy,
+        var_names=var_names,
+        predictions=True,
+        random_seed=random_seed,
+        progressbar=False,
+    )
+    groups = {"predictions": result.predictions}
+    if inputs:
+        groups["predictions_constant_data"] = xr.Dataset(
+            {
+                name: xr.DataArray(
+                    values[name], dims=[f"{name}_dim_{i}" for i in range(values[name].ndim)]
+                )
+                for name in inputs
+            }
+        )
+    return seal(az.InferenceData(**groups))
+
+
+def _checked_inputs(inputs: dict, specs: dict) -> int | None:
+    """The common length of the public ``inputs`` (None without inputs), checked."""
+    sizes = set()
+    for name, value in inputs.items():
+        array = np.asarray(value)
+        spec = specs[name]
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise DataBoundsError(f"inputs[{name!r}] must hold finite numbers.")
+        if array.ndim < 1 or array.shape[0] == 0 or array.shape[1:] != spec.record_shape:
+            raise DataBoundsError(
+                f"inputs[{name!r}] must have shape (n_new, *{spec.record_shape}) with n_new "
+                f">= 1, like the records of {name}; got {array.shape}."
+            )
+        if spec.integer and not np.all(array == np.round(array)):
+            raise DataBoundsError(f"inputs[{name!r}] must hold integers, like {name}.")
+        sizes.add(array.shape[0])
+    if len(sizes) > 1:
+        raise DataBoundsError(f"inputs must all have the same length; got {sorted(sizes)}.")
+    return sizes.pop() if sizes else None

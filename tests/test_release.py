@@ -1,0 +1,146 @@
+"""`pmp.check_release` and `pmp.sample_posterior_predictive`: what a private fit may release.
+
+The ordinary follow-ups of a PyMC fit (``pm.sample_posterior_predictive`` on the original
+model, ``idata.extend``, a log-likelihood group, a timing attribute) put raw data or
+functions of single records back into an InferenceData; `check_release` names each, and
+`sample_posterior_predictive` predicts at public inputs with no raw data left to read.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+import arviz as az
+import hypothesis.strategies as st
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+from hypothesis import HealthCheck, given, settings
+
+import pymc_private as pmp
+
+logging.getLogger("pymc").setLevel(logging.ERROR)
+
+WEIGHTS = np.array([0.8, -0.5])
+
+
+@pytest.fixture(scope="module")
+def regression():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1.0, 1.0, (200, 2))
+    y = np.clip(x @ WEIGHTS + 0.3 * rng.normal(size=200), -2.0, 2.0)
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", x, bounds=(-1.0, 1.0))
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(-2.0, 2.0))
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
+        pm.Normal("y", x_obs @ w, sigma=0.3, observed=y_obs)
+    private = pmp.privatize(model, 4.0)
+    with private:
+        idata = pmp.sample(200, tune=200, chains=2, cores=1, random_seed=1, progressbar=False)
+    return model, idata
+
+
+def test_what_pmp_sample_returns_is_releasable_also_after_netcdf(regression, tmp_path):
+    _, idata = regression
+    check = pmp.check_release(idata)
+    assert check.releasable and bool(check) and "Releasable" in str(check)
+    idata.to_netcdf(tmp_path / "fit.nc")
+    assert pmp.check_release(az.from_netcdf(tmp_path / "fit.nc")).releasable
+
+
+def test_the_ordinary_follow_ups_are_caught_with_their_reasons(regression):
+    model, idata = regression
+    idata = copy.deepcopy(idata)
+    with model:
+        raw = pm.sample_posterior_predictive(idata, progressbar=False)
+    assert "observed_data" in raw.groups()  # PyMC puts the raw y back
+    idata.extend(raw)
+    draws = idata.posterior.sizes
+    idata.add_groups(
+        log_likelihood=xr.Dataset(
+            {"y": (("chain", "draw", "obs"), np.zeros((draws["chain"], draws["draw"], 3)))}
+        )
+    )
+    idata.attrs["sampling_time"] = 12.5
+    check = pmp.check_release(idata)
+    found = dict(check.findings)
+    assert not check.releasable
+    assert "raw observed values" in found["observed_data"]
+    assert "pmp.sample_posterior_predictive" in found["posterior_predictive"]
+    assert "az.loo" in found["log_likelihood"]
+    assert "attrs['sampling_time']" in found
+    assert "<li>" in check._repr_html_()
+
+
+def test_a_changed_sealed_group_is_caught(regression):
+    _, idata = regression
+    changed = copy.deepcopy(idata)
+    changed.posterior["w"] = changed.posterior["w"] + 0.0
+    assert pmp.check_release(changed).releasable  # same values: nothing changed
+    changed.posterior["w"] = changed.posterior["w"] * 1.5
+    assert dict(pmp.check_release(changed).findings)["posterior"].startswith("changed")
+
+
+def test_predictions_at_public_inputs_are_sealed_and_follow_the_fit(regression):
+    model, idata = regression
+    new = np.array([[1.0, -1.0], [0.0, 0.0], [-0.5, 0.5]])
+    pp = pmp.sample_posterior_predictive(idata, model, inputs={"x_obs": new}, random_seed=3)
+    assert set(pp.groups()) == {"predictions", "predictions_constant_data"}
+    assert pmp.check_release(pp).releasable
+    predictions = pp.predictions["y"]
+    assert predictions.shape[-1] == 3
+    # E[y | x, w] = x·w: the predictive mean is x times the posterior mean of w (the fit's
+    # secure noise moves w; the 400 draws of noise sd 0.3 leave ~0.015 of Monte Carlo error).
+    weights = idata.posterior["w"].mean(("chain", "draw")).to_numpy()
+    np.testing.assert_allclose(
+        predictions.mean(("chain", "draw")).to_numpy(), new @ weights, atol=0.08
+    )
+    np.testing.assert_array_equal(pp.predictions_constant_data["x_obs"].to_numpy(), new)
+    combined = copy.deepcopy(idata)
+    combined.extend(pp)
+    assert pmp.check_release(combined).releasable
+
+
+def test_prediction_refusals_say_what_to_change(regression):
+    model, idata = regression
+    with pytest.raises(pmp.UnsupportedModelError, match=r"inputs=\{'x_obs'"):
+        pmp.sample_posterior_predictive(idata, model)
+    with pytest.raises(pmp.UnsupportedModelError, match="var_names"):
+        pmp.sample_posterior_predictive(idata, model, var_names=["w"])
+    forged = copy.deepcopy(idata)
+    forged.posterior["w"] = forged.posterior["w"] * 2.0
+    with pytest.raises(pmp.UnsupportedModelError, match="not released by a private route"):
+        pmp.sample_posterior_predictive(forged, model, inputs={"x_obs": np.zeros((2, 2))})
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    shape=st.sampled_from([(3,), (3, 3), (0, 2), (3, 2)]),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf, None]),
+)
+def test_bad_inputs_are_refused_before_anything_is_drawn(regression, shape, bad):
+    model, idata = regression
+    values = np.zeros(shape)
+    if bad is not None and values.size:
+        values.flat[0] = bad
+    if shape == (3, 2) and bad is None:
+        return  # a valid input
+    with pytest.raises(pmp.DataBoundsError):
+        pmp.sample_posterior_predictive(idata, model, inputs={"x_obs": values})
+
+
+def test_replicated_records_without_covariates_and_sealed_exact_draws():
+    rng = np.random.default_rng(2)
+    with pm.Model() as model:
+        y_obs = pmp.PrivateData("y_obs", rng.integers(0, 2, 40), bounds=(0, 1))
+        p = pmp.TruncatedBeta("p", 1.0, 1.0, lower=0.01, upper=0.99)
+        pm.Bernoulli("y", p, observed=y_obs)
+    idata = pmp.sample_posterior(model, 20, temperature=1.0, random_seed=1)
+    assert pmp.check_release(idata).releasable
+    pp = pmp.sample_posterior_predictive(idata, model, random_seed=1)
+    assert pp.predictions["y"].shape == (1, 20, 40)  # n = 40 is public
+    assert set(np.unique(pp.predictions["y"])) <= {0, 1}
