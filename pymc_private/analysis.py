@@ -35,6 +35,7 @@ import pytensor.scalar.math as psm
 import pytensor.tensor as pt
 from pymc.pytensorf import constant_fold
 from pytensor import graph_replace
+from pytensor.compile.ops import ViewOp
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors, graph_inputs
@@ -976,6 +977,8 @@ class _GraphReader:
         if owner is None:
             raise self._unsupported(f"the input `{variable}`")
         op = owner.op
+        if _is_view(op):  # pm.Deterministic: the identity
+            return self.bound(owner.inputs[0])
         if isinstance(op, DimShuffle):
             return self._dimshuffle(owner)
         if isinstance(op, AdvancedSubtensor | AdvancedSubtensor1):
@@ -1326,7 +1329,14 @@ def _is_point(bound: _Bound, value: float) -> bool:
 
 
 def _is_cast(op) -> bool:
-    return isinstance(op, Elemwise) and isinstance(op.scalar_op, ps.Cast | ps.Identity)
+    return _is_view(op) or (
+        isinstance(op, Elemwise) and isinstance(op.scalar_op, ps.Cast | ps.Identity)
+    )
+
+
+def _is_view(op) -> bool:
+    """The identity a `pm.Deterministic` wraps its expression in."""
+    return isinstance(op, ViewOp)
 
 
 def _strip_casts(variable: Variable) -> Variable:

@@ -822,3 +822,25 @@ def test_invalid_numeric_initial_values_are_refused_before_the_data_is_read(prio
 def test_valid_initial_values_are_accepted(prior):
     analysis = analyze(with_prior(prior))
     assert analysis.record_lipschitz == pytest.approx(math.log(9.0))
+
+
+def _non_centred(deterministic: bool):
+    groups = np.repeat(np.arange(5), 4)
+    values = np.linspace(-2.0, 2.0, 20)
+    with pm.Model() as model:
+        g_obs = PrivateData("g_obs", groups, bounds=(0, 4))
+        y_obs = PrivateData("y_obs", values, bounds=(-3.0, 3.0))
+        mu = TruncatedNormal("mu", 0.0, 1.0, lower=-2.0, upper=2.0)
+        z = TruncatedNormal("z", 0.0, 1.0, lower=-3.0, upper=3.0, shape=5)
+        theta = mu + 0.5 * z
+        if deterministic:
+            theta = pm.Deterministic("theta", theta)
+        pm.Normal("obs", theta[g_obs], 1.0, observed=y_obs)
+    return model
+
+
+def test_a_deterministic_in_a_non_centred_hierarchy_is_bounded_like_its_expression():
+    with_deterministic, plain = analyze(_non_centred(True)), analyze(_non_centred(False))
+    assert with_deterministic.record_lipschitz == plain.record_lipschitz
+    assert with_deterministic.block_lipschitz == plain.block_lipschitz
+    assert "metropolis" in with_deterministic.routes
