@@ -142,6 +142,29 @@ def plot_privacy(
     timelines = _chain_timelines([r for r in ledger.releases if r.chain is not None])
     length = max((sum(r.count for r in t) for t in timelines.values()), default=0)
     offset = float(sum(r.epsilon * r.count for r in earlier))
+    # Make the figure before entering the style context: the first figure of a Jupyter
+    # session switches on interactive mode, which leaving the context would switch off again.
+    # A constrained layout keeps the axis labels inside the figure when it is saved.
+    figure = plt.figure(figsize=(7, 4), layout="constrained") if ax is None else None
+    with az.style.context("arviz-darkgrid"):
+        if figure is not None:
+            ax = figure.add_subplot()
+        if not timelines:
+            _plot_pay_once(ax, source, ledger, offset, delta)
+        else:
+            _plot_per_draw(ax, earlier, timelines, length, offset, delta, points)
+        ax.set_ylabel("cumulative ε")
+        ax.set_title("Privacy spent")
+        ax.legend(fontsize="small")
+    return ax
+
+
+# Chains often spend alike, so their curves coincide: each is drawn thinner than the one
+# below it, in its own dash pattern, so that every chain stays visible.
+_CHAIN_STYLES = ("-", "--", ":", "-.")
+
+
+def _plot_per_draw(ax, earlier, timelines, length, offset, delta, points) -> None:
     steps = np.arange(length + 1)
     cumulative = {
         chain: np.concatenate([[0.0], np.cumsum(_per_iteration(timeline, length))])
@@ -154,19 +177,33 @@ def plot_privacy(
         )
         for k in grid
     ]
-    # Make the figure before entering the style context: the first figure of a Jupyter
-    # session switches on interactive mode, which leaving the context would switch off again.
-    figure = plt.figure(figsize=(7, 4)) if ax is None else None
-    with az.style.context("arviz-darkgrid"):
-        if figure is not None:
-            ax = figure.add_subplot()
-        for chain, spent in cumulative.items():
-            ax.plot(steps, offset + spent, lw=1, alpha=0.7, label=f"chain {chain}")
-        total = offset + sum(cumulative.values(), np.zeros(length + 1))
-        ax.plot(steps, total, color="k", lw=2, label="total")
-        ax.plot(grid, composed, color="C3", lw=2, ls="--", label=f"total at δ = {delta:g}")
-        ax.set_xlabel("iteration (tuning included)")
-        ax.set_ylabel("cumulative ε")
-        ax.set_title("Privacy spent")
-        ax.legend(fontsize="small")
-    return ax
+    widths = np.linspace(3.0, 1.0, len(cumulative)) if len(cumulative) > 1 else [1.5]
+    for k, ((chain, spent), width) in enumerate(zip(cumulative.items(), widths, strict=True)):
+        style = _CHAIN_STYLES[k % len(_CHAIN_STYLES)]
+        ax.plot(steps, offset + spent, lw=width, ls=style, alpha=0.8, label=f"chain {chain}")
+    total = offset + sum(cumulative.values(), np.zeros(length + 1))
+    ax.plot(steps, total, color="k", lw=2, label="total")
+    ax.plot(grid, composed, color="C3", lw=2, ls="--", label=f"total at δ = {delta:g}")
+    ax.set_xlabel("iteration (tuning included)")
+
+
+def _plot_pay_once(ax, source, ledger, offset, delta) -> None:
+    """A fit on privatised statistics: ε was spent once, before sampling; each draw is
+    post-processing (ε = 0). Shown as a step at iteration 0 and a flat line over the draws."""
+    draws = 1
+    if isinstance(source, az.InferenceData) and "posterior" in source.groups():
+        draws = int(source.posterior.sizes["draw"])
+    steps = np.array([-0.5, 0.0, draws])
+    ax.step(steps, [0.0, offset, offset], where="post", color="k", lw=2, label="total")
+    if ledger.releases:
+        composed = ledger.epsilon(delta)
+        if composed < offset:
+            ax.hlines(composed, 0, draws, color="C3", lw=2, ls="--", label=f"at δ = {delta:g}")
+    ax.annotate(
+        f"released once before sampling: ε = {offset:.4g}\neach draw: ε = 0 (post-processing)",
+        xy=(0.4, 0.45),
+        xycoords="axes fraction",
+        fontsize="small",
+    )
+    ax.set_ylim(0.0, max(offset, 1e-12) * 1.15)
+    ax.set_xlabel("draw")

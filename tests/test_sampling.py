@@ -241,3 +241,25 @@ def test_a_step_of_another_model_is_refused(model):
         with pytest.raises(UnsupportedModelError, match="not variables of this model"):
             sample(3, step=foreign, chains=1, progressbar=False)
     assert len(ledger) == 0
+
+
+def test_plot_of_a_pay_once_fit_shows_one_step_and_free_draws(tmp_path):
+    ledger = PrivacyLedger([Release("discrete_laplace", 0.3, statistic="counts(y)")])
+    ax = plot_privacy(ledger)
+    (total,) = [line for line in ax.get_lines() if line.get_label() == "total"]
+    assert list(total.get_ydata()) == [0.0, 0.3, 0.3]
+    assert ax.get_ylim()[1] > 0.3  # not an axis from −0.04 to 0.04 around one point
+    assert "each draw: ε = 0" in " ".join(text.get_text() for text in ax.texts)
+    ax.figure.savefig(tmp_path / "spent.png")
+    renderer = ax.figure.canvas.get_renderer()
+    label = ax.xaxis.label.get_window_extent(renderer)
+    assert label.y0 >= 0 and label.x1 <= ax.figure.bbox.width  # not cut off when saved
+
+
+def test_chains_that_spend_alike_stay_visible():
+    ledger = PrivacyLedger([Release("barker_metropolis", 0.1, count=20, chain=c) for c in range(3)])
+    ax = plot_privacy(ledger)
+    chains = [line for line in ax.get_lines() if line.get_label().startswith("chain")]
+    assert len({line.get_linestyle() for line in chains}) == 3
+    widths = [line.get_linewidth() for line in chains]
+    assert widths == sorted(widths, reverse=True)  # the later, thinner ones drawn on top
