@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import pymc_private.steps.metropolis as metropolis_module
-from pymc_private.accounting import PrivacyLedger
+from pymc_private.accounting import Budget, PrivacyLedger, ledger_for
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import (
+    BudgetExceededError,
     DataBoundsError,
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
@@ -1104,3 +1105,18 @@ def test_bad_parameters_raise_before_the_model_is_read_or_compiled(public_model,
         pytest.raises(InvalidPrivacyParameterError, match=next(iter(parameters))),
     ):
         PrivateMetropolis(model=public_model, **parameters)
+
+
+def test_a_run_refused_for_its_budget_compiles_nothing():
+    """The step compiles its log-ratio function on first use: building it and having
+    `pmp.sample` refuse the run for its budget never waits for the C compiler."""
+    model = beta_bernoulli_model(LABELS[:20])
+    step = PrivateMetropolis(temperature=1.0, model=model)
+    before = len(ledger_for(model).releases)
+    with mock.patch.object(
+        metropolis_module, "_compile_log_ratio_terms", side_effect=AssertionError("compiled")
+    ):
+        with pytest.raises(BudgetExceededError):
+            pmp_sample(1000, step=step, chains=2, cores=1, budget=Budget(0.5), model=model)
+    assert step._log_ratio_function is None
+    assert len(ledger_for(model).releases) == before

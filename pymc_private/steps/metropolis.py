@@ -489,16 +489,24 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.tuning_steps = 0
 
         shared = pm.make_shared_replacements(initial_point, vars, model)
-        self._log_ratio_terms = _compile_log_ratio_terms(
-            initial_point,
-            log_prior,
-            record_log_likelihood,
-            vars,
-            shared,
-            frozen_data=_frozen(private),
-            compile_kwargs=compile_kwargs,
-        )
+        # Compiled on first use (`_log_ratio_terms`), so a run `pmp.sample` refuses for its
+        # budget never waits for the C compiler.
+        self._log_ratio_graph = (initial_point, log_prior, record_log_likelihood, vars, shared)
+        self._frozen_data = _frozen(private)
+        self._compile_kwargs = compile_kwargs
+        self._log_ratio_function = None
         super().__init__(vars, shared, blocked=blocked, rng=rng)
+
+    @property
+    def _log_ratio_terms(self):
+        """The compiled (q1, q0) ↦ [prior ratio, record ratios] (`_compile_log_ratio_terms`)."""
+        if self._log_ratio_function is None:
+            self._log_ratio_function = _compile_log_ratio_terms(
+                *self._log_ratio_graph,
+                frozen_data=self._frozen_data,
+                compile_kwargs=self._compile_kwargs,
+            )
+        return self._log_ratio_function
 
     def set_rng(self, rng) -> None:
         """Seed the step for a new chain, which starts from the public starting scale.
