@@ -489,8 +489,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.tuning_steps = 0
 
         shared = pm.make_shared_replacements(initial_point, vars, model)
-        # Compiled on first use (`_log_ratio_terms`), so a run `pmp.sample` refuses for its
-        # budget never waits for the C compiler.
+        # Compiled on first use or before the step is pickled to a worker process (once,
+        # here), so a run `pmp.sample` refuses for its budget never waits for the compiler.
         self._log_ratio_graph = (initial_point, log_prior, record_log_likelihood, vars, shared)
         self._frozen_data = _frozen(private)
         self._compile_kwargs = compile_kwargs
@@ -507,6 +507,10 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                 compile_kwargs=self._compile_kwargs,
             )
         return self._log_ratio_function
+
+    def __getstate__(self) -> dict:
+        """Compiled here, once, not once in each worker process it is pickled to."""
+        return {**self.__dict__, "_log_ratio_function": self._log_ratio_terms}
 
     def set_rng(self, rng) -> None:
         """Seed the step for a new chain, which starts from the public starting scale.
