@@ -634,6 +634,13 @@ class _Journal:
             os.fsync(descriptor)
 
 
+def _journal_lines(entries: Iterable[tuple[str, Release]]) -> str:
+    """Journal lines of (uid, release) entries."""
+    return "".join(
+        json.dumps({"uid": uid, "release": release.to_dict()}) + "\n" for uid, release in entries
+    )
+
+
 def _parsed(line: bytes) -> dict | None:
     """A journal line's JSON object, or None for a line torn by a crash."""
     try:
@@ -803,8 +810,8 @@ class PrivacyLedger:
             session_journal = _Journal(session.directory() / f"{dataset}.jsonl")
             with _locked([journal]) as descriptors:
                 in_file = {uid for uid, _ in journal._read(0)[1]}
-                lines = "".join(
-                    json.dumps({"uid": uid, "release": release.to_dict()}) + "\n"
+                lines = _journal_lines(
+                    (uid, release)
                     for uid, release in session_journal.read_new()
                     if uid not in in_file
                 )
@@ -848,10 +855,7 @@ class PrivacyLedger:
             self._releases.extend(items)
             _add_releases(self._counts, items)
             return
-        lines = "".join(
-            json.dumps({"uid": uuid.uuid4().hex, "release": item.to_dict()}) + "\n"
-            for item in items
-        )
+        lines = _journal_lines((uuid.uuid4().hex, item) for item in items)
         with _locked(self._journals) as descriptors:
             for journal in self._journals:
                 journal.check(items)

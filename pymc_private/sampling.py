@@ -335,16 +335,10 @@ def _released(
                 for name, value in privatisation.statistics.items()
             }
         )
-    for name, group in groups.items():
-        groups[name] = group.copy()
-        groups[name].attrs = _public_attrs(group.attrs)
-    released = az.InferenceData(**groups)
-    released.attrs = _public_attrs(idata.attrs)
+    # Copies: `seal` keeps only the public attributes of each group.
+    released = az.InferenceData(**{name: group.copy() for name, group in groups.items()})
+    released.attrs = {key: idata.attrs[key] for key in PUBLIC_ATTRS if key in idata.attrs}
     return released
-
-
-def _public_attrs(attrs: dict) -> dict:
-    return {key: attrs[key] for key in PUBLIC_ATTRS if key in attrs}
 
 
 def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
