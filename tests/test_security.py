@@ -249,10 +249,45 @@ def test_plain_pm_sample_warns_that_its_result_is_not_releasable(labels):
     assert [r.count for r in pmp.ledger_for(model).releases] == [1, 1, 1, 3]
 
 
-# -- 10. A pickled PrivateGibbs held the raw data -----------------------------------------
+# -- 10. A pickled step held the raw data -------------------------------------------------
 
 
-def test_a_pickled_raw_data_step_holds_no_private_statistics(labels):
+@pytest.fixture(scope="module")
+def normal_records():
+    """Float records whose 8-byte patterns cannot turn up in a pickle by chance."""
+    x = np.random.default_rng(10).uniform(-2.0, 2.0, 40)
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", x, bounds=(-2.0, 2.0))
+        mu = pmp.TruncatedNormal("mu", 0.0, 10.0, lower=-1.0, upper=1.0)
+        pm.Normal("x", mu, 1.0, observed=x_obs)
+    return model, model["x_obs"].get_value()
+
+
+@pytest.mark.parametrize("kind", ["gibbs", "metropolis", "metropolis_used"])
+def test_a_pickled_raw_data_step_holds_no_raw_data(normal_records, kind):
+    """PyMC's steps keep their construction arguments, the model included, for unpickling,
+    and PrivateMetropolis compiled the data into its function as constants: a pickled step
+    (what `cores > 1` sends to each worker) carried all 40 records. Now neither the step,
+    its compiled function nor its graph holds one; the data travel as a session file."""
+    model, x = normal_records
+    with model:
+        if kind == "gibbs":
+            step = pmp.PrivateGibbs(temperature=5.0, secure=False)
+        else:
+            step = pmp.PrivateMetropolis(temperature=5.0, secure=False)
+    if kind == "metropolis_used":
+        step.set_rng(np.random.default_rng(0))
+        step.step(model.initial_point())
+    payload = cloudpickle.dumps(step)
+    assert sum(value.tobytes() in payload for value in x) == 0
+    copy = pickle.loads(payload)
+    step.set_rng(np.random.default_rng(1))
+    copy.set_rng(np.random.default_rng(1))
+    point = model.initial_point()
+    assert step.step(point)[0]["mu_interval__"] == copy.step(point)[0]["mu_interval__"]
+
+
+def test_a_pickled_step_works_only_in_the_session_that_built_it(labels):
     model = bernoulli(labels)
     with model:
         step = pmp.PrivateGibbs(temperature=5.0)

@@ -53,6 +53,14 @@ class PrivateStep:
     prepaid: bool = False
     _warned: bool = False
 
+    def __reduce_ex__(self, protocol):
+        """Pickle the step's state only. PyMC's `BlockedStep` keeps the arguments of its
+        construction, the model included, to rebuild a step when unpickling; the model's
+        `PrivateData` hold raw data, which must not travel with a pickled step. Steps keep
+        what they need from the data in a `pymc_private.session.PrivatePayload`."""
+        state = {k: v for k, v in self.__getstate__().items() if k != "_BlockedStep__newargs"}
+        return _bare_step, (type(self),), state
+
     def planned_release(self, draws: int, chain: int | None) -> Release:
         """The release of ``draws`` transitions of this step in chain ``chain``.
 
@@ -105,6 +113,11 @@ class PrivateStep:
 def _variable_name(value_name: str) -> str:
     """The model variable a value variable stands for (``pi`` for ``pi_interval__``)."""
     return get_untransformed_name(value_name) if is_transformed_name(value_name) else value_name
+
+
+def _bare_step(cls: type) -> PrivateStep:
+    """An uninitialised step for unpickling (`BlockedStep.__new__` wants a model)."""
+    return object.__new__(cls)
 
 
 def checked_temperature(temperature, cost: str) -> float:

@@ -21,7 +21,7 @@ import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
 from pymc.initial_point import PointType
 from pymc.logprob.utils import CheckParameterValue
-from pymc.pytensorf import CallableTensor, compile, floatX, join_nonshared_inputs
+from pymc.pytensorf import compile, floatX, join_nonshared_inputs
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
@@ -45,6 +45,7 @@ from pymc_private.errors import (
 )
 from pymc_private.families import LikelihoodTerm
 from pymc_private.mechanisms import exact_choice
+from pymc_private.session import PrivatePayload
 from pymc_private.steps.base import PrivateStep, checked_temperature
 
 __all__ = [
@@ -489,28 +490,47 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.tuning_steps = 0
 
         shared = pm.make_shared_replacements(initial_point, vars, model)
+        # The private data are inputs of the graph, not constants in it or shared variables:
+        # their values (checked above) travel as a `PrivatePayload`, so neither the graph
+        # nor the compiled function holds raw data when the step is pickled.
+        data_inputs = {v: v.type(name=v.name) for v in sorted(private, key=lambda v: v.name)}
+        outputs = (
+            [log_prior] if record_log_likelihood is None else [log_prior, record_log_likelihood]
+        )
+        self._data = PrivatePayload([v.get_value() for v in data_inputs])
         # Compiled on first use or before the step is pickled to a worker process (once,
         # here), so a run `pmp.sample` refuses for its budget never waits for the compiler.
-        self._log_ratio_graph = (initial_point, log_prior, record_log_likelihood, vars, shared)
-        self._frozen_data = _frozen(private)
+        self._log_ratio_graph = (
+            initial_point,
+            graph_replace(outputs, data_inputs, strict=False),
+            vars,
+            shared,
+            list(data_inputs.values()),
+        )
         self._compile_kwargs = compile_kwargs
         self._log_ratio_function = None
         super().__init__(vars, shared, blocked=blocked, rng=rng)
 
-    @property
-    def _log_ratio_terms(self):
-        """The compiled (q1, q0) ↦ [prior ratio, record ratios] (`_compile_log_ratio_terms`)."""
+    def _log_ratio_terms(self, q1: np.ndarray, q0: np.ndarray) -> list[np.ndarray]:
+        """[prior ratio, record ratios] of the move from ``q0`` to ``q1`` on the private data
+        (`_compile_log_ratio_terms`). Computed from raw data: never release them."""
+        return self._compiled_log_ratio_terms()(q1, q0, *self._data.value)
+
+    def _compiled_log_ratio_terms(self):
         if self._log_ratio_function is None:
             self._log_ratio_function = _compile_log_ratio_terms(
-                *self._log_ratio_graph,
-                frozen_data=self._frozen_data,
-                compile_kwargs=self._compile_kwargs,
+                *self._log_ratio_graph, compile_kwargs=self._compile_kwargs
             )
         return self._log_ratio_function
 
     def __getstate__(self) -> dict:
-        """Compiled here, once, not once in each worker process it is pickled to."""
-        return {**self.__dict__, "_log_ratio_function": self._log_ratio_terms}
+        """Compiled here, once, not once in each worker process it is pickled to; the graph
+        stays behind, and the private data travel as a session file (`PrivatePayload`)."""
+        return {
+            **self.__dict__,
+            "_log_ratio_function": self._compiled_log_ratio_terms(),
+            "_log_ratio_graph": None,
+        }
 
     def set_rng(self, rng) -> None:
         """Seed the step for a new chain, which starts from the public starting scale.
@@ -713,11 +733,6 @@ def _split_logp(model: pm.Model, vars: list[Variable]) -> tuple[Variable, list[V
     return model.logp(priors, jacobian=True), observed
 
 
-def _frozen(private: set[Variable]) -> dict[Variable, Variable]:
-    """A constant copy of each private shared variable's current (checked) value."""
-    return {v: pt.constant(v.get_value(), name=v.name, dtype=v.dtype) for v in private}
-
-
 def _record_log_likelihood(
     model: pm.Model, observed: list[Variable], private: set[Variable]
 ) -> Variable:
@@ -836,28 +851,25 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
 
 def _compile_log_ratio_terms(
     point: PointType,
-    log_prior: Variable,
-    record_log_likelihood: Variable | None,
+    outputs: list[Variable],
     vars: list[Variable],
     shared: dict,
+    data: list[Variable],
     *,
-    frozen_data: dict[Variable, Variable],
     compile_kwargs: dict | None,
 ):
-    """Compile (q1, q0) ↦ [log ξ(q1) − log ξ(q0), (ℓ(x_i; q1) − ℓ(x_i; q0))_i] on raveled
-    sampling-space vectors, the other variables shared (only the prior ratio when
-    ``record_log_likelihood`` is None). The private data are replaced by the constants
-    ``frozen_data``; tempering, clipping and summation happen in `barker_log_odds`.
+    """Compile (q1, q0, *data) ↦ [log ξ(q1) − log ξ(q0), (ℓ(x_i; q1) − ℓ(x_i; q0))_i] on
+    raveled sampling-space vectors from ``outputs`` = [log ξ, (ℓ(x_i; ·))_i] (only the prior
+    without likelihood), the other variables shared and the private data explicit inputs;
+    tempering, clipping and summation happen in `barker_log_odds`.
     """
-    outputs = [log_prior] if record_log_likelihood is None else [log_prior, record_log_likelihood]
     outputs, q0 = join_nonshared_inputs(
-        point=point,
-        outputs=graph_replace(outputs, frozen_data, strict=False),
-        inputs=vars,
-        shared_inputs=shared,
+        point=point, outputs=outputs, inputs=vars, shared_inputs=shared
     )
     q1 = q0.type("q1")
-    ratios = [CallableTensor(output)(q1) - output for output in outputs]
-    function = compile([q1, q0], ratios, **(compile_kwargs or {}))
+    ratios = [graph_replace(output, {q0: q1}, strict=False) - output for output in outputs]
+    # The data are unused by a block no likelihood depends on (its prior ratio alone).
+    kwargs = {"on_unused_input": "ignore", **(compile_kwargs or {})}
+    function = compile([q1, q0, *data], ratios, **kwargs)
     function.trust_input = True
     return function
