@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "ConvergenceWarning",
     "DataBoundsError",
     "InvalidPrivacyParameterError",
     "PrivacyError",
@@ -42,3 +43,9 @@ class BudgetExceededError(PrivacyError):
 class UnsupportedModelError(PrivacyError):
     """The privacy analysis cannot bound this model (unknown likelihood family, raw data
     observed outside `PrivateData`, a graph shape it does not recognise)."""
+
+
+class ConvergenceWarning(UserWarning):
+    """The released chains have not mixed (R-hat or effective sample size), said once per
+    `pmp.sample` call in place of PyMC's convergence warnings, with what a short private chain
+    means for the route that drew it."""

@@ -32,7 +32,11 @@ import numbers
 from fractions import Fraction
 
 import numpy as np
-import opendp.prelude as dp
+from opendp import measurements
+from opendp.domains import atom_domain, vector_domain
+from opendp.measures import zero_concentrated_divergence
+from opendp.metrics import l1_distance, l2_distance, linf_distance
+from opendp.mod import enable_features
 
 from pymc_private.accounting import Release, zcdp_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
@@ -49,7 +53,7 @@ __all__ = [
     "planned_release",
 ]
 
-dp.enable_features("contrib")
+enable_features("contrib")
 
 _MAX_EXACT_INTEGER = 2**53
 
@@ -553,10 +557,10 @@ def exact_choice(log_weights, *, secure: bool, rng: np.random.Generator | None =
 def _opendp_softmax():
     """OpenDP's exact Gumbel noisy max of scale 1 over any number of float scores."""
     space = (
-        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-        dp.linf_distance(T=float, monotonic=False),
+        vector_domain(atom_domain(T=float, nan=False)),
+        linf_distance(T=float, monotonic=False),
     )
-    return dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=1.0)
+    return measurements.make_noisy_max(*space, zero_concentrated_divergence(), scale=1.0)
 
 
 def _check_arguments(
@@ -701,16 +705,16 @@ def _opendp_laplace(kind: str, sensitivity: float, epsilon: float):
     `math.nextafter` reach a scale whose mapped ε does not exceed the request.
     """
     if kind == "float":
-        space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
+        space = vector_domain(atom_domain(T=float, nan=False)), l1_distance(T=float)
         d_in = sensitivity
     else:
-        space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
+        space = vector_domain(atom_domain(T="i64")), l1_distance(T="i64")
         d_in = int(sensitivity)
     scale = sensitivity / epsilon
-    measurement = dp.m.make_laplace(*space, scale=scale)
+    measurement = measurements.make_laplace(*space, scale=scale)
     while measurement.map(d_in) > epsilon:
         scale = math.nextafter(scale, math.inf)
-        measurement = dp.m.make_laplace(*space, scale=scale)
+        measurement = measurements.make_laplace(*space, scale=scale)
     return measurement, scale, float(measurement.map(d_in))
 
 
@@ -721,13 +725,13 @@ def _opendp_gaussian(kind: str, sensitivity: float, rho: float):
     Returns ``(measurement, scale, mapped_rho)``; the map is monotone decreasing in the
     scale, so a few `math.nextafter` steps reach it.
     """
-    atom = dp.atom_domain(T="i64") if kind == "int" else dp.atom_domain(T=float, nan=False)
-    space = dp.vector_domain(atom), dp.l2_distance(T=float)
+    atom = atom_domain(T="i64") if kind == "int" else atom_domain(T=float, nan=False)
+    space = vector_domain(atom), l2_distance(T=float)
     scale = sensitivity / math.sqrt(2.0 * rho)
-    measurement = dp.m.make_gaussian(*space, scale=scale)
+    measurement = measurements.make_gaussian(*space, scale=scale)
     while measurement.map(sensitivity) > rho:
         scale = math.nextafter(scale, math.inf)
-        measurement = dp.m.make_gaussian(*space, scale=scale)
+        measurement = measurements.make_gaussian(*space, scale=scale)
     return measurement, scale, float(measurement.map(sensitivity))
 
 
@@ -742,10 +746,10 @@ def _opendp_gumbel_max(sensitivity: float, epsilon: float, monotone: bool):
     while _ceil_quotient(factor * sensitivity, scale) > epsilon:
         scale = math.nextafter(scale, math.inf)
     space = (
-        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-        dp.linf_distance(T=float, monotonic=monotone),
+        vector_domain(atom_domain(T=float, nan=False)),
+        linf_distance(T=float, monotonic=monotone),
     )
-    measurement = dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=scale)
+    measurement = measurements.make_noisy_max(*space, zero_concentrated_divergence(), scale=scale)
     return measurement, scale, _ceil_quotient(factor * sensitivity, scale)
 
 

@@ -9,6 +9,7 @@ import math
 import multiprocessing
 import numbers
 import os
+import warnings
 from collections.abc import Sequence
 
 import arviz as az
@@ -21,6 +22,7 @@ from pymc_private.analysis import refuse_private_paths
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.errors import (
     BudgetExceededError,
+    ConvergenceWarning,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
@@ -147,6 +149,7 @@ def sample(
     # The run samples with copies marked prepaid: the caller's step objects keep charging
     # whatever they draw outside this run (in a callback, another thread).
     run_steps = [_prepaid_copy(s) if isinstance(s, PrivateStep) else s for s in steps]
+    convergence_checks = kwargs.pop("compute_convergence_checks", True)
     idata = pm.sample(
         draws,
         tune=tune,
@@ -157,11 +160,46 @@ def sample(
         progressbar=progressbar,
         model=model,
         idata_kwargs={"log_likelihood": False},
+        compute_convergence_checks=False,
         **kwargs,
     )
     released = _released(idata, private_steps, privatisation)
+    if convergence_checks:
+        _warn_unmixed(released, per_draw=any(s.touches_raw_data for s in private_steps))
     released.attrs[LEDGER_ATTR] = ledger.to_json()
     return seal(released)
+
+
+def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
+    """One `ConvergenceWarning` in place of PyMC's, computed from the released draws only
+    (post-processing), with PyMC's thresholds: R-hat > 1.01, bulk ESS < 100 per chain."""
+    posterior = idata.posterior
+    chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    if chains < 2 or draws < 4 or not posterior.data_vars:
+        return
+    rhat = float(az.rhat(posterior).to_array().max())
+    ess = float(az.ess(posterior).to_array().min())
+    if not (rhat > 1.01 or ess < 100 * chains or math.isnan(rhat)):
+        return
+    if per_draw:
+        advice = (
+            "On raw data every draw is a release that costs ε, so private chains are short "
+            "and mix slowly by design; their intervals are rougher than the posterior's. For "
+            "the same total ε, draw more at a higher temperature (ε per draw falls as 1/T, "
+            "the target flattens), or pay once with pmp.privatize, after which draws are free."
+        )
+    else:
+        advice = (
+            "These draws come from a privatised model: they are free (post-processing), so "
+            "sample more (larger draws= and tune=) until the chains agree."
+        )
+    warnings.warn(
+        f"The {chains} released chains of {draws} draws have not mixed: R-hat up to "
+        f"{rhat:.3g}, bulk effective sample size down to {ess:.0f} (PyMC's thresholds: "
+        f"1.01 and {100 * chains}). {advice} See az.summary(idata).",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
 
 
 def _prepaid_copy(step: PrivateStep) -> PrivateStep:

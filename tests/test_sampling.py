@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import warnings
+
 import arviz as az
 import matplotlib
 import numpy as np
@@ -10,7 +14,12 @@ import pytest
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.data import PrivateData
-from pymc_private.errors import BudgetExceededError, PrivacyError, UnsupportedModelError
+from pymc_private.errors import (
+    BudgetExceededError,
+    ConvergenceWarning,
+    PrivacyError,
+    UnsupportedModelError,
+)
 from pymc_private.priors import TruncatedBeta
 from pymc_private.report import plot_privacy, privacy_report
 from pymc_private.sampling import ledger_of, sample
@@ -263,3 +272,40 @@ def test_chains_that_spend_alike_stay_visible():
     assert len({line.get_linestyle() for line in chains}) == 3
     widths = [line.get_linewidth() for line in chains]
     assert widths == sorted(widths, reverse=True)  # the later, thinner ones drawn on top
+
+
+def test_a_short_private_chain_is_explained_once_in_place_of_pymcs_warnings(model, caplog):
+    """PyMC logged an R-hat and an ESS warning on almost every per-draw run; pmp.sample says
+    once, from the released draws, what a short private chain means (and nothing when asked
+    not to check, as pm.sample's ``compute_convergence_checks=False``)."""
+    with model:
+        step = PrivateMetropolis([model["theta"]], temperature=10.0)
+        with caplog.at_level("INFO", logger="pymc"), pytest.warns(ConvergenceWarning) as seen:
+            sample(20, step=step, chains=2, cores=1, progressbar=False)
+        assert len(seen) == 1
+        assert "costs ε" in str(seen[0].message) and "temperature" in str(seen[0].message)
+        assert not [r for r in caplog.records if "effective sample size" in r.getMessage()]
+        assert not [r for r in caplog.records if "rhat" in r.getMessage().lower()]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            sample(
+                20,
+                step=step,
+                chains=2,
+                cores=1,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+
+
+def test_import_is_light_and_pytensor_blas_warning_is_silenced():
+    """`import pymc_private` adds no heavy module to PyMC's own (OpenDP's sklearn extras,
+    dp-accounting's were 0.5 s), and PyTensor's BLAS warning, a matter of speed, is gone."""
+    code = (
+        "import sys, warnings; warnings.simplefilter('error');"
+        "import pymc_private, pytensor;"
+        "pytensor.config.blas__ldflags;"  # the warning fires when this default is computed
+        "print(sorted(m for m in ('sklearn', 'opendp.prelude') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stderr
