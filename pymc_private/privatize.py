@@ -182,7 +182,7 @@ def privatize(
     """Release the model's sufficient statistics once under ε-DP and return a model on them.
 
     Mechanism (Zhang et al. 2016, Algorithm 1; Foulds et al. 2016, eq. 16)
-    ---------------------------------------------------------------------
+    ----------------------------------------------------------------------
     ``s̃_j = Π(s_j(D) + Z_j)`` for every statistic s_j of `pmp.analyze(model).statistics`,
     with independent discrete Laplace noise ``Z_j`` of scale Δ₁/ε in natural units, where
     ``Δ₁ = sup ‖s(D) − s(D')‖₁`` over one replaced record is the analysis' record-level
@@ -202,7 +202,7 @@ def privatize(
     OpenDP adds in saturating int64 arithmetic, a post-processing of the exact sum.
 
     The Gaussian mechanism (δ > 0; Canonne, Kamath & Steinke 2020)
-    -------------------------------------------------------------
+    --------------------------------------------------------------
     With ``mechanism="gaussian"`` (or ``"auto"`` when it adds less noise) each s_j gets
     OpenDP's exact discrete Gaussian instead, at ρ_j = ρ·Δ₂_j²/Δ₂² where ρ = `zcdp_rho`(ε, δ)
     is the largest ρ the ledger converts to at most ε at δ (`accounting.zcdp_epsilon`), and

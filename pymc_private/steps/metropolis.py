@@ -162,7 +162,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     grid and the clamp of "As computed" below.
 
     Privacy cost of one step (pure ε-DP, replace-one neighbours, n public)
-    --------------------------------------------------------------------
+    ----------------------------------------------------------------------
     With u = 2⁻⁵³ and B = 512 (`LOG_ODDS_BOUND`), one step costs
 
         ε = 2c/T + 2⁻⁴³                          with ``clip=c``,
@@ -277,7 +277,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     rejection has probability 0 under D and a positive one under D'. It is never offered.
 
     Clipped variant (``clip=c``, for models whose L is infinite)
-    -----------------------------------------------------------
+    ------------------------------------------------------------
     Each record's log-likelihood ratio is clipped to [−c, c] before tempering (above), so
     replacing one record moves Λ by at most 2c/T + 2⁻⁴³, whatever the likelihood. A ratio
     that is undefined, as when ℓ(x_i; θ) = ℓ(x_i; θ') = −∞ for a likelihood whose support
