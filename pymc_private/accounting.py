@@ -1262,13 +1262,13 @@ def dataset_ledger(datasets: Iterable[str]) -> PrivacyLedger:
 def ledger_for(model: Any) -> PrivacyLedger:
     """The ledger of everything released from the private data a model reads.
 
-    One ledger per private data set (DESIGN.md §5): a `pmp.PrivateData` array is a data set,
-    identified by its values, so the same data reached through another model, `pm.do`, a
-    copy, a pickle or a second `PrivateData` declaration is the same data set; a model
-    returned by `pmp.privatize` carries the data sets its statistics were released from. A
+    One ledger per private data set (:ref:`privacy-model-ledger`): a `pmp.PrivateData` array is
+    a data set, identified by its values, so the same data reached through another model,
+    `pm.do`, a copy, a pickle or a second `PrivateData` declaration is the same data set; a
+    model returned by `pmp.privatize` carries the data sets its statistics were released from. A
     model that reads several data sets charges each of them, and its ledger is the union of
-    theirs. `pmp.privatize`, `pmp.sample`, `pmp.sample_posterior` and the private steps
-    record here, and budgets are checked against it.
+    theirs. `pmp.privatize`, `pmp.sample`, `pmp.sample_posterior` and the private steps record
+    here, and budgets are checked against it.
 
     Raises
     ------

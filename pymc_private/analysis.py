@@ -81,7 +81,7 @@ ROUTES = ("posterior_sampling", "gibbs", "metropolis", "privatize")
 _ROUTE_FORMULAS = {
     "posterior_sampling": ("2L/T", "Dimitrakakis et al. 2017, Theorem 8"),
     "gibbs": ("Σ_j 2L_j/T", "Foulds et al. 2016, §4.1"),
-    "metropolis": ("2L/T", "Barker acceptance, DESIGN.md §2.4"),
+    "metropolis": ("2L/T", "Barker acceptance; docs: Mechanisms and their costs"),
     "privatize": ("0 per draw", "the ε of one Laplace release on s(D), Zhang et al. 2016, Alg. 1"),
 }
 
@@ -220,7 +220,8 @@ class PrivacyAnalysis:
           (Foulds et al. 2016, §4.1). ``blocks`` lists the blocks (names or variables);
           default: one block per free variable.
         - ``"metropolis"``: one Barker step with a data-independent proposal moves its
-          acceptance log-odds by at most 2L/T between neighbours: ε = 2L/T (DESIGN.md §2.4).
+          acceptance log-odds by at most 2L/T between neighbours: ε = 2L/T
+          (:ref:`costs-metropolis`).
         - ``"privatize"``: 0 per draw. The whole cost is the ε of the single release of the
           privatised statistics (Laplace noise of scale Δ₁/ε); every draw after it is
           post-processing.
@@ -485,15 +486,16 @@ def _collect_statistics(
 
 def reads_private_data(model: pm.Model | None = None) -> bool:
     """Whether the model reads raw private data: it observes any value (observed values are
-    private, DESIGN.md §1), or some `PrivateData` is an ancestor of a prior, a Potential or a
-    Deterministic (through its values or through a shape computed from them). The graph
-    decides the route (DESIGN.md §5): a model that reads raw data is sampled by private steps
-    and pays per draw, whatever else it holds (released statistics included); one that reads
-    only released statistics is sampled for free."""
+    private, :ref:`privacy-model-private-data`), or some `PrivateData` is an ancestor of a
+    prior, a Potential or a Deterministic (through its values or through a shape computed from
+    them). The graph decides the route (:ref:`privacy-model-graph`): a model that reads raw data
+    is sampled by private steps and pays per draw, whatever else it holds (released statistics
+    included); one that reads only released statistics is sampled for free."""
     model = pm.modelcontext(model)
     if model.observed_RVs:
-        # An observed value is private data (DESIGN §1): next to PrivateData it must be
-        # declared as such (`analyze` says so), and a privatised model has none of its own.
+        # An observed value is private data (:ref:`privacy-model-private-data`): next to
+        # PrivateData it must be declared as such (`analyze` says so), and a privatised model
+        # has none of its own.
         return True
     specs = private_data(model)
     private = {variable for variable in model.data_vars if variable.name in specs}

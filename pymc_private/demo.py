@@ -66,7 +66,7 @@ __all__ = [
 
 EPSILONS = (0.1, 1.0, 10.0)
 TRUNCATION = 0.05
-"""a: every probability of the model is truncated to [a, 1 − a] (DESIGN.md §2)."""
+"""a: every probability of the model is truncated to [a, 1 − a] (:ref:`costs-lipschitz-table`)."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def naive_bayes_model(
     out_of_bounds: str = "raise",
     class_prior: tuple[float, float] = (1.0, 1.0),
 ) -> pm.Model:
-    """Bernoulli naive Bayes with every probability truncated to [a, 1 − a] (DESIGN.md §3).
+    """Bernoulli naive Bayes with every probability truncated to [a, 1 − a], as in the quickstart.
 
     One record is a binary label with its d binary features; ``feature_names`` default to
     0..d−1; ``out_of_bounds`` is passed to `PrivateData`; ``class_prior`` are the Beta

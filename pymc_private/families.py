@@ -5,7 +5,7 @@ One object per family; a new family is one new object appended to `FAMILIES`. Ea
 - the PyMC random-variable op of its observed node and the names of its parameters (in the
   op's parameterisation, as returned by ``op.dist_params``);
 - its sample space (``support``), intersected by the analysis with the declared bounds;
-- its record log-likelihood range over a parameter box (DESIGN.md, "Computing L exactly"):
+- its record log-likelihood range over a parameter box (:ref:`costs-lipschitz-table`):
   ``sup_θ sup_{x,x'} |ℓ(x;θ) − ℓ(x';θ)|`` for one record element;
 - its per-record statistic t(x), the sufficient statistics s(D) = Σ_i t(x_i) (grouped by a
   private index where the parameter is indexed by one) and their L1 sensitivity Δ₁ over one
@@ -1235,10 +1235,10 @@ class Categorical(LikelihoodFamily):
     """Categorical(p) with K categories on {0..K−1}; t(x) = one-hot(x); conjugate Dirichlet.
 
     L (one element, every p_k ∈ [a, u]): ln(u/a); a truncated Dirichlet with min_prob a has
-    u = 1 − (K−1)a, giving ln((1 − (K−1)a)/a) (DESIGN.md table; Dimitrakakis et al. 2017,
-    Lemma 24 for one node). Statistics: counts of categories 1..K−1 (category 0 derived),
-    Δ₁ = 1 for K = 2 and 2 for K ≥ 3 per element, 2 when the record may change group.
-    Symbolic log-likelihood: exact.
+    u = 1 − (K−1)a, giving ln((1 − (K−1)a)/a) (:ref:`costs-lipschitz-table`;
+    Dimitrakakis et al. 2017, Lemma 24 for one node). Statistics: counts of categories
+    1..K−1 (category 0 derived), Δ₁ = 1 for K = 2 and 2 for K ≥ 3 per element, 2 when the
+    record may change group. Symbolic log-likelihood: exact.
     """
 
     name = "Categorical"
@@ -1409,10 +1409,11 @@ class _Normal(LikelihoodFamily):
 
     - σ fixed, μ fixed: sup over the box of range_x (x−μ)²/(2σ²), i.e.
       max_{μ∈{m1,m2}} h(μ)/(2 s1²) with h(μ) = max_x (x−μ)² − min_x (x−μ)², which is convex in
-      μ (DESIGN.md table, "Normal σ known").
+      μ (:ref:`costs-lipschitz-table`).
     - σ fixed, μ varying (indexed by private data, or a linear predictor xᵀw with
       |xᵀw| ≤ Bx·R): (dmax² − dmin²)/(2 s1²), dmax and dmin the largest and smallest |x − μ|;
-      for a linear regression with |y| ≤ By this is (By + Bx·R)²/(2σ²) (DESIGN.md table).
+      for a linear regression with |y| ≤ By this is (By + Bx·R)²/(2σ²)
+      (:ref:`costs-lipschitz-table`).
     - σ varying: the range of ℓ over the whole box (log σ no longer cancels).
     """
 
@@ -1589,8 +1590,8 @@ class NormalLinearRegression(_Normal):
     """Normal(Xw, σ), X private with declared bounds, ‖w‖₂ ≤ R (TruncatedMvNormal), σ known
     or free; conjugate MvNormal on w (given σ) and Gamma on τ = 1/σ² (given w).
 
-    L: (By + Bx·R)²/(2σ_min²) for |y| ≤ By and ‖x‖₂ ≤ Bx (DESIGN.md table; see `_Normal`, μ
-    varying), tighter for asymmetric bounds on y. Statistics per record: t(x, y) =
+    L: (By + Bx·R)²/(2σ_min²) for |y| ≤ By and ‖x‖₂ ≤ Bx (:ref:`costs-lipschitz-table`;
+    see `_Normal`, μ varying), tighter for asymmetric bounds on y. Statistics per record: t(x, y) =
     (x xᵀ, x y[, y²]), released as XᵀX (upper triangle), Xᵀy and, when σ is free, yᵀy.
     Δ₁ ≤ Σ_{j≤k} width(x_j x_k) + Σ_j width(x_j y) [+ width(y²)], the sum of each entry's
     range over the declared box (an upper bound on the joint sup). Symbolic

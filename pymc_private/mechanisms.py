@@ -154,10 +154,10 @@ def discrete_laplace(
 
         ε = Δ₁ / b
 
-    (Ghosh, Roughgarden & Sundararajan 2012; Canonne, Kamath & Steinke 2020, §5.2). This is
-    the mechanism DESIGN §2.1 prescribes for counts (Zhang et al. 2016, Algorithm 1, whose
-    Δ₁ = 2|I|; Foulds et al. 2016, eq. 16); integer noise has no least significant bits to
-    leak (Mironov 2012).
+    (Ghosh, Roughgarden & Sundararajan 2012; Canonne, Kamath & Steinke 2020, §5.2). This is the
+    mechanism `pmp.privatize` uses for counts (:ref:`costs-privatize`; Zhang et al. 2016,
+    Algorithm 1, whose Δ₁ = 2|I|; Foulds et al. 2016, eq. 16); integer noise has no least
+    significant bits to leak (Mironov 2012).
 
     Parameters
     ----------

@@ -8,11 +8,11 @@ Lipschitz over the prior's support: Dimitrakakis et al. (JMLR 2017), Assumption 
     L = sup_{θ ∈ Θ} sup_{x, x'} |log p(x | θ) − log p(x' | θ)| < ∞,
 
 and then one posterior draw is 2L-DP (Theorem 8). With an untruncated prior L is infinite
-for every family in DESIGN.md §2: a Bernoulli log-likelihood ratio ln(θ/(1−θ)) is unbounded
-as θ → 0 or 1, a Poisson one as λ → 0, a Normal one as |μ| → ∞. Restricting the prior's
-support Θ (θ ∈ [a, 1−a], every p_k ≥ a, λ ∈ [c1, c2], ‖w‖₂ ≤ R) is what makes L finite, and
-the DESIGN.md table gives L as a function of those bounds only, so the cost of a release is
-known before any data is touched.
+for every family of the L table (:ref:`costs-lipschitz-table`): a Bernoulli log-likelihood ratio
+ln(θ/(1−θ)) is unbounded as θ → 0 or 1, a Poisson one as λ → 0, a Normal one as |μ| → ∞.
+Restricting the prior's support Θ (θ ∈ [a, 1−a], every p_k ≥ a, λ ∈ [c1, c2], ‖w‖₂ ≤ R) is
+what makes L finite, and that table gives L as a function of those bounds only, so the cost
+of a release is known before any data is touched.
 
 The priors
 ----------
@@ -280,7 +280,7 @@ class TruncatedBeta(_TruncatedShapeRate):
               \quad lower ≤ θ ≤ upper
 
     With Bernoulli data and [lower, upper] = [a, 1 − a], the record Lipschitz constant is
-    L = ln((1 − a)/a) (DESIGN.md §2; JMLR 2017, Example 1).
+    L = ln((1 − a)/a) (:ref:`costs-lipschitz-table`; JMLR 2017, Example 1).
 
     Parameters
     ----------
@@ -309,7 +309,7 @@ class TruncatedGamma(_TruncatedShapeRate):
     .. math:: p(λ) ∝ λ^{α−1} e^{−βλ}, \quad lower ≤ λ ≤ upper
 
     With Poisson data and λ ∈ [c1, c2], L follows by enumeration at λ ∈ {c1, c2}
-    (DESIGN.md §2).
+    (:ref:`costs-lipschitz-table`).
 
     Parameters
     ----------
@@ -392,7 +392,7 @@ class TruncatedNormal:
 
     This is `pm.TruncatedNormal` with both bounds required finite (its initial point is the
     midpoint). With Normal data of known σ_x on [lo, hi] and a mean in [lower, upper], L is
-    the range of (x − μ)²/(2σ_x²) at μ ∈ {lower, upper} (DESIGN.md §2).
+    the range of (x − μ)²/(2σ_x²) at μ ∈ {lower, upper} (:ref:`costs-lipschitz-table`).
 
     Parameters
     ----------
@@ -641,8 +641,8 @@ class TruncatedDirichlet(Continuous):
 
     A true truncation, so it stays conjugate to Categorical/Multinomial counts: given counts
     n, the posterior is TruncatedDirichlet(a + n, min_prob). With Categorical data,
-    L ≤ ln((1 − (K−1)m)/m) (DESIGN.md §2); discrete Bayesian networks whose CPT entries are
-    all ≥ m have L ≤ Σ_nodes ln(1/m) (JMLR 2017, Lemma 24).
+    L ≤ ln((1 − (K−1)m)/m) (:ref:`costs-lipschitz-table`); discrete Bayesian networks whose CPT
+    entries are all ≥ m have L ≤ Σ_nodes ln(1/m) (JMLR 2017, Lemma 24).
 
     The normalising constant P_a is computed once, here, and carried in the graph: exactly
     for K = 2 (regularised incomplete beta), for a = 1 ((1 − K·m)^{K−1}) and for m = 0;
@@ -938,7 +938,7 @@ class TruncatedMvNormal(Continuous):
     .. math:: p(w) = \frac{N(w; μ, Σ)}{P(‖W‖_2 ≤ R)}, \quad ‖w‖_2 ≤ R
 
     With Normal linear-regression data (‖x‖₂ ≤ B_x, |y| ≤ B_y, known σ),
-    L ≤ (B_y + B_x·R)²/(2σ²) (DESIGN.md §2; JMLR 2017, Lemma 23).
+    L ≤ (B_y + B_x·R)²/(2σ²) (:ref:`costs-lipschitz-table`; JMLR 2017, Lemma 23).
 
     The normalising constant P(‖W‖ ≤ R) is computed once, here: exactly for Σ = s²·I (the
     chi-square CDF for μ = 0, noncentral otherwise), else numerically (Ruben's series, or

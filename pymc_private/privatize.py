@@ -182,27 +182,27 @@ def privatize(
     """Release the model's sufficient statistics once under ε-DP and return a model on them.
 
     Mechanism (Zhang et al. 2016, Algorithm 1; Foulds et al. 2016, eq. 16)
-    ---------------------------------------------------------------------
+    ----------------------------------------------------------------------
     ``s̃_j = Π(s_j(D) + Z_j)`` for every statistic s_j of `pmp.analyze(model).statistics`,
     with independent discrete Laplace noise ``Z_j`` of scale Δ₁/ε in natural units, where
     ``Δ₁ = sup ‖s(D) − s(D')‖₁`` over one replaced record is the analysis' record-level
     ``sensitivity_l1``.
 
-    As implemented (DESIGN.md §5): every statistic is a sum of integers computed exactly in
-    int64 (counts, or the grid integers of `pymc_private.families.DataGrid`: float data are
-    represented on a public grid of step q inside their bounds before anything is summed),
-    so s_j(D) is exact and its sensitivity Δ_j (in grid steps, an integer) is a true bound
-    for the code as it runs (Casacuberta et al. 2022). Each s_j gets OpenDP's exact
-    discrete Laplace noise (Canonne, Kamath & Steinke 2020; no floating-point attack,
-    Mironov 2012) with the share ε_j = ε·Δ_j/Δ₁ (natural units; rounded down until
-    Σ_j ε_j ≤ ε exactly), i.e. scale Δ_j/ε_j in grid steps, Δ₁/ε in natural units. Release j
-    is ε_j-DP and the releases compose sequentially to Σ_j ε_j ≤ ε. Each release records the
-    ε its privacy map returns (≤ its share), so the ledger total is ≤ ε. A statistic whose
-    sensitivity is 0 is a public function of n and the bounds: it is released as is, free.
-    OpenDP adds in saturating int64 arithmetic, a post-processing of the exact sum.
+    As implemented (:ref:`privacy-model-as-implemented`): every statistic is a sum of integers
+    computed exactly in int64 (counts, or the grid integers of `pymc_private.families.DataGrid`:
+    float data are represented on a public grid of step q inside their bounds before anything is
+    summed), so s_j(D) is exact and its sensitivity Δ_j (in grid steps, an integer) is a true
+    bound for the code as it runs (Casacuberta et al. 2022). Each s_j gets OpenDP's exact
+    discrete Laplace noise (Canonne, Kamath & Steinke 2020; no floating-point attack, Mironov
+    2012) with the share ε_j = ε·Δ_j/Δ₁ (natural units; rounded down until Σ_j ε_j ≤ ε exactly),
+    i.e. scale Δ_j/ε_j in grid steps, Δ₁/ε in natural units. Release j is ε_j-DP and the
+    releases compose sequentially to Σ_j ε_j ≤ ε. Each release records the ε its privacy map
+    returns (≤ its share), so the ledger total is ≤ ε. A statistic whose sensitivity is 0 is a
+    public function of n and the bounds: it is released as is, free. OpenDP adds in saturating
+    int64 arithmetic, a post-processing of the exact sum.
 
     The Gaussian mechanism (δ > 0; Canonne, Kamath & Steinke 2020)
-    -------------------------------------------------------------
+    --------------------------------------------------------------
     With ``mechanism="gaussian"`` (or ``"auto"`` when it adds less noise) each s_j gets
     OpenDP's exact discrete Gaussian instead, at ρ_j = ρ·Δ₂_j²/Δ₂² where ρ = `zcdp_rho`(ε, δ)
     is the largest ρ the ledger converts to at most ε at δ (`accounting.zcdp_epsilon`), and

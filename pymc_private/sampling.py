@@ -48,7 +48,7 @@ def sample(
 ) -> az.InferenceData:
     """Sample a model privately and return an `InferenceData` that is safe to release.
 
-    Two routes (DESIGN.md §2), decided by what the model's graph reads
+    Two routes (:ref:`costs`), decided by what the model's graph reads
     (`pymc_private.analysis.reads_private_data`), not by which Python object it is:
 
     - a model that reads only released statistics (returned by `pmp.privatize`, or a copy

@@ -1,4 +1,4 @@
-"""Shared fixtures: seeded generators and the naive Bayes model of DESIGN.md §3."""
+"""Shared fixtures: seeded generators and the naive Bayes model of the quickstart notebook."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture
 def make_naive_bayes():
-    """Builds the naive Bayes model of DESIGN.md §3: ``(labels, features, a, **kwargs)``."""
+    """Builds the naive Bayes model of the quickstart: ``(labels, features, a, **kwargs)``."""
 
     def make(labels, features, a: float, **kwargs) -> pm.Model:
         return naive_bayes_model(labels, features, a=a, **kwargs)

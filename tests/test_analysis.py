@@ -58,7 +58,7 @@ def beta_bernoulli(a, labels=None, prior=None):
 
 @pytest.mark.parametrize("a", [0.01, 0.1, 0.3])
 def test_beta_bernoulli_costs(a):
-    """L = ln((1−a)/a) (DESIGN.md table); every pay-per-draw route costs 2L/T per draw."""
+    """L = ln((1−a)/a) (docs: costs-lipschitz-table); every pay-per-draw route costs 2L/T a draw."""
     analysis = analyze(beta_bernoulli(a))
     expected = math.log((1 - a) / a)
     assert analysis.node_lipschitz == {"y": pytest.approx(expected, rel=1e-12)}
@@ -192,7 +192,7 @@ def test_normal_with_a_truncated_precision():
 
 def test_linear_regression_bound():
     """|y| ≤ By = 2, x ∈ [−1, 1]³ so ‖x‖₂ ≤ Bx = √3, ‖w‖₂ ≤ R = 2, σ = 1.5:
-    L = (By + Bx·R)²/(2σ²) (DESIGN.md table), attained with y = −By and x ∥ w."""
+    L = (By + Bx·R)²/(2σ²) (docs: costs-lipschitz-table), attained with y = −By and x ∥ w."""
     with pm.Model() as model:
         x_obs = PrivateData("X", np.zeros((N, 3)), bounds=(-1, 1))
         y_obs = PrivateData("y_obs", np.zeros(N), bounds=(-2, 2))

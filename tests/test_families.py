@@ -316,9 +316,9 @@ def _edge_values(lower, upper):
 def test_float_statistics_move_by_at_most_their_sensitivity_as_computed(
     centre, width, n, grouped, data
 ):
-    """DESIGN §5 and the float-sum attack (Casacuberta et al. 2022): for any data set of n
-    records inside the bounds and any neighbour, the statistics *as computed* move by at
-    most their stated sensitivity, in exact integer steps."""
+    """docs: privacy-model-floats, and the float-sum attack (Casacuberta et al. 2022): for any
+    data set of n records inside the bounds and any neighbour, the statistics *as computed*
+    move by at most their stated sensitivity, in exact integer steps."""
     lower, upper = centre - width / 2, centre + width / 2
     try:
         specs = _normal_statistics(lower, upper, n, grouped=grouped)

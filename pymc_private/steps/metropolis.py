@@ -1,7 +1,7 @@
 """`PrivateMetropolis`: random-walk Metropolis with Barker acceptance, paying ε per step.
 
 Every transition reads the raw data once, through the accept/reject decision, and is one
-differentially private release (DESIGN.md §2.4). The proposal is data-independent, the
+differentially private release (:ref:`costs-metropolis`). The proposal is data-independent, the
 acceptance probability is Barker's logistic σ(Λ) instead of min(1, e^Λ), the log-odds Λ is
 summed exactly on a public grid with its rounding error bounded, and the decision is an exact
 choice between the log-weights (Λ, 0), so the ε of one step is a formula of public quantities
@@ -163,7 +163,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     grid and the clamp of "As computed" below.
 
     Privacy cost of one step (pure ε-DP, replace-one neighbours, n public)
-    --------------------------------------------------------------------
+    ----------------------------------------------------------------------
     With u = 2⁻⁵³ and B = 512 (`LOG_ODDS_BOUND`), one step costs
 
         ε = 2c/T + 2⁻⁴³                          with ``clip=c``,
@@ -172,7 +172,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     evaluated exactly and rounded up to a float: that float is ``privacy_epsilon_per_draw``,
     the ``privacy_epsilon`` sample stat of every draw and the ε of every ledger release.
     L is the record Lipschitz constant of the likelihood terms that depend on the step's
-    variables over the prior support Θ (DESIGN.md §1–2; Assumption 1 of Dimitrakakis et
+    variables over the prior support Θ (:ref:`costs-lipschitz`; Assumption 1 of Dimitrakakis et
     al., "Differential privacy for Bayesian inference through posterior sampling", JMLR 18,
     2017), and C a public bound on a record's log-likelihood ratio:
 
@@ -278,7 +278,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     rejection has probability 0 under D and a positive one under D'. It is never offered.
 
     Clipped variant (``clip=c``, for models whose L is infinite)
-    -----------------------------------------------------------
+    ------------------------------------------------------------
     Each record's log-likelihood ratio is clipped to [−c, c] before tempering (above), so
     replacing one record moves Λ by at most 2c/T + 2⁻⁴³, whatever the likelihood. A ratio
     that is undefined, as when ℓ(x_i; θ) = ℓ(x_i; θ') = −∞ for a likelihood whose support
