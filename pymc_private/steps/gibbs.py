@@ -333,8 +333,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         On raw data: True (default) draws every data-dependent choice with OpenDP's exact
         sampler from the operating system's generator, not reproducible from a seed; False
         draws it from ``rng`` in floating point (reproducible by whoever holds the seed, and
-        not exact), and the releases are marked not secure. `pmp.sample` with a
-        ``random_seed`` switches to False.
+        not exact), and the releases are marked not secure. A ``random_seed`` given to
+        `pmp.sample` seeds ``rng`` only: with True, the chain is not reproducible from it.
     model
         The model (default: the context model).
     rng
