@@ -53,11 +53,20 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 
 from pymc_private.families import DiagonalMinusOuter, complete_statistic
 
-__all__ = ["NoiseLaw", "add_noise_aware_likelihood", "normal_laplace_logp"]
+__all__ = [
+    "NoiseLaw",
+    "Observation",
+    "add_noise_aware_likelihood",
+    "noise_laws",
+    "normal_laplace_logp",
+    "observations",
+    "replicate_statistics",
+]
 
 _SQRT2 = math.sqrt(2.0)
 # Keeps variances of cells that can be empty (a group of no records) strictly positive.
@@ -183,14 +192,88 @@ def _vector_width(spec) -> int:
     return spec.shape[-1] if spec.kind in ("counts", "cross") else 1
 
 
+@dataclass(frozen=True)
+class Observation:
+    """One stacked vector of released cells and its law given θ (`statistic_moments`):
+    ``names`` of the statistics stacked on the last axis, each ``widths`` entries wide, with
+    noise ``laws``, of the observed ``node``; ``observed`` as released, ``mean`` and ``cov``
+    (dense, or a `DiagonalMinusOuter`) of the true values. For the counts of a group index,
+    ``latent`` holds the latent group sizes N_1 … N_{G−1}, whose prior ``mean`` and ``cov``
+    are (the Normal approximation of the multinomial)."""
+
+    node: str
+    names: tuple[str, ...]
+    widths: tuple[int, ...]
+    laws: tuple[NoiseLaw, ...]
+    observed: object
+    mean: object
+    cov: object
+    latent: object = None
+
+
+def noise_laws(privatisation) -> dict[str, NoiseLaw]:
+    """The noise law of every released statistic (a zero scale where Δ = 0: released as is)."""
+    exact = NoiseLaw("gaussian", 0.0)
+    return {name: privatisation.noise.get(name, exact) for name in privatisation.statistics}
+
+
+def observations(model: pm.Model, analysis, privatisation, totals: dict) -> list[Observation]:
+    """The `Observation`s of every observed node of ``analysis`` on the released statistics
+    held by ``model``'s data variables, given its free variables and the group sizes
+    ``totals`` (by group-count statistic: the latent N of the noise-aware model)."""
+    released = {name: model[name] for name in privatisation.statistics}
+    laws = noise_laws(privatisation)
+    free = {rv.name: rv for rv in model.free_RVs}
+    n = analysis.n_records
+    found = []
+    for term in analysis.terms:
+        specs = analysis.statistics_of(term.node)
+        grouped = term.totals_statistic()
+        count = n if grouped is None else totals[grouped.name]
+        full = {
+            kind: complete_statistic(spec, released[spec.name], count)
+            for kind, spec in specs.items()
+        }
+        values = {
+            name: free[parameter.free_variable]
+            for name, parameter in term.parameters.items()
+            if parameter.constant is None
+        }
+        for kinds, observed, mean, cov in term.family.statistic_moments(term, values, full, count):
+            names = tuple(specs[kind].name for kind in kinds)
+            latent = None
+            if names[0] in totals:
+                # The node that observes a group index: its counts are the latent group sizes.
+                if not specs[kinds[0]].derived_first:  # the prior of N_1 … N_{G−1}
+                    mean, cov = mean[..., 1:], cov.tail()
+                cov = cov.dense() + _VARIANCE_FLOOR * pt.eye(mean.shape[-1])
+                latent = totals[names[0]][1:]
+            elif "gram" in specs and laws[specs["gram"].name].scale > 0:
+                # The released Gram matrix is plugged into the mean: its noise enters the
+                # residual of Xᵀy (and yᵀy) through w (errors in variables).
+                cov = cov + _gram_noise_covariance(
+                    values["mu"], laws[specs["gram"].name].variance, len(kinds) == 2
+                )
+            found.append(
+                Observation(
+                    node=term.node,
+                    names=names,
+                    widths=tuple(_vector_width(specs[kind]) for kind in kinds),
+                    laws=tuple(laws[name] for name in names),
+                    observed=observed,
+                    mean=mean,
+                    cov=cov,
+                    latent=latent,
+                )
+            )
+    return found
+
+
 def add_noise_aware_likelihood(model: pm.Model, analysis, privatisation) -> None:
     """Add to ``model`` (a privatised model without likelihood terms) the noise-aware
     likelihood of every observed node of ``analysis``, given the released statistics held by
     the model's data variables and their noise laws (``privatisation.noise``)."""
-    released = {name: model[name] for name in privatisation.statistics}
-    exact = NoiseLaw("gaussian", 0.0)  # a statistic of sensitivity 0 is released as is
-    laws = {name: privatisation.noise.get(name, exact) for name in privatisation.statistics}
-    free = {rv.name: rv for rv in model.free_RVs}
+    laws = noise_laws(privatisation)
     n = analysis.n_records
     with model:
         totals = {}
@@ -202,46 +285,105 @@ def add_noise_aware_likelihood(model: pm.Model, analysis, privatisation) -> None
             totals[spec.name] = n * share
             if laws[spec.name].scale > 0:
                 true = totals[spec.name][1:] if spec.derived_first else totals[spec.name]
-                observation = _noise_logp(released[spec.name], true, laws[spec.name])
+                observation = _noise_logp(model[spec.name], true, laws[spec.name])
                 pm.Potential(f"{spec.name}_noise", pt.sum(observation))
-        for term in analysis.terms:
-            specs = analysis.statistics_of(term.node)
-            grouped = term.totals_statistic()
-            count = n if grouped is None else totals[grouped.name]
-            full = {
-                kind: complete_statistic(spec, released[spec.name], count)
-                for kind, spec in specs.items()
-            }
-            values = {
-                name: free[parameter.free_variable]
-                for name, parameter in term.parameters.items()
-                if parameter.constant is None
-            }
-            logp = 0.0
-            for kinds, observed, mean, cov in term.family.statistic_moments(
-                term, values, full, count
-            ):
-                names = [specs[kind].name for kind in kinds]
-                if names[0] in totals:
-                    # The node that observes a group index: its counts are the latent group
-                    # sizes, whose prior this is (the Normal approximation of the multinomial).
-                    if not specs[kinds[0]].derived_first:  # the prior of N_1 … N_{G−1}
-                        mean, cov = mean[..., 1:], cov.tail()
-                    cov = cov.dense() + _VARIANCE_FLOOR * pt.eye(mean.shape[-1])
-                    latent = totals[names[0]][1:]
-                    logp = logp + pt.sum(pm.logp(pm.MvNormal.dist(mu=mean, cov=cov), latent))
-                    continue
-                if "gram" in specs and laws[specs["gram"].name].scale > 0:
-                    # The released Gram matrix is plugged into the mean: its noise enters
-                    # the residual of Xᵀy (and yᵀy) through w (errors in variables).
-                    cov = cov + _gram_noise_covariance(
-                        values["mu"], laws[specs["gram"].name].variance, len(kinds) == 2
-                    )
-                widths = [_vector_width(specs[kind]) for kind in kinds]
-                logp = logp + _marginal_logp(
-                    pt.as_tensor(observed, dtype="float64"),
-                    mean,
-                    cov,
-                    [(laws[name], width) for name, width in zip(names, widths, strict=True)],
-                )
-            pm.Potential(f"{term.node}_privatised", logp)
+        logp = dict.fromkeys((term.node for term in analysis.terms), 0.0)
+        for observation in observations(model, analysis, privatisation, totals):
+            logp[observation.node] = logp[observation.node] + _observation_logp(observation)
+        for node, value in logp.items():
+            pm.Potential(f"{node}_privatised", value)
+
+
+def _observation_logp(observation: Observation):
+    """log p(s̃ | θ) of one `Observation` (`_marginal_logp`), or the prior density of the
+    latent group sizes."""
+    if observation.latent is not None:
+        normal = pm.MvNormal.dist(mu=observation.mean, cov=observation.cov)
+        return pt.sum(pm.logp(normal, observation.latent))
+    return _marginal_logp(
+        pt.as_tensor(observation.observed, dtype="float64"),
+        observation.mean,
+        observation.cov,
+        list(zip(observation.laws, observation.widths, strict=True)),
+    )
+
+
+def replicate_statistics(
+    posterior, model: pm.Model, privatisation, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Replicated released statistics for posterior predictive checks, and the released ones.
+
+    For each posterior draw θ: s_rep ~ Normal(m(θ), V(θ)), the law of the true statistics
+    the noise-aware likelihood uses (`observations`), plus fresh noise of the released
+    statistic's law (continuous Laplace or Gaussian of its public scale), so that
+    s̃_rep ~ p(s̃ | θ) is comparable with the released s̃. Group counts are the latent group
+    sizes plus noise (the released counts themselves in a plug-in model, which has no
+    latent). Reads released statistics, public scales and the posterior only:
+    post-processing, free of privacy cost.
+
+    Returns ``(replicated, released)``: arrays by statistic name, of shape
+    (chain, draw, *cells) and (*cells,), a vector axis of width 1 dropped.
+    """
+    analysis, laws = privatisation.analysis, noise_laws(privatisation)
+    n = analysis.n_records
+    totals, targets = {}, {}
+    for term in analysis.terms:
+        spec = term.totals_statistic()
+        if spec is None or spec.name in totals:
+            continue
+        share = f"{spec.name}_true_share"
+        if share in model.named_vars:
+            totals[spec.name] = n * model[share]
+            targets[spec.name] = totals[spec.name][1:] if spec.derived_first else totals[spec.name]
+        else:
+            totals[spec.name] = complete_statistic(spec, model[spec.name], n)
+            targets[spec.name] = model[spec.name]
+    found = [o for o in observations(model, analysis, privatisation, totals) if o.latent is None]
+    outputs = [targets[name] for name in targets]
+    for observation in found:
+        cov = observation.cov
+        cov = cov.dense() if isinstance(cov, DiagonalMinusOuter) else cov
+        outputs += [pt.as_tensor(observation.observed), observation.mean, cov]
+    inputs = [rv for rv in model.free_RVs if rv.name in posterior]
+    function = pytensor.function(inputs, outputs, on_unused_input="ignore")
+    chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    replicated: dict[str, list] = {}
+    released: dict[str, np.ndarray] = {}
+    for chain in range(chains):
+        for draw in range(draws):
+            point = [posterior[rv.name].values[chain, draw] for rv in inputs]
+            values = iter(function(*point))
+            for name in targets:
+                true = next(values)
+                replicated.setdefault(name, []).append(true + _noise(laws[name], true.shape, rng))
+                released[name] = np.asarray(model[name].get_value())
+            for observation in found:
+                observed, mean, cov = next(values), next(values), next(values)
+                root = np.linalg.cholesky(cov + _VARIANCE_FLOOR * np.eye(cov.shape[-1]))
+                true = mean + (root @ rng.standard_normal(mean.shape)[..., None])[..., 0]
+                start = 0
+                for name, width, law in zip(
+                    observation.names, observation.widths, observation.laws, strict=True
+                ):
+                    cells = slice(start, start + width)
+                    start += width
+                    value = true[..., cells] + _noise(law, true[..., cells].shape, rng)
+                    given = np.asarray(observed)[..., cells]
+                    if width == 1:  # a scalar statistic per cell: no vector axis
+                        value, given = value[..., 0], given[..., 0]
+                    replicated.setdefault(name, []).append(value)
+                    released[name] = given
+    shaped = {
+        name: np.stack(values).reshape(chains, draws, *values[0].shape)
+        for name, values in replicated.items()
+    }
+    return shaped, released
+
+
+def _noise(law: NoiseLaw, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Fresh noise of ``law`` (continuous; a zero scale adds nothing)."""
+    if law.scale == 0:
+        return np.zeros(shape)
+    if law.kind == "laplace":
+        return rng.laplace(0.0, law.scale, shape)
+    return rng.normal(0.0, law.scale, shape)

@@ -27,6 +27,8 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_private.data import private_data
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.noise_aware import replicate_statistics
+from pymc_private.privatize import privatised_route
 
 __all__ = ["ReleaseCheck", "check_release", "sample_posterior_predictive", "seal"]
 
@@ -194,6 +196,9 @@ def sample_posterior_predictive(
             "predictive draws would carry whatever it was computed from. Sample with "
             "pmp.sample or pmp.sample_posterior first."
         )
+    privatisation = privatised_route(model)
+    if privatisation is not None:
+        return _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
     specs = private_data(model)
     inputs = dict(inputs or {})
     observed = {rv.name: model.rvs_to_values[rv] for rv in model.observed_RVs}
@@ -256,6 +261,52 @@ def sample_posterior_predictive(
             }
         )
     return seal(az.InferenceData(**groups))
+
+
+def _replicated(posterior, model, privatisation, inputs, var_names, random_seed):
+    """Posterior predictive checks of a privatised model: its replicated released statistics
+    in ``posterior_predictive`` against the released ones in ``observed_data`` (both public,
+    so az.plot_ppc and az.bpv run on the sealed result)."""
+    if inputs:
+        raise UnsupportedModelError(
+            "A privatised model holds released statistics, not records, so it predicts no "
+            "new records: pass the original model (with its PrivateData) and the idata of "
+            "the privatised fit to predict at public inputs."
+        )
+    replicated, released = replicate_statistics(
+        posterior, model, privatisation, np.random.default_rng(random_seed)
+    )
+    var_names = list(replicated) if var_names is None else list(var_names)
+    unknown = sorted(set(var_names) - set(replicated))
+    if unknown:
+        raise UnsupportedModelError(
+            f"var_names must name released statistics ({sorted(replicated)}); got {unknown}."
+        )
+    coords = {"chain": posterior.chain.values, "draw": posterior.draw.values}
+
+    def dims(name, ndim):
+        return [f"{name}_dim_{i}" for i in range(ndim)]
+
+    return seal(
+        az.InferenceData(
+            posterior_predictive=xr.Dataset(
+                {
+                    name: xr.DataArray(
+                        replicated[name],
+                        dims=["chain", "draw", *dims(name, replicated[name].ndim - 2)],
+                        coords=coords,
+                    )
+                    for name in var_names
+                }
+            ),
+            observed_data=xr.Dataset(
+                {
+                    name: xr.DataArray(released[name], dims=dims(name, released[name].ndim))
+                    for name in var_names
+                }
+            ),
+        )
+    )
 
 
 def _checked_inputs(inputs: dict, specs: dict) -> int | None:
