@@ -1,5 +1,6 @@
 """pymc-private: differentially private posterior sampling for PyMC models."""
 
+import logging
 import warnings
 
 from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release, ledger_for
@@ -45,6 +46,7 @@ __version__ = "0.1.0"
 warnings.filterwarnings(
     "ignore", message="PyTensor could not link to a BLAS installation", category=UserWarning
 )
+logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
 
 __all__ = [
     "AuditResult",

@@ -885,9 +885,15 @@ class LikelihoodFamily(ABC):
             ):
                 raise UnsupportedModelError(
                     f"`{term.node}` ({self.name}): parameter `{param.name}` is an expression, "
-                    "not a free variable (possibly indexed by private data), so the likelihood "
-                    "does not reduce to sufficient statistics; use a pay-per-draw route, or "
-                    "pass the free variable itself."
+                    "so the likelihood does not reduce to sufficient statistics. Forms that "
+                    "do: a free variable (theta), one indexed by a PrivateData group index "
+                    "(theta[g_obs]; a public index counts as private once declared with "
+                    "pmp.PrivateData(name, g, bounds=(0, G - 1))), and for a Normal mean the "
+                    "linear predictor X_obs @ w with w = pmp.TruncatedMvNormal(name, mu, cov, "
+                    "radius=R); for an intercept, add a column of ones to X_obs with bounds "
+                    "(1, 1) in that column instead of writing alpha + X_obs @ w. Links "
+                    "(logistic, Poisson log) have no such statistics: sample those models on "
+                    "raw data with pmp.PrivateMetropolis (pay per draw)."
                 )
         groups = {p.group_by for p in term.parameters.values() if p.group_by is not None}
         if len(groups) > 1:

@@ -639,3 +639,28 @@ def test_netcdf_keeps_ledger_and_leaks_no_raw_data(normal_data, tmp_path, capsys
     assert _raw_data_in(az.from_netcdf(control), normal_data) == ["constant_data/x_obs"]
     assert np.float64(SENTINEL).tobytes() in control.read_bytes()
     assert np.asarray(normal_data[:8]).tobytes() in control.read_bytes()
+
+
+def test_an_intercept_refusal_names_the_form_that_runs_and_that_form_privatizes():
+    """`alpha + X @ w` does not reduce to sufficient statistics; the refusal says to put a
+    column of ones in X, and that model privatizes."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1.0, 1.0, (50, 2))
+    y = np.clip(0.3 + X @ [0.5, -0.3], -2.0, 2.0)
+    with pm.Model() as model:
+        X_obs = PrivateData("X", X, bounds=(-1.0, 1.0))
+        y_obs = PrivateData("y", y, bounds=(-2.0, 2.0))
+        alpha = TruncatedNormal("alpha", 0.0, 1.0, lower=-1.0, upper=1.0)
+        w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=2.0)
+        pm.Normal("obs", alpha + X_obs @ w, 0.5, observed=y_obs)
+    with pytest.raises(UnsupportedModelError, match="column of ones") as refusal:
+        privatize(model, epsilon=1.0)
+    assert "PrivateMetropolis" in str(refusal.value)
+    ones = np.column_stack([np.ones(50), X])
+    with pm.Model() as fixed:
+        X_obs = PrivateData("X", ones, bounds=([1.0, -1.0, -1.0], [1.0, 1.0, 1.0]))
+        y_obs = PrivateData("y", y, bounds=(-2.0, 2.0))
+        w = TruncatedMvNormal("w", np.zeros(3), np.eye(3), radius=2.0)
+        pm.Normal("obs", X_obs @ w, 0.5, observed=y_obs)
+    statistics = privatised_statistics(privatize(fixed, epsilon=1.0))
+    assert statistics["gram(X)"].shape == (6,)  # the upper triangle of the 3 × 3 Gram matrix
