@@ -314,6 +314,12 @@ class Composition(NamedTuple):
     @property
     def description(self) -> str:
         """One line for a person: the guarantee and how it was obtained."""
+        if self.method == "sum":  # Σ ε_i holds at the releases' own δ, any larger δ too
+            return (
+                f"ε = {_fmt(self.epsilon)} by the {_METHOD_DESCRIPTIONS['sum']}, at the "
+                f"releases' own δ (the δ column), so also at δ = {_fmt(self.delta)}: no "
+                "accountant does better here"
+            )
         return (
             f"(ε = {_fmt(self.epsilon)}, δ = {_fmt(self.delta)})-DP by the "
             f"{_METHOD_DESCRIPTIONS[self.method]}"

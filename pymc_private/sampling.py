@@ -177,8 +177,10 @@ def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
     if chains < 2 or draws < 4 or not posterior.data_vars:
         return
-    rhat = float(az.rhat(posterior).to_array().max())
-    ess = float(az.ess(posterior).to_array().min())
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # a chain that never moved
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rhat = float(az.rhat(posterior).to_array().max())
+        ess = float(az.ess(posterior).to_array().min())
     if not (rhat > 1.01 or ess < 100 * chains or math.isnan(rhat)):
         return
     if per_draw:
