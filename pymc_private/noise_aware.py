@@ -348,7 +348,7 @@ def replicate_statistics(
     function = pytensor.function(inputs, outputs, on_unused_input="ignore")
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
     replicated: dict[str, list] = {}
-    released: dict[str, np.ndarray] = {}
+    released = {name: np.asarray(model[name].get_value()) for name in targets}
     for chain in range(chains):
         for draw in range(draws):
             point = [posterior[rv.name].values[chain, draw] for rv in inputs]
@@ -356,7 +356,6 @@ def replicate_statistics(
             for name in targets:
                 true = next(values)
                 replicated.setdefault(name, []).append(true + _noise(laws[name], true.shape, rng))
-                released[name] = np.asarray(model[name].get_value())
             for observation in found:
                 observed, mean, cov = next(values), next(values), next(values)
                 root = np.linalg.cholesky(cov + _VARIANCE_FLOOR * np.eye(cov.shape[-1]))
