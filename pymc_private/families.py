@@ -893,7 +893,7 @@ class LikelihoodFamily(ABC):
                     "radius=R); for an intercept, add a column of ones to X_obs with bounds "
                     "(1, 1) in that column instead of writing alpha + X_obs @ w. Links "
                     "(logistic, Poisson log) have no such statistics: sample those models on "
-                    "raw data with pmp.PrivateMetropolis (pay per draw)."
+                    "raw data on a pay-per-draw route (pmp.PrivateMetropolis)."
                 )
         groups = {p.group_by for p in term.parameters.values() if p.group_by is not None}
         if len(groups) > 1:

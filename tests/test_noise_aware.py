@@ -127,8 +127,8 @@ def test_noise_aware_naive_bayes_samples_with_nuts_and_finds_the_rates(
     assert "counts(y_obs)_true_share" in private.named_vars
     for variable in ("pi", "theta"):
         assert pmp.PrivateGibbs.competence(private[variable], False).name == "INCOMPATIBLE"
-    with private:
-        idata = pmp.sample(300, tune=300, chains=2, cores=1, progressbar=False)
+    with private:  # seeded: an unseeded chain stuck once in a CI run of many
+        idata = pmp.sample(300, tune=300, chains=2, cores=1, progressbar=False, random_seed=2)
     assert np.all(idata.sample_stats["privacy_epsilon"].values == 0.0)
     theta = idata.posterior["theta"].mean(("chain", "draw")).values
     for group in (0, 1):
