@@ -217,10 +217,14 @@ def noise_laws(privatisation) -> dict[str, NoiseLaw]:
     return {name: privatisation.noise.get(name, exact) for name in privatisation.statistics}
 
 
-def observations(model: pm.Model, analysis, privatisation, totals: dict) -> list[Observation]:
+def observations(
+    model: pm.Model, analysis, privatisation, totals: dict, *, latent_sizes: bool = True
+) -> list[Observation]:
     """The `Observation`s of every observed node of ``analysis`` on the released statistics
     held by ``model``'s data variables, given its free variables and the group sizes
-    ``totals`` (by group-count statistic: the latent N of the noise-aware model)."""
+    ``totals`` (by group-count statistic): with ``latent_sizes``, the latent N of the noise-aware
+    model, whose counts are their prior; without, the released counts of a plug-in model,
+    observed like any other statistic."""
     released = {name: model[name] for name in privatisation.statistics}
     laws = noise_laws(privatisation)
     free = {rv.name: rv for rv in model.free_RVs}
@@ -242,7 +246,7 @@ def observations(model: pm.Model, analysis, privatisation, totals: dict) -> list
         for kinds, observed, mean, cov in term.family.statistic_moments(term, values, full, count):
             names = tuple(specs[kind].name for kind in kinds)
             latent = None
-            if names[0] in totals:
+            if latent_sizes and names[0] in totals:
                 # The node that observes a group index: its counts are the latent group sizes.
                 if not specs[kinds[0]].derived_first:  # the prior of N_1 … N_{G−1}
                     mean, cov = mean[..., 1:], cov.tail()
@@ -317,9 +321,9 @@ def replicate_statistics(
     the noise-aware likelihood uses (`observations`), plus fresh noise of the released
     statistic's law (continuous Laplace or Gaussian of its public scale), so that
     s̃_rep ~ p(s̃ | θ) is comparable with the released s̃. Group counts are the latent group
-    sizes plus noise (the released counts themselves in a plug-in model, which has no
-    latent). Reads released statistics, public scales and the posterior only:
-    post-processing, free of privacy cost.
+    sizes plus noise; a plug-in model has no latent, and the node that observes its group
+    index (if any) replicates them like any other statistic. Reads released statistics,
+    public scales and the posterior only: post-processing, free of privacy cost.
 
     Returns ``(replicated, released)``: arrays by statistic name, of shape
     (chain, draw, *cells) and (*cells,), a vector axis of width 1 dropped.
@@ -332,51 +336,58 @@ def replicate_statistics(
         if spec is None or spec.name in totals:
             continue
         share = f"{spec.name}_true_share"
-        if share in model.named_vars:
+        if share in model.named_vars:  # noise-aware: the latent sizes, observed with noise
             totals[spec.name] = n * model[share]
             targets[spec.name] = totals[spec.name][1:] if spec.derived_first else totals[spec.name]
-        else:
+        else:  # plug-in: the released sizes, whose own node replicates them
             totals[spec.name] = complete_statistic(spec, model[spec.name], n)
-            targets[spec.name] = model[spec.name]
-    found = [o for o in observations(model, analysis, privatisation, totals) if o.latent is None]
-    outputs = [targets[name] for name in targets]
+    found = observations(model, analysis, privatisation, totals, latent_sizes=bool(targets))
+    found = [o for o in found if o.latent is None]
+    outputs = list(targets.values())
     for observation in found:
         cov = observation.cov
-        cov = cov.dense() if isinstance(cov, DiagonalMinusOuter) else cov
-        outputs += [pt.as_tensor(observation.observed), observation.mean, cov]
+        outputs += [observation.mean, cov.dense() if isinstance(cov, DiagonalMinusOuter) else cov]
     inputs = [rv for rv in model.free_RVs if rv.name in posterior]
     function = pytensor.function(inputs, outputs, on_unused_input="ignore")
+    given = pytensor.function([], [pt.as_tensor(o.observed) for o in found])()
+    released = {name: np.asarray(model[name].get_value()) for name in targets}
+    for observation, observed in zip(found, given, strict=True):
+        for name, cells in _cells(observation):
+            released[name] = _squeezed(np.asarray(observed)[..., cells])
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
     replicated: dict[str, list] = {}
-    released = {name: np.asarray(model[name].get_value()) for name in targets}
     for chain in range(chains):
         for draw in range(draws):
-            point = [posterior[rv.name].values[chain, draw] for rv in inputs]
-            values = iter(function(*point))
+            values = iter(function(*(posterior[rv.name].values[chain, draw] for rv in inputs)))
             for name in targets:
                 true = next(values)
                 replicated.setdefault(name, []).append(true + _noise(laws[name], true.shape, rng))
             for observation in found:
-                observed, mean, cov = next(values), next(values), next(values)
+                mean, cov = next(values), next(values)
                 root = np.linalg.cholesky(cov + _VARIANCE_FLOOR * np.eye(cov.shape[-1]))
                 true = mean + (root @ rng.standard_normal(mean.shape)[..., None])[..., 0]
-                start = 0
-                for name, width, law in zip(
-                    observation.names, observation.widths, observation.laws, strict=True
-                ):
-                    cells = slice(start, start + width)
-                    start += width
+                for (name, cells), law in zip(_cells(observation), observation.laws, strict=True):
                     value = true[..., cells] + _noise(law, true[..., cells].shape, rng)
-                    given = np.asarray(observed)[..., cells]
-                    if width == 1:  # a scalar statistic per cell: no vector axis
-                        value, given = value[..., 0], given[..., 0]
-                    replicated.setdefault(name, []).append(value)
-                    released[name] = given
+                    replicated.setdefault(name, []).append(_squeezed(value))
     shaped = {
         name: np.stack(values).reshape(chains, draws, *values[0].shape)
         for name, values in replicated.items()
     }
     return shaped, released
+
+
+def _cells(observation: Observation) -> list[tuple[str, slice]]:
+    """Each stacked statistic's name and its entries on the observation's vector axis."""
+    ends = np.cumsum(observation.widths)
+    return [
+        (name, slice(end - width, end))
+        for name, width, end in zip(observation.names, observation.widths, ends, strict=True)
+    ]
+
+
+def _squeezed(value: np.ndarray) -> np.ndarray:
+    """A statistic of one entry per cell without its vector axis."""
+    return value[..., 0] if value.shape[-1] == 1 else value
 
 
 def _noise(law: NoiseLaw, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:

@@ -254,9 +254,7 @@ def sample_posterior_predictive(
     if inputs:
         groups["predictions_constant_data"] = xr.Dataset(
             {
-                name: xr.DataArray(
-                    values[name], dims=[f"{name}_dim_{i}" for i in range(values[name].ndim)]
-                )
+                name: xr.DataArray(values[name], dims=_dims(name, values[name].ndim))
                 for name in inputs
             }
         )
@@ -283,17 +281,13 @@ def _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
             f"var_names must name released statistics ({sorted(replicated)}); got {unknown}."
         )
     coords = {"chain": posterior.chain.values, "draw": posterior.draw.values}
-
-    def dims(name, ndim):
-        return [f"{name}_dim_{i}" for i in range(ndim)]
-
     return seal(
         az.InferenceData(
             posterior_predictive=xr.Dataset(
                 {
                     name: xr.DataArray(
                         replicated[name],
-                        dims=["chain", "draw", *dims(name, replicated[name].ndim - 2)],
+                        dims=["chain", "draw", *_dims(name, replicated[name].ndim - 2)],
                         coords=coords,
                     )
                     for name in var_names
@@ -301,12 +295,17 @@ def _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
             ),
             observed_data=xr.Dataset(
                 {
-                    name: xr.DataArray(released[name], dims=dims(name, released[name].ndim))
+                    name: xr.DataArray(released[name], dims=_dims(name, released[name].ndim))
                     for name in var_names
                 }
             ),
         )
     )
+
+
+def _dims(name: str, ndim: int) -> list[str]:
+    """ArviZ's default names for the ``ndim`` axes of a variable's values."""
+    return [f"{name}_dim_{i}" for i in range(ndim)]
 
 
 def _checked_inputs(inputs: dict, specs: dict) -> int | None:

@@ -193,3 +193,25 @@ def test_replicated_statistics_refusals_say_what_to_change(privatised_fit):
         pmp.sample_posterior_predictive(idata, private, inputs={"x_obs": np.ones(3)})
     with pytest.raises(pmp.UnsupportedModelError, match="released statistics"):
         pmp.sample_posterior_predictive(idata, private, var_names=["x"])
+
+
+@pytest.mark.parametrize("noise_aware", [True, False])
+def test_replicated_group_counts_follow_the_model_that_was_fitted(make_naive_bayes, noise_aware):
+    """Class counts are replicated from the latent class sizes of a noise-aware model, and
+    from the class node's own law (n·π) in a plug-in model, which has no latent sizes; both
+    beside the released counts, with every cell of the feature counts."""
+    rng = np.random.default_rng(12)
+    labels = rng.integers(0, 2, 300)
+    features = (rng.random((300, 3)) < np.where(labels[:, None] == 1, 0.7, 0.3)).astype(int)
+    private = pmp.privatize(make_naive_bayes(labels, features, 0.05), 1.0, noise_aware=noise_aware)
+    with private:
+        idata = pmp.sample(100, chains=2, cores=1, progressbar=False, random_seed=4)
+    ppc = pmp.sample_posterior_predictive(idata, private, random_seed=1)
+    released = ppc.observed_data
+    assert set(ppc.posterior_predictive.data_vars) == set(released.data_vars)
+    assert {"counts(y_obs)", "counts(X_obs | y_obs)"} <= set(released.data_vars)
+    for name in released.data_vars:
+        replicated = ppc.posterior_predictive[name]
+        assert replicated.shape[2:] == released[name].shape
+        p_value = (replicated >= released[name]).mean(("chain", "draw")).values
+        assert np.all((p_value > 0.01) & (p_value < 0.99)), name
