@@ -209,7 +209,7 @@ def test_replicated_group_counts_follow_the_model_that_was_fitted(make_naive_bay
     ppc = pmp.sample_posterior_predictive(idata, private, random_seed=1)
     released = ppc.observed_data
     assert set(ppc.posterior_predictive.data_vars) == set(released.data_vars)
-    assert {"counts(y_obs)", "counts(X_obs | y_obs)"} <= set(released.data_vars)
+    assert {"counts(y_obs)", "counts(x_obs | y_obs)"} <= set(released.data_vars)
     for name in released.data_vars:
         replicated = ppc.posterior_predictive[name]
         assert replicated.shape[2:] == released[name].shape
