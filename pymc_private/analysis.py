@@ -270,6 +270,9 @@ class PrivacyAnalysis:
                     "family": term.family.name,
                     "data": term.data,
                     "group_by": term.group_by,
+                    "public_group_sizes": (
+                        None if term.group_values is None else term.public_totals().tolist()
+                    ),
                     "free_variables": list(term.free_variables),
                     "lipschitz": self.node_lipschitz[term.node],
                 }
@@ -308,7 +311,7 @@ class PrivacyAnalysis:
                 term.node,
                 term.family.name,
                 term.data,
-                term.group_by or "-",
+                _grouping(term),
                 ", ".join(term.free_variables) or "-",
                 _fmt(self.node_lipschitz[term.node]),
             ]
@@ -376,6 +379,12 @@ class PrivacyAnalysis:
                 parts.append(f"<p><em>{html.escape(footer)}</em></p>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _grouping(term: LikelihoodTerm) -> str:
+    if term.group_by is None:
+        return "-"
+    return term.group_by + (" (public)" if term.group_values is not None else "")
 
 
 def _fmt(value: float) -> str:
@@ -726,6 +735,7 @@ class _Bound:
     free_variable: str | None = None
     link: str = "identity"
     group_by: str | None = None
+    group_values: np.ndarray | None = None
     covariates: str | None = None
     radius: float | None = None
     prior_family: str | None = None
@@ -791,12 +801,14 @@ class _GraphReader:
         }
         self.supports: dict[str, object] = {}
         self.node = ""
+        self.n = 0
 
     # -- observed nodes ------------------------------------------------------------------
 
     def term(self, observed: Variable) -> LikelihoodTerm:
         self.node = observed.name
         spec = self._observed_data(observed)
+        self.n = spec.n
         op = observed.owner.op
         candidates = [family for family in FAMILIES if isinstance(op, family.rv_op)]
         if not candidates:
@@ -812,13 +824,15 @@ class _GraphReader:
         support = family.support(parameters)
         domains = self._domains(spec, family, support)
         groups = {p.group_by for p in parameters.values() if p.group_by is not None}
-        group_by = n_groups = group_domain = None
+        group_by = n_groups = group_domain = group_values = None
         if len(groups) == 1:
             (group_by,) = groups
             grouped = next(p for p in parameters.values() if p.group_by == group_by)
             n_groups = grouped.shape[0]
-            index = self.specs[group_by]
-            group_domain = ElementDomain(float(index.lower), float(index.upper), True)
+            group_values = grouped.group_values
+            if group_values is None:
+                index = self.specs[group_by]
+                group_domain = ElementDomain(float(index.lower), float(index.upper), True)
         linear = [p.covariates for p in parameters.values() if p.covariates is not None]
         covariate_spec = self.specs[linear[0]] if linear else None
         term = LikelihoodTerm(
@@ -832,6 +846,7 @@ class _GraphReader:
             group_by=group_by,
             n_groups=n_groups,
             group_domain=group_domain,
+            group_values=group_values,
             grid=_grid(spec),
             covariate_grid=None if covariate_spec is None else _grid(covariate_spec),
         )
@@ -898,6 +913,7 @@ class _GraphReader:
             free_variable=bound.free_variable,
             link=bound.link,
             group_by=bound.group_by,
+            group_values=bound.group_values,
             covariates=bound.covariates,
             radius=bound.radius,
             prior_family=bound.prior_family,
@@ -966,10 +982,12 @@ class _GraphReader:
             return self._free(variable)
         if variable in self.observed:
             raise self._observed_variable(variable)
-        if isinstance(variable, SharedVariable):
-            return self._refuse_data(variable)
-        if _only_constants(variable):
-            value = np.asarray(constant_fold([variable])[0], dtype=np.float64)
+        if isinstance(variable, SharedVariable) and variable.name in self.specs:
+            raise self._refuse_data(variable)
+        if isinstance(variable, SharedVariable) or _only_constants(variable):
+            # pm.Data that is not PrivateData is public: read once, as a constant
+            # (PrivateMetropolis compiles the value read here, so pm.set_data cannot move it).
+            value = public_value(variable)
             return _Bound(
                 interval=Interval(float(value.min()), float(value.max())),
                 constant=value,
@@ -1012,22 +1030,17 @@ class _GraphReader:
     def _unsupported(self, what: str) -> UnsupportedModelError:
         return UnsupportedModelError(
             f"The privacy analysis cannot bound {what} in the parameters of `{self.node}`. "
-            "Parameters may be free variables with bounded priors, constants, indexing by a "
-            "PrivateData group index (theta[y_obs]), a linear predictor PrivateData @ w, and "
+            "Parameters may be free variables with bounded priors, constants and public pm.Data, "
+            "indexing by a group index (theta[g], g PrivateData or public), a linear predictor "
+            "X @ w (X PrivateData or public), and "
             "elementwise arithmetic (+, −, ×, /, powers, exp, log, sigmoid) of those."
         )
 
-    def _refuse_data(self, variable: SharedVariable) -> _Bound:
-        if variable.name in self.specs:
-            raise UnsupportedModelError(
-                f"PrivateData `{variable.name}` enters the parameters of `{self.node}` other "
-                f"than as a group index (theta[{variable.name}]) or covariates "
-                f"({variable.name} @ w); the privacy analysis cannot bound that use."
-            )
-        raise UnsupportedModelError(
-            f"The parameters of `{self.node}` read pm.Data `{variable.name}`, which is not "
-            "PrivateData: declare per-record data with pmp.PrivateData(name, value, "
-            "bounds=(lower, upper)), or pass a public constant as a numpy value."
+    def _refuse_data(self, variable: SharedVariable) -> UnsupportedModelError:
+        return UnsupportedModelError(
+            f"PrivateData `{variable.name}` enters the parameters of `{self.node}` other "
+            f"than as a group index (theta[{variable.name}]) or covariates "
+            f"({variable.name} @ w); the privacy analysis cannot bound that use."
         )
 
     def _free(self, rv: Variable) -> _Bound:
@@ -1080,7 +1093,7 @@ class _GraphReader:
         base = self.bound(node.inputs[0])
         private = self._private_indices(node, base)
         if not private:
-            return base.unstructured(base.interval)
+            return self._public_groups(node, base) or base.unstructured(base.interval)
         names = _union((spec.name,) for _, spec in private)
         first, *rest = node.inputs[1:]
         rows = (
@@ -1093,6 +1106,38 @@ class _GraphReader:
                 group_by = private[0][1].name
                 return replace(base, private=_union((base.private, names)), group_by=group_by)
         return _Bound(interval=base.interval, free=base.free, private=_union((base.private, names)))
+
+    def _public_groups(self, node, base: _Bound) -> _Bound | None:
+        """``theta[g]`` with ``g`` a public index, one integer per record (a numpy array, or
+        ``pm.Data`` that is not `PrivateData`): the parameter keeps its structure, grouped by
+        ``g``, whose values the analysis reads once and keeps (`ParameterTerm.group_values`).
+        A public index is not part of the record, so neighbours share it
+        (:ref:`privacy-model-public-inputs`). None for any other indexing."""
+        first, *rest = node.inputs[1:]
+        index = _strip_casts(first)
+        if isinstance(index, SharedVariable):
+            name, values = index.name, index.get_value(borrow=True)
+        elif _only_constants(index):
+            name, values = None, constant_fold([index])[0]
+        else:
+            return None
+        values = np.asarray(values)
+        structured = (
+            base.free_variable is not None
+            and base.link == "identity"
+            and base.group_by is None
+            and base.shape
+            and all(_is_full_slice(other) for other in rest)
+        )
+        if not structured or values.dtype.kind not in "iu" or values.shape != (self.n,):
+            return None
+        groups = base.shape[0]
+        if values.size and (values.min() < -groups or values.max() >= groups):
+            return None
+        values = np.where(values < 0, values + groups, values).astype(np.int64)
+        values.setflags(write=False)
+        name = name or f"index of {base.free_variable}"
+        return replace(base, group_by=name, group_values=values)
 
     def _private_indices(self, node, base: _Bound) -> list[tuple[int, PrivateDataSpec]]:
         """The `PrivateData` indices of an advanced-indexing node with the axis each indexes,
@@ -1117,8 +1162,6 @@ class _GraphReader:
             if _is_slice(index):
                 axis += 1
                 continue
-            if isinstance(_strip_casts(index), SharedVariable):
-                self._refuse_data(_strip_casts(index))
             axis += index.ndim if index.dtype == "bool" else 1
         return private
 
@@ -1359,6 +1402,14 @@ def _is_full_slice(variable: Variable) -> bool:
         return value.start is None and value.stop is None and value.step is None
     owner = variable.owner
     return owner is not None and all(isinstance(i.type, NoneTypeT) for i in owner.inputs)
+
+
+def public_value(variable: Variable) -> np.ndarray:
+    """The value of a public input of a parameter graph (constants and ``pm.Data`` that is
+    not `PrivateData`), as float64."""
+    if isinstance(variable, SharedVariable):
+        return np.asarray(variable.get_value(), dtype=np.float64)
+    return np.asarray(constant_fold([variable])[0], dtype=np.float64)
 
 
 def _only_constants(variable: Variable) -> bool:

@@ -214,23 +214,38 @@ def statistic_bounds(analysis, node: str) -> tuple[dict[str, np.ndarray], object
     `pymc_private.privatize.term_statistics` returns for actual data, as intervals."""
     term = analysis.term(node)
     n = analysis.n_records
-    grouped = term.group_by is not None
-    totals = intervals(np.zeros(term.n_groups), np.full(term.n_groups, n)) if grouped else n
+    public = term.public_totals()
+    if public is None:  # a private index: a group holds between 0 and n records
+        totals = intervals(np.zeros(term.n_groups), np.full(term.n_groups, n))
+        records = n
+    else:  # n, or a public index's group sizes
+        totals = records = public
     full = {}
     for kind, spec in analysis.statistics_of(node).items():
         if spec.kind == "counts":
             shape = (*spec.shape[:-1], spec.n_categories)
-            full[kind] = intervals(np.zeros(shape), np.full(shape, n))
+            most = np.broadcast_to(_leading(records, len(shape)), shape)
+            full[kind] = intervals(np.zeros(shape), most)
             continue
-        lower = n * spec.natural(spec.record_lower, exact=True)
-        upper = n * spec.natural(spec.record_upper, exact=True)
-        if grouped:  # a group holds between 0 and n records
+        most = _leading(records, len(spec.shape))
+        lower = most * spec.natural(spec.record_lower, exact=True)
+        upper = most * spec.natural(spec.record_upper, exact=True)
+        if public is None:
             lower = np.minimum(lower, 0)
             upper = np.maximum(upper, 0)
         full[kind] = intervals(
             np.broadcast_to(lower, spec.shape), np.broadcast_to(upper, spec.shape)
         )
     return full, totals
+
+
+def _leading(records, ndim: int):
+    """A record count (a scalar, or one per group as a column) shaped to broadcast against
+    a statistic of ``ndim`` axes whose first axis is the group."""
+    records = np.asarray(records, dtype=object)
+    if records.ndim == 0:
+        return records
+    return records.reshape((-1,) + (1,) * (ndim - 1))
 
 
 # ---------------------------------------------------------------------------------------

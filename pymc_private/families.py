@@ -265,7 +265,11 @@ class ParameterTerm:
         ``"reciprocal"`` (an Exponential scale from a rate), ``"inverse_sqrt"`` (a Normal
         sigma from a precision ``tau``), or ``"linear"`` (``covariates @ free_variable``).
     group_by
-        The `PrivateData` index the parameter is indexed by (``theta[y_obs]`` → ``"y_obs"``).
+        The index the parameter is indexed by: a `PrivateData` (``theta[y_obs]`` →
+        ``"y_obs"``), or a public one (`group_values`).
+    group_values
+        The values of a public group index, one per record (a numpy array or ``pm.Data``
+        that is not `PrivateData`, read once by the analysis); None for a private index.
     covariates
         The `PrivateData` covariate matrix of a linear predictor.
     radius
@@ -283,6 +287,7 @@ class ParameterTerm:
     free_variable: str | None = None
     link: str = "identity"
     group_by: str | None = None
+    group_values: np.ndarray | None = None
     covariates: str | None = None
     radius: float | None = None
     prior_family: str | None = None
@@ -319,8 +324,12 @@ class LikelihoodTerm:
     parameters
         One `ParameterTerm` per family parameter.
     group_by, n_groups, group_domain
-        The private index that selects this node's parameters per record (``y_obs`` in
-        ``theta[y_obs]``), the number of groups and the index's domain.
+        The index that selects this node's parameters per record (``y_obs`` in
+        ``theta[y_obs]``), the number of groups and, for a private index, its domain.
+    group_values
+        The values of a public index (one per record), None for a private one. A public
+        index is not part of the record: neighbours share it, so a record cannot change
+        group, the group sizes n_g are public and nothing about them is released.
     n
         The public record count.
     grid, covariate_grid
@@ -338,6 +347,7 @@ class LikelihoodTerm:
     group_by: str | None = None
     n_groups: int | None = None
     group_domain: ElementDomain | None = None
+    group_values: np.ndarray | None = None
     grid: DataGrid | None = None
     covariate_grid: DataGrid | None = None
 
@@ -353,10 +363,19 @@ class LikelihoodTerm:
         """Whether replacing a record can move it to another group."""
         return self.group_domain is not None and self.group_domain.size > 1
 
-    def totals_statistic(self) -> StatisticSpec | None:
-        """The group sizes n_g a grouped node's statistics are completed with (None when
-        ungrouped: the total is the public n)."""
+    def public_totals(self):
+        """The records behind each group when that is public: n ungrouped, the group sizes
+        n_g of a public index; None for a private index (`totals_statistic` releases them)."""
         if self.group_by is None:
+            return self.n
+        if self.group_values is None:
+            return None
+        return np.bincount(self.group_values, minlength=self.n_groups)
+
+    def totals_statistic(self) -> StatisticSpec | None:
+        """The group sizes n_g a grouped node's statistics are completed with, released
+        (None when they are public: the total n, or a public index's `public_totals`)."""
+        if self.group_by is None or self.group_values is not None:
             return None
         return group_counts_statistic(self.group_by, self.n_groups, self.group_domain)
 
@@ -410,7 +429,10 @@ class StatisticSpec:
     grids
         The `DataGrid` of each array in ``data``.
     group_by, n_groups
-        The private index grouping the sums, and the number of groups.
+        The index grouping the sums, and the number of groups.
+    group_values
+        The values of a public index (then a record never changes group), None for a
+        `PrivateData` index, whose values ``compute`` reads with the data.
     n_categories
         K, for counts.
     derived_first
@@ -434,9 +456,16 @@ class StatisticSpec:
     grids: tuple[DataGrid | None, ...] = ()
     group_by: str | None = None
     n_groups: int | None = None
+    group_values: np.ndarray | None = None
     n_categories: int | None = None
     derived_first: bool = True
     nodes: tuple[str, ...] = field(default=())
+
+    @property
+    def group_can_change(self) -> bool:
+        """Whether replacing a record can move its contribution to another group: grouped by
+        a `PrivateData` index (conservatively, whatever its declared domain)."""
+        return self.group_by is not None and self.group_values is None
 
     @property
     def sensitivity_l1(self) -> float:
@@ -452,7 +481,7 @@ class StatisticSpec:
         """
         lower, upper = np.asarray(self.record_lower), np.asarray(self.record_upper)
         moves = [int(np.max(upper - lower))]
-        if self.group_by is not None:
+        if self.group_can_change:
             moves += [int(np.max(np.abs(lower))), int(np.max(np.abs(upper)))]
         return max(moves)
 
@@ -478,7 +507,7 @@ class StatisticSpec:
         lower = np.broadcast_to(self.record_lower, cells).ravel().tolist()
         upper = np.broadcast_to(self.record_upper, cells).ravel().tolist()
         within = sum((u - low) ** 2 for low, u in zip(lower, upper, strict=True))
-        if self.group_by is not None:
+        if self.group_can_change:
             within = max(
                 within, 2 * sum(max(low * low, u * u) for low, u in zip(lower, upper, strict=True))
             )
@@ -499,7 +528,9 @@ class StatisticSpec:
 
         Touches private data: its output must go through a mechanism before release.
         """
-        group = None if self.group_by is None else np.asarray(arrays[self.group_by], dtype=int)
+        group = self.group_values
+        if group is None and self.group_by is not None:
+            group = np.asarray(arrays[self.group_by], dtype=int)
         if self.kind == "counts":
             values = np.asarray(arrays[self.data[0]], dtype=np.int64)
             first = 1 if self.derived_first else 0
@@ -886,11 +917,11 @@ class LikelihoodFamily(ABC):
                 raise UnsupportedModelError(
                     f"`{term.node}` ({self.name}): parameter `{param.name}` is an expression, "
                     "so the likelihood does not reduce to sufficient statistics. Forms that "
-                    "do: a free variable (theta), one indexed by a PrivateData group index "
-                    "(theta[g_obs]; a public index counts as private once declared with "
-                    "pmp.PrivateData(name, g, bounds=(0, G - 1))), and for a Normal mean the "
-                    "linear predictor X_obs @ w with w = pmp.TruncatedMvNormal(name, mu, cov, "
-                    "radius=R); for an intercept, add a column of ones to X_obs with bounds "
+                    "do: a free variable (theta), one indexed by a group index (theta[g], g a "
+                    "PrivateData, a numpy array or pm.Data; a public index is not released), "
+                    "and for a Normal mean the linear predictor X_obs @ w (X_obs PrivateData) "
+                    "with w = pmp.TruncatedMvNormal(name, mu, cov, radius=R); for an "
+                    "intercept, add a column of ones to X_obs with bounds "
                     "(1, 1) in that column instead of writing alpha + X_obs @ w. Links "
                     "(logistic, Poisson log) have no such statistics: sample those models on "
                     "raw data on a pay-per-draw route (pmp.PrivateMetropolis)."
@@ -939,6 +970,7 @@ class LikelihoodFamily(ABC):
             grouped=term.group_can_change,
             grids=(term.grid,),
             group_by=term.group_by,
+            group_values=term.group_values,
             n_groups=term.n_groups,
         )
 
@@ -967,6 +999,7 @@ class LikelihoodFamily(ABC):
             record_upper=_read_only(np.ones(cells, dtype=np.int64)),
             grids=(term.grid,),
             group_by=term.group_by,
+            group_values=term.group_values,
             n_groups=term.n_groups,
             n_categories=n_categories,
             derived_first=derived,

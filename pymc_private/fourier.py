@@ -191,6 +191,13 @@ def fourier_plan(analysis: PrivacyAnalysis) -> FourierPlan:
     """The Fourier release of ``analysis``'s statistics, or `UnsupportedModelError` saying
     why the model is not one of Boolean variables (counts of two categories, grouped by at
     most one Boolean index). Public: reads the analysis only."""
+    public = sorted({s.group_by for s in analysis.statistics if s.group_values is not None})
+    if public:
+        raise UnsupportedModelError(
+            f"release='fourier' transforms the joint table of the record's Boolean variables; "
+            f"the public index {public[0]!r} is not part of the record. Use the default "
+            "release='cells', whose per-group counts cost what ungrouped ones do."
+        )
     index_names = {spec.group_by for spec in analysis.statistics if spec.group_by is not None}
     if len(index_names) > 1:
         raise UnsupportedModelError(

@@ -228,12 +228,11 @@ def observations(
     released = {name: model[name] for name in privatisation.statistics}
     laws = noise_laws(privatisation)
     free = {rv.name: rv for rv in model.free_RVs}
-    n = analysis.n_records
     found = []
     for term in analysis.terms:
         specs = analysis.statistics_of(term.node)
         grouped = term.totals_statistic()
-        count = n if grouped is None else totals[grouped.name]
+        count = term.public_totals() if grouped is None else totals[grouped.name]
         full = {
             kind: complete_statistic(spec, released[spec.name], count)
             for kind, spec in specs.items()
@@ -348,6 +347,7 @@ def replicate_statistics(
         cov = observation.cov
         outputs += [observation.mean, cov.dense() if isinstance(cov, DiagonalMinusOuter) else cov]
     inputs = [rv for rv in model.free_RVs if rv.name in posterior]
+    outputs = [pt.as_tensor(output) for output in outputs]  # a moment may be a constant
     function = pytensor.function(inputs, outputs, on_unused_input="ignore")
     given = pytensor.function([], [pt.as_tensor(o.observed) for o in found])()
     released = {name: np.asarray(model[name].get_value()) for name in targets}

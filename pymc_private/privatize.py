@@ -157,9 +157,9 @@ def term_statistics(
     """
     term = analysis.term(node)
     totals_spec = term.totals_statistic()
-    totals: Any = analysis.n_records
+    totals: Any = term.public_totals()
     if totals_spec is not None:
-        totals = complete_statistic(totals_spec, statistics[totals_spec.name], totals)
+        totals = complete_statistic(totals_spec, statistics[totals_spec.name], term.n)
     full = {
         kind: complete_statistic(spec, statistics[spec.name], totals)
         for kind, spec in analysis.statistics_of(node).items()
@@ -603,17 +603,21 @@ def _projected(
 
 
 def _cell_totals(analysis: PrivacyAnalysis, spec: StatisticSpec, out: dict) -> np.ndarray:
-    """The record count N behind each cell of ``spec`` (n, or the privatised group size),
-    shaped to broadcast against its cells (a count's cells exclude the category axis)."""
+    """The record count N behind each cell of ``spec`` (n, a public group size, or the
+    privatised group size), shaped to broadcast against its cells (a count's cells exclude
+    the category axis)."""
     n = analysis.n_records
     if spec.group_by is None:
         return np.asarray(float(n))
-    (totals_spec,) = {
-        term.totals_statistic().name: term.totals_statistic()
-        for term in analysis.terms
-        if term.group_by == spec.group_by
-    }.values()
-    totals = complete_statistic(totals_spec, out[totals_spec.name], n).astype(np.float64)
+    if spec.group_values is not None:
+        totals = np.bincount(spec.group_values, minlength=spec.n_groups).astype(np.float64)
+    else:
+        (totals_spec,) = {
+            term.totals_statistic().name: term.totals_statistic()
+            for term in analysis.terms
+            if term.group_by == spec.group_by
+        }.values()
+        totals = complete_statistic(totals_spec, out[totals_spec.name], n).astype(np.float64)
     cell_ndim = len(spec.shape) - (1 if spec.kind == "counts" else 0)
     return totals.reshape((-1,) + (1,) * (cell_ndim - 1))
 

@@ -208,14 +208,21 @@ def sample_posterior_predictive(
         raise UnsupportedModelError(
             f"var_names must name observed nodes of the model ({sorted(observed)}); got {unknown}."
         )
-    unknown = sorted(set(inputs) - set(specs))
+    public = {v.name: v.get_value(borrow=True) for v in model.data_vars if v.name not in specs}
+    unknown = sorted(set(inputs) - set(specs) - set(public))
     if unknown:
         raise UnsupportedModelError(
-            f"inputs replace the model's PrivateData ({sorted(specs)}); got {unknown}."
+            f"inputs replace the model's data ({sorted(specs)} private, "
+            f"{sorted(public)} public pm.Data); got {unknown}."
         )
-    size = _checked_inputs(inputs, specs)
-    if size is None:
-        size = next(iter(specs.values())).n if specs else 0
+    records = {name: (spec.record_shape, spec.integer) for name, spec in specs.items()}
+    for name, value in public.items():
+        records[name] = (np.shape(value)[1:], np.asarray(value).dtype.kind in "iub")
+    size = _checked_inputs(inputs, records)
+    if size is None:  # public pm.Data already set to the new records (pm.set_data)
+        lengths = {np.shape(value)[0] for value in public.values() if np.ndim(value)}
+        n = next(iter(specs.values())).n if specs else 0
+        size = lengths.pop() if len(lengths) == 1 else n
     # Private data each predicted node reads, other than its own observed values (whose
     # shape alone sizes its draw). Every PrivateData is replaced below whatever this finds,
     # so nothing raw is read either way; this refuses predictions at placeholder covariates.
@@ -231,7 +238,11 @@ def sample_posterior_predictive(
             "at the raw values would release them."
         )
     copy = clone_model(model)
-    values = {}
+    values = {
+        name: np.asarray(inputs[name]).astype(np.asarray(public[name]).dtype)
+        for name in public
+        if name in inputs
+    }
     for name, spec in specs.items():
         current = copy[name].get_value(borrow=True)
         if name in inputs:
@@ -240,7 +251,7 @@ def sample_posterior_predictive(
             placeholder = np.broadcast_to(spec.lower, (size, *spec.record_shape))
             values[name] = placeholder.astype(current.dtype)
     with copy:
-        pm.set_data(values)
+        pm.set_data(values, coords=_record_coords(copy, values, size))
     parameters = [name for name in posterior.data_vars if name in copy.named_vars]
     result = pm.sample_posterior_predictive(
         posterior[parameters],
@@ -303,25 +314,37 @@ def _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
     )
 
 
+def _record_coords(model: pm.Model, values: dict, size: int) -> dict:
+    """New coordinates 0 … size − 1 for the record dimension of every replaced data
+    variable whose dims name one of another length (PyMC requires them with pm.set_data)."""
+    coords = {}
+    for name in values:
+        dims = model.named_vars_to_dims.get(name) or ()
+        if dims and dims[0] is not None and len(model.coords.get(dims[0]) or ()) != size:
+            coords[dims[0]] = np.arange(size)
+    return coords
+
+
 def _dims(name: str, ndim: int) -> list[str]:
     """ArviZ's default names for the ``ndim`` axes of a variable's values."""
     return [f"{name}_dim_{i}" for i in range(ndim)]
 
 
-def _checked_inputs(inputs: dict, specs: dict) -> int | None:
-    """The common length of the public ``inputs`` (None without inputs), checked."""
+def _checked_inputs(inputs: dict, records: dict) -> int | None:
+    """The common length of the public ``inputs`` (None without inputs), checked against
+    ``records``: (record shape, integer) of each data variable by name."""
     sizes = set()
     for name, value in inputs.items():
         array = np.asarray(value)
-        spec = specs[name]
+        record_shape, integer = records[name]
         if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
             raise DataBoundsError(f"inputs[{name!r}] must hold finite numbers.")
-        if array.ndim < 1 or array.shape[0] == 0 or array.shape[1:] != spec.record_shape:
+        if array.ndim < 1 or array.shape[0] == 0 or array.shape[1:] != record_shape:
             raise DataBoundsError(
-                f"inputs[{name!r}] must have shape (n_new, *{spec.record_shape}) with n_new "
+                f"inputs[{name!r}] must have shape (n_new, *{record_shape}) with n_new "
                 f">= 1, like the records of {name}; got {array.shape}."
             )
-        if spec.integer and not np.all(array == np.round(array)):
+        if integer and not np.all(array == np.round(array)):
             raise DataBoundsError(f"inputs[{name!r}] must hold integers, like {name}.")
         sizes.add(array.shape[0])
     if len(sizes) > 1:

@@ -203,7 +203,8 @@ def test_replicated_group_counts_follow_the_model_that_was_fitted(make_naive_bay
     rng = np.random.default_rng(12)
     labels = rng.integers(0, 2, 300)
     features = (rng.random((300, 3)) < np.where(labels[:, None] == 1, 0.7, 0.3)).astype(int)
-    private = pmp.privatize(make_naive_bayes(labels, features, 0.05), 1.0, noise_aware=noise_aware)
+    model = make_naive_bayes(labels, features, 0.05)
+    private = pmp.privatize(model, 1.0, noise_aware=noise_aware, random_seed=3)
     with private:
         idata = pmp.sample(100, chains=2, cores=1, progressbar=False, random_seed=4)
     ppc = pmp.sample_posterior_predictive(idata, private, random_seed=1)

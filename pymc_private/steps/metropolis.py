@@ -494,9 +494,15 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         # their values (checked above) travel as a `PrivatePayload`, so neither the graph
         # nor the compiled function holds raw data when the step is pickled.
         data_inputs = {v: v.type(name=v.name) for v in sorted(private, key=lambda v: v.name)}
+        # Public pm.Data enters as the value the analysis read: a later pm.set_data cannot
+        # move the log-likelihood outside the range L was computed for.
+        frozen = {
+            v: pt.constant(v.get_value(), name=v.name) for v in model.data_vars if v not in private
+        }
         outputs = (
             [log_prior] if record_log_likelihood is None else [log_prior, record_log_likelihood]
         )
+        outputs = graph_replace(outputs, frozen, strict=False)
         self._data = PrivatePayload([v.get_value() for v in data_inputs])
         # Compiled on first use or before the step is pickled to a worker process (once,
         # here), so a run `pmp.sample` refuses for its budget never waits for the compiler.

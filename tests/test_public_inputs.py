@@ -1,0 +1,239 @@
+"""Public inputs: group indices and covariates that are not `PrivateData`.
+
+A public input (a numpy array, or ``pm.Data`` that is not `PrivateData`) is known to
+everyone and shared by neighbouring data sets: a record cannot change group, the group sizes
+are public and nothing about them is released, so per-group statistics cost what ungrouped
+ones do. Audits at α = 0.01 on the worst neighbouring pair (one record's features all flip).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_private as pmp
+from pymc_private.analysis import analyze
+from pymc_private.audit import epsilon_lower_bound
+from pymc_private.privatize import privatisation_of, release_statistics
+
+N = 120
+
+
+def _features(groups: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    index = np.arange(N) % groups
+    features = (rng.random((N, 2)) < 0.5).astype(int)
+    return index, features
+
+
+def grouped_bernoulli(index, features, *, kind: str = "numpy", groups: int | None = None):
+    """Bernoulli features whose probabilities are indexed by a group: ``kind`` says how the
+    index enters (a numpy array, public pm.Data, or PrivateData)."""
+    groups = int(index.max()) + 1 if groups is None else groups
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", features, bounds=(0, 1))
+        if kind == "numpy":
+            g = index
+        elif kind == "pm.Data":
+            g = pm.Data("g", index)
+        else:
+            g = pmp.PrivateData("g", index, bounds=(0, groups - 1))
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=0.05, upper=0.95, shape=(groups, 2))
+        pm.Bernoulli("x", theta[g], observed=x_obs)
+    return model
+
+
+@pytest.mark.parametrize("kind", ["numpy", "pm.Data"])
+def test_a_public_index_groups_the_statistics_without_releasing_group_sizes(kind):
+    index, features = _features(4)
+    analysis = analyze(grouped_bernoulli(index, features, kind=kind))
+    (term,) = analysis.terms
+    assert term.group_values is not None and not term.group_can_change
+    np.testing.assert_array_equal(term.public_totals(), np.bincount(index))
+    (spec,) = analysis.statistics  # no counts(g): the group sizes are public
+    assert spec.shape == (4, 2, 1) and spec.sensitivity_l1 == 2.0
+    counts = spec.compute({"x_obs": features})
+    np.testing.assert_array_equal(counts[..., 0], [features[index == g].sum(0) for g in range(4)])
+    assert "(public)" in repr(analysis)
+
+
+def test_a_private_index_costs_more_than_the_same_index_public():
+    index, features = _features(4)
+    public = analyze(grouped_bernoulli(index, features, kind="numpy"))
+    private = analyze(grouped_bernoulli(index, features, kind="PrivateData"))
+    assert public.sensitivity_l1 == 2.0
+    assert private.sensitivity_l1 > public.sensitivity_l1
+    assert any(spec.name == "counts(g)" for spec in private.statistics)
+
+
+def test_twelve_public_groups_cost_what_one_group_costs():
+    spent, scales = {}, {}
+    name = "counts(x_obs | index of theta)"
+    for groups in (1, 12):
+        index, features = _features(groups)
+        model = grouped_bernoulli(index, features, groups=groups)
+        assert analyze(model).sensitivity_l1 == 2.0
+        before = pmp.ledger_for(model).epsilon()  # one data set, one ledger
+        private = pmp.privatize(model, epsilon=1.0, random_seed=1)
+        spent[groups] = pmp.ledger_for(model).epsilon() - before
+        scales[groups] = privatisation_of(private).noise[name].scale
+        assert pmp.privatised_statistics(private)[name].shape == (groups, 2, 1)
+    assert spent[1] == spent[12] == 1.0
+    assert scales[1] == scales[12] == 2.0
+
+
+def _audit_pair():
+    """Record 0 (public group 0) has both features 0; in the neighbour both are 1: the two
+    released cells of group 0 move by one each (Δ₁ = 2), the group sizes stay."""
+    index, features = _features(3)
+    features = features.copy()
+    features[0] = 0
+    neighbour = features.copy()
+    neighbour[0] = 1
+    return index, {"x_obs": features}, {"x_obs": neighbour}
+
+
+def test_audit_public_index_release_and_half_scale_copy_is_caught():
+    index, data, neighbour = _audit_pair()
+    analysis = analyze(grouped_bernoulli(index, data["x_obs"]))
+    (spec,) = analysis.statistics
+    before, target = (spec.compute(arrays).ravel() for arrays in (data, neighbour))
+    direction = np.sign(target - before)
+    assert np.count_nonzero(direction) == 2
+
+    def corner(released):
+        return bool(np.all(direction * (released - target) >= 0))
+
+    def mechanism(epsilon):
+        def run(arrays, rng):
+            released = release_statistics(analysis, arrays, epsilon, secure=False, rng=rng)
+            return released.noisy[spec.name].ravel()
+
+        return run
+
+    honest = epsilon_lower_bound(
+        mechanism(1.0), data, neighbour, n=2000, alpha=0.01, event=corner, random_seed=21
+    )
+    assert honest.passes(1.0)
+    caught = epsilon_lower_bound(
+        mechanism(2.0), data, neighbour, n=6000, alpha=0.01, event=corner, random_seed=22
+    )
+    assert not caught.passes(1.0)
+
+
+def test_audit_public_index_secure_release_at_the_boundary():
+    """The secure default on the worst pair, the event at the neighbour's value."""
+    index, data, neighbour = _audit_pair()
+    analysis = analyze(grouped_bernoulli(index, data["x_obs"]))
+    (spec,) = analysis.statistics
+
+    def mechanism(arrays, rng):
+        return release_statistics(analysis, arrays, 1.0).noisy[spec.name].ravel()[:2]
+
+    result = epsilon_lower_bound(
+        mechanism,
+        data,
+        neighbour,
+        n=300,
+        alpha=0.01,
+        event=lambda s: bool(np.all(s >= 1)),
+        random_seed=23,
+    )
+    assert result.passes(1.0)
+
+
+@pytest.fixture(scope="module")
+def hierarchical_public():
+    rng = np.random.default_rng(5)
+    index = rng.integers(0, 5, 150)
+    values = np.clip(rng.normal(np.linspace(-1.0, 1.0, 5)[index], 1.0), -3.0, 3.0)
+    with pm.Model() as model:
+        v_obs = pmp.PrivateData("v_obs", values, bounds=(-3.0, 3.0))
+        g = pm.Data("g", index)
+        mu = pmp.TruncatedNormal("mu", 0.0, 1.0, lower=-2.0, upper=2.0, shape=5)
+        pm.Normal("v", mu[g], 1.0, observed=v_obs)
+    return model, index, values
+
+
+def test_every_route_runs_a_hierarchy_grouped_by_public_pm_data(hierarchical_public):
+    model, index, values = hierarchical_public
+    with model:
+        gibbs = pmp.PrivateGibbs(temperature=50.0)
+    (full, totals) = gibbs._statistics["v"]
+    np.testing.assert_array_equal(totals, np.bincount(index, minlength=5))
+    sums = np.array([values[index == g].sum() for g in range(5)])
+    np.testing.assert_allclose(np.asarray(full["sum"], dtype=float), sums, atol=1e-5)
+    with model:
+        idata = pmp.sample(5, step=gibbs, chains=1, progressbar=False, random_seed=1)
+    assert idata.posterior["mu"].shape == (1, 5, 5)
+    draws = pmp.sample_posterior(model, n=2, temperature=50.0, random_seed=2)
+    assert draws.posterior["mu"].shape == (1, 2, 5)
+    private = pmp.privatize(model, epsilon=1.0, random_seed=3)
+    assert [rv.name for rv in private.free_RVs] == ["mu"]  # no latent group sizes
+    with private:
+        fit = pmp.sample(100, tune=100, chains=1, progressbar=False, random_seed=4)
+    fit.extend(pmp.sample_posterior_predictive(fit, private, random_seed=5))
+    assert fit.posterior_predictive["sum(v_obs | g)"].shape == (1, 100, 5)
+    assert "Releasable" in str(pmp.check_release(fit))
+
+
+def test_fourier_release_refuses_a_public_index():
+    index, features = _features(2)
+    with pytest.raises(pmp.UnsupportedModelError, match="public index"):
+        pmp.privatize(
+            grouped_bernoulli(index, features), epsilon=1.0, release="fourier", noise_aware=False
+        )
+
+
+@pytest.fixture(scope="module")
+def public_covariates():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-1.0, 1.0, (80, 2))
+    y = np.clip(X @ [1.0, -0.5] + rng.normal(0.0, 0.3, 80), -3.0, 3.0)
+    with pm.Model(coords={"obs": np.arange(80), "feature": ["a", "b"]}) as model:
+        X_data = pm.Data("X", X, dims=("obs", "feature"))
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(-3.0, 3.0), dims="obs")
+        w = pmp.TruncatedNormal("w", 0.0, 1.0, lower=-2.0, upper=2.0, dims="feature")
+        pm.Normal("y", X_data @ w, 0.5, observed=y_obs, dims="obs")
+    return model, X
+
+
+def test_metropolis_compiles_public_pm_data_as_the_analysis_read_it(public_covariates):
+    """L is computed from the public covariates' values: a later pm.set_data must not move
+    the log-likelihood the step evaluates outside the range L bounds."""
+    model, X = public_covariates
+    with model:
+        step = pmp.PrivateMetropolis(temperature=10.0)
+    q1, q0 = np.array([0.3, -0.2]), np.zeros(2)
+    before = step._log_ratio_terms(q1, q0)[1].copy()
+    try:
+        with model:
+            pm.set_data({"X": 100.0 * X})
+        np.testing.assert_array_equal(step._log_ratio_terms(q1, q0)[1], before)
+    finally:
+        with model:
+            pm.set_data({"X": X})
+
+
+def test_set_data_predictions_at_public_covariates(public_covariates):
+    """The PyMC idiom: fit, pm.set_data the public covariates (new length, new coords),
+    predict; or pass them as inputs. Both give the same sealed predictions."""
+    model, X = public_covariates
+    with model:
+        idata = pmp.sample(
+            20, step=pmp.PrivateMetropolis(temperature=10.0), chains=1, progressbar=False
+        )
+    new = np.array([[0.5, 0.5], [-1.0, 1.0], [0.0, 0.0]])
+    by_inputs = pmp.sample_posterior_predictive(idata, model, inputs={"X": new}, random_seed=2)
+    try:
+        with model:
+            pm.set_data({"X": new}, coords={"obs": np.arange(3)})
+        by_set_data = pmp.sample_posterior_predictive(idata, model, random_seed=2)
+    finally:
+        with model:
+            pm.set_data({"X": X}, coords={"obs": np.arange(len(X))})
+    assert by_inputs.predictions["y"].shape == (1, 20, 3)
+    np.testing.assert_array_equal(by_inputs.predictions["y"], by_set_data.predictions["y"])
+    idata.extend(by_inputs)
+    assert "Releasable" in str(pmp.check_release(idata))
