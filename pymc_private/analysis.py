@@ -493,6 +493,15 @@ def _collect_statistics(
     return tuple(merged.values()), unavailable
 
 
+def interval_of(model: pm.Model, variable: Variable, where: str) -> Interval:
+    """An interval holding every value of ``variable`` (a graph of free variables and public
+    values, e.g. a prior's parameter) as the free variables range over their supports;
+    ``where`` names the graph in refusals."""
+    reader = _GraphReader(model, private_data(model))
+    reader.node = where
+    return reader.bound(variable).interval
+
+
 def reads_private_data(model: pm.Model | None = None) -> bool:
     """Whether the model reads raw private data: it observes any value (observed values are
     private, :ref:`privacy-model-private-data`), or some `PrivateData` is an ancestor of a

@@ -1257,6 +1257,28 @@ def parameter_support(rv: TensorVariable) -> ParameterSupport | None:
     return None
 
 
+def prior_parameter_graphs(rv: TensorVariable) -> dict[str, Variable] | None:
+    """The parameters of a scalar prior as graphs, named and parameterised as
+    `ParameterSupport.params` (normal: mu, sigma; gamma: alpha, beta = rate; ...): for a
+    prior whose parameters are other free variables (hyperpriors), evaluated at their
+    current values by a conjugate step. None for a prior that is not of a scalar family."""
+    node = rv.owner
+    if node is None:
+        return None
+    op = node.op
+    if isinstance(op, TruncatedRV):
+        base_op, params = op.base_rv_op, node.inputs[2:-2]
+    elif isinstance(op, RandomVariable):
+        base_op, params = op, list(op.dist_params(node))
+    else:
+        return None
+    entry = _SCALAR_FAMILIES.get(type(base_op))
+    if entry is None:
+        return None
+    values, _, _ = entry[1](*params)
+    return {name: pt.as_tensor(value) for name, value in values.items()}
+
+
 def _simplex_support(rv: TensorVariable, op: RandomVariable, node) -> ParameterSupport:
     params = op.dist_params(node)
     shape = _public_shape(rv)

@@ -38,6 +38,7 @@ from pymc_private.privatize import privatize
 from pymc_private.report import privacy_report
 from pymc_private.sampling import ledger_of, sample
 from pymc_private.steps.gibbs import PrivateGibbs
+from pymc_private.steps.metropolis import PrivateMetropolis
 
 SENTINEL = 0.123456789
 
@@ -330,7 +331,9 @@ def hyperprior_and_potential(x):
     return model
 
 
-def test_hyperpriors_and_potentials_are_refused_and_left_to_nuts():
+def test_hyperparameters_and_potentials_go_to_nuts_and_the_hyperprior_child_to_gibbs():
+    """A hyperparameter (``mu``, in ``nu``'s prior) and a Potential's input (``c``) have no
+    conjugate update and are refused; ``nu`` is conjugate given the current ``mu``."""
     x = np.clip(np.random.default_rng(0).normal(1.5, 1.0, 500), -3.0, 3.0)
     model = hyperprior_and_potential(x)
     for variable, term in [("mu", "the prior of `nu`"), ("c", "Potential `pen`")]:
@@ -338,11 +341,12 @@ def test_hyperpriors_and_potentials_are_refused_and_left_to_nuts():
         with model, pytest.raises(UnsupportedModelError, match=pattern):
             PrivateGibbs([model[variable]])
     private = privatize(model, 100.0, noise_aware=False, secure=False, random_seed=0)
-    for variable in ("mu", "nu", "c"):
-        assert PrivateGibbs.competence(private[variable], True) == Competence.INCOMPATIBLE
+    for variable, competence in [("mu", "INCOMPATIBLE"), ("nu", "IDEAL"), ("c", "INCOMPATIBLE")]:
+        assert PrivateGibbs.competence(private[variable], True) == Competence[competence]
     _, assigned = assign_step_methods(private)
     assert {method: [v.name for v in values] for method, values in assigned.items()} == {
-        pm.NUTS: ["mu_interval__", "nu_interval__", "c_interval__"]
+        pm.NUTS: ["mu_interval__", "c_interval__"],
+        PrivateGibbs: ["nu_interval__"],
     }
     with private:
         with pytest.raises(UnsupportedModelError, match="`mu`"):
@@ -443,12 +447,16 @@ _TEMPERATURE_MODEL = beta_bernoulli(np.array([0, 1, 1]))
 # ---------------------------------------------------------------------------------------
 
 
-def _grid_update(step):
+def _grid_update(step, prior=None):
     """The law of one update of a one-block step, as the exact selection draws it: the
-    cell probabilities softmax(ŝ) of the step's own float scores, and its jitter."""
+    cell probabilities softmax(ŝ) of the step's own float scores, and its jitter (given the
+    prior's parameters at the current hyperparameters, for a block with a hyperprior)."""
     (block,) = step.blocks
     grid = step._grids[block.name]
-    posterior = block.posterior(step._statistics, {}, Fraction(step.temperature), exact=True)
+    prior = None if prior is None else block.prior_at(prior)
+    posterior = block.posterior(
+        step._statistics, {}, Fraction(step.temperature), exact=True, prior=prior
+    )
     (scores,) = grid.scores(posterior)
     return grid, special.softmax(scores)
 
@@ -555,3 +563,124 @@ def test_canary_checks_catch_raw_data_in_a_saved_file(normal_data, tmp_path):
     in_attrs = az.from_dict(posterior={"mu": np.zeros((2, 5))}, attrs={"note": f"{SENTINEL}"})
     with pytest.raises(AssertionError):
         assert_no_raw_data(in_attrs, normal_data)
+
+
+# ---------------------------------------------------------------------------------------
+# Hyperpriors: a block whose prior's parameters are other free variables
+# ---------------------------------------------------------------------------------------
+
+
+def hierarchical(values, index, *, spread_prior=None):
+    """Five group means with hyperparameters: mu_g ~ TruncatedNormal(m0, s0) on [−2, 2]."""
+    with pm.Model() as model:
+        v_obs = PrivateData("v_obs", values, bounds=(-3.0, 3.0))
+        m0 = TruncatedNormal("m0", 0.0, 1.0, lower=-2.0, upper=2.0)
+        s0 = (
+            spread_prior() if spread_prior else TruncatedGamma("s0", 2.0, 2.0, lower=0.2, upper=3.0)
+        )
+        mu = TruncatedNormal("mu", m0, s0, lower=-2.0, upper=2.0, shape=5)
+        pm.Normal("v", mu[index], 1.0, observed=v_obs)
+    return model
+
+
+@pytest.fixture(scope="module")
+def hierarchical_data():
+    rng = np.random.default_rng(8)
+    index = rng.integers(0, 5, 150)
+    values = np.clip(rng.normal(np.linspace(-1.0, 1.0, 5)[index], 1.0), -3.0, 3.0)
+    return values, index
+
+
+def test_a_hyperprior_block_is_the_conjugate_block_at_the_current_hyperparameters(
+    hierarchical_data,
+):
+    values, index = hierarchical_data
+    with hierarchical(values, index):
+        step = PrivateGibbs([pm.modelcontext(None)["mu"]], temperature=4.0)
+    (block,) = step.blocks
+    assert block.hyper == ("m0", "s0") and block.prior == {}
+    with pm.Model():
+        v_obs = PrivateData("v_obs", values, bounds=(-3.0, 3.0))
+        mu = TruncatedNormal("mu", 0.3, 0.7, lower=-2.0, upper=2.0, shape=5)
+        pm.Normal("v", mu[index], 1.0, observed=v_obs)
+        fixed = PrivateGibbs(temperature=4.0)
+    (constant,) = fixed.blocks
+    at_state = block.prior_at({"mu": np.array(0.3), "sigma": np.array(0.7)})
+    for exact in (False, True):
+        temperature = Fraction(4) if exact else 4.0
+        expected = constant.posterior(fixed._statistics, {}, temperature, exact=exact)
+        found = block.posterior(step._statistics, {}, temperature, exact=exact, prior=at_state)
+        for key in expected:
+            np.testing.assert_array_equal(found[key], expected[key])
+    # Hyperparameters outside their supports (float edges) are clipped into them, so the
+    # float allowance, computed over the supports, holds for every state.
+    clipped = block.prior_at({"mu": np.array(5.0), "sigma": np.array(0.01)})
+    np.testing.assert_allclose(clipped["mu"], 2.0)
+    np.testing.assert_allclose(clipped["sigma"], 0.2)
+    assert 0 < step._grids["mu"].allowance < 1e-9
+    assert step.privacy_epsilon_per_draw > fixed.privacy_epsilon_per_draw - 1e-9
+
+
+def test_gibbs_refusal_names_the_compound_step_that_runs_a_hierarchy(hierarchical_data):
+    values, index = hierarchical_data
+    model = hierarchical(values, index)
+    pattern = (
+        r"no closed-form conditional for m0, s0.*step=\[pmp.PrivateGibbs\(\[mu\], \.\.\.\), "
+        r"pmp.PrivateMetropolis\(\[m0, s0\], \.\.\.\)\].*ε = 0"
+    )
+    with model, pytest.raises(UnsupportedModelError, match=pattern):
+        PrivateGibbs()
+    with model:
+        steps = [
+            PrivateGibbs([model["mu"]], temperature=20.0),
+            PrivateMetropolis([model["m0"], model["s0"]]),
+        ]
+        idata = sample(20, step=steps, chains=2, cores=1, random_seed=3, progressbar=False)
+    assert set(idata.posterior.data_vars) == {"m0", "s0", "mu"}
+    ledger = ledger_of(idata)
+    by_mechanism = {}
+    for release in ledger.releases:
+        by_mechanism.setdefault(release.mechanism, set()).add(release.epsilon)
+    assert by_mechanism["barker_metropolis"] == {0.0}  # reads no data
+    assert by_mechanism["gibbs_exponential"] == {steps[0].privacy_epsilon_per_draw}
+    assert steps[0].privacy_epsilon_per_draw == pytest.approx(2 * 12.5 / 20.0)
+
+
+def test_a_hyperprior_without_bounded_support_is_refused_by_name(hierarchical_data):
+    values, index = hierarchical_data
+    model = hierarchical(values, index, spread_prior=lambda: pm.HalfNormal("s0", 1.0))
+    with model, pytest.raises(UnsupportedModelError, match=r"`sigma` ranges over .*bounded"):
+        PrivateGibbs([model["mu"]])
+
+
+def test_audit_one_gibbs_update_under_a_hyperprior_and_catch_half_charge():
+    """The Beta–Bernoulli audit of one update, with θ ~ TruncatedBeta(a0, 1) and a0 a free
+    hyperparameter on [0.5, 2], at the state a0 = 1: the claimed ε holds the float allowance
+    over every a0, and the half charge is caught on the same neighbours."""
+    steps = {}
+    for successes in (0, 1):
+        with pm.Model():
+            y_obs = PrivateData(
+                "y_obs", np.array([1] * successes + [0] * (5 - successes)), bounds=(0, 1)
+            )
+            a0 = TruncatedGamma("a0", 2.0, 2.0, lower=0.5, upper=2.0)
+            p = TruncatedBeta("p", a0, 1.0, lower=0.3, upper=0.7)
+            pm.Bernoulli("y", p, observed=y_obs)
+            steps[successes] = PrivateGibbs([p])
+    lipschitz = math.log(0.7 / 0.3)
+    claimed = steps[0].privacy_epsilon_per_draw
+    assert claimed == pytest.approx(2 * lipschitz) and claimed > 2 * lipschitz
+    state = {"alpha": np.array(1.0), "beta": np.array(1.0)}
+    laws = {successes: _grid_update(step, state) for successes, step in steps.items()}
+    loss = np.abs(np.log(laws[0][1]) - np.log(laws[1][1])).max()
+    assert lipschitz < loss <= claimed
+
+    def update(successes, rng, size):
+        grid, probabilities = laws[successes]
+        cells = rng.choice(probabilities.size, size=size, p=probabilities)
+        return grid.values(cells[:, None], rng)
+
+    kwargs = {"n": 300_000, "alpha": 0.01, "vectorized": True, "event": lambda t: t >= 0.6614}
+    result = epsilon_lower_bound(update, 0, 1, random_seed=16, **kwargs)
+    assert result.passes(claimed)
+    assert not result.passes(lipschitz)

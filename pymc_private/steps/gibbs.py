@@ -27,7 +27,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_private.accounting import ledger_for
-from pymc_private.analysis import PrivacyAnalysis, analyze
+from pymc_private.analysis import PrivacyAnalysis, analyze, interval_of
 from pymc_private.conjugate import CONJUGATE_FAMILIES, draw_conjugate
 from pymc_private.data import datasets_of
 from pymc_private.errors import UnsupportedModelError
@@ -39,8 +39,8 @@ from pymc_private.exact import (
     intervals,
     statistic_bounds,
 )
-from pymc_private.families import LikelihoodTerm, as_exact
-from pymc_private.priors import ParameterSupport, parameter_support
+from pymc_private.families import Interval, LikelihoodTerm, as_exact
+from pymc_private.priors import ParameterSupport, parameter_support, prior_parameter_graphs
 from pymc_private.privatize import (
     POTENTIAL_SUFFIX,
     has_closed_form_conditional,
@@ -72,7 +72,17 @@ class ConjugateBlock:
         Its conjugate family: "beta", "gamma", "normal", "dirichlet" or "mvnormal".
     prior
         The prior's parameters in that family's parameterisation (an exponential prior is
-        Gamma(1, λ), a uniform one on [a, b] ⊂ [0, 1] is Beta(1, 1) on [a, b]).
+        Gamma(1, λ), a uniform one on [a, b] ⊂ [0, 1] is Beta(1, 1) on [a, b]); empty when
+        they depend on ``hyper``.
+    hyper
+        The free variables the prior's parameters depend on (hyperpriors, e.g. ``m0`` and
+        ``s0`` in ``mu ~ TruncatedNormal(m0, s0)``): the conditional is then taken given
+        their current values, which the step passes to `posterior` as ``prior``.
+    prior_intervals
+        With ``hyper``: an interval holding each of the prior's parameters (named as in
+        `ParameterSupport.params`) over the supports of ``hyper``. The step clips the current
+        parameters into them, and the grid mechanism's float allowance is computed over them,
+        so it holds for every state (`prior_at`).
     support
         The prior's support, to which every draw is truncated.
     updates
@@ -86,6 +96,25 @@ class ConjugateBlock:
     prior: Mapping[str, np.ndarray]
     support: ParameterSupport
     updates: tuple[tuple[LikelihoodTerm, str, Mapping[str, str]], ...]
+    hyper: tuple[str, ...] = ()
+    prior_intervals: Mapping[str, Interval] | None = None
+
+    def prior_at(self, parameters: Mapping[str, np.ndarray] | None = None) -> dict:
+        """The prior in the conjugate family's parameters, from the prior's own parameters
+        at the current values of ``hyper`` (clipped into ``prior_intervals``), or, without
+        them, in interval arithmetic over every value of ``hyper`` (`IntervalNumber`)."""
+        shape = np.shape(self.support.lower)
+        values = {}
+        for key, interval in self.prior_intervals.items():
+            if parameters is None:
+                values[key] = intervals(
+                    np.full(shape, interval.lower), np.full(shape, interval.upper)
+                )
+            else:
+                value = np.clip(parameters[key], interval.lower, interval.upper)
+                values[key] = np.broadcast_to(value, shape)
+        prior_of = _PRIORS_AS_CONJUGATE[self.support.family][1]
+        return prior_of(values, self.support)
 
     def posterior(
         self,
@@ -94,12 +123,16 @@ class ConjugateBlock:
         temperature,
         *,
         exact: bool = False,
+        prior: Mapping[str, np.ndarray] | None = None,
     ) -> dict[str, np.ndarray]:
         """The conditional in its family's additive coordinates (`CONJUGATE_FAMILIES`): the
         prior's plus each node's contribution, given full statistics by node and the others'
         values. ``exact=True`` computes in exact rationals (statistics, values and
-        temperature must then be exact too)."""
-        prior = {k: as_exact(v) if exact else v for k, v in self.prior.items()}
+        temperature must then be exact too). ``prior`` replaces the constant prior: with
+        ``hyper``, `prior_at` the current values (or over all of them)."""
+        if prior is None:
+            prior = self.prior
+        prior = {k: as_exact(v) if exact else v for k, v in prior.items()}
         parameters = CONJUGATE_FAMILIES[self.family].additive(prior)
         for term, parameter, state in self.updates:
             full, totals = statistics[term.node]
@@ -119,11 +152,13 @@ class ConjugateBlock:
         statistics: Mapping[str, tuple[dict[str, np.ndarray], object]],
         values: Mapping[str, np.ndarray],
         temperature: float,
+        *,
+        prior: Mapping[str, np.ndarray] | None = None,
     ) -> dict[str, np.ndarray]:
         """The conditional's usual parameters (beta: alpha, beta; gamma: alpha, beta;
         normal: mu, sigma; dirichlet: a; mvnormal: mu, cov)."""
         family = CONJUGATE_FAMILIES[self.family]
-        return family.usual(self.posterior(statistics, values, temperature))
+        return family.usual(self.posterior(statistics, values, temperature, prior=prior))
 
 
 _PRIORS_AS_CONJUGATE: dict[str, tuple[str, Callable]] = {
@@ -149,6 +184,8 @@ def conjugate_block(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) ->
     a variable that is a parameter of another free variable's prior (a hyperprior), or an
     input of a Potential (other than the `pmp.privatize` likelihood Potentials
     ``<node>_privatised``) or of an observed node outside ``analysis.terms``, is refused.
+    A prior whose parameters are other free variables (``mu ~ TruncatedNormal(m0, s0)``,
+    constant bounds) is conjugate given their current values (`ConjugateBlock.hyper`).
 
     Raises
     ------
@@ -163,9 +200,10 @@ def conjugate_block(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) ->
     if support is None or support.family not in _PRIORS_AS_CONJUGATE:
         family = "unreadable" if support is None else support.family
         raise _no_conditional(name, f"its prior ({family}) has no conjugate sampler")
-    if any(value is None for value in support.params.values()):
-        raise _no_conditional(name, "its prior's parameters are not constants")
     family, prior_of = _PRIORS_AS_CONJUGATE[support.family]
+    hyper, prior_intervals = (), None
+    if any(value is None for value in support.params.values()):
+        hyper, prior_intervals = _hyperprior(model, rv)
     if support.family == "uniform" and not (
         np.all(support.lower >= 0.0) and np.all(support.upper <= 1.0)
     ):
@@ -203,11 +241,74 @@ def conjugate_block(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) ->
         if any(variable is None for variable in state.values()):
             raise _no_conditional(name, f"the other parameters of `{term.node}` are expressions")
         updates.append((term, parameter.name, state))
-    prior = {
-        key: np.asarray(value, dtype=np.float64)
-        for key, value in prior_of(support.params, support).items()
-    }
-    return ConjugateBlock(name, family, prior, support, tuple(updates))
+    prior = {}
+    if not hyper:
+        prior = {
+            key: np.asarray(value, dtype=np.float64)
+            for key, value in prior_of(support.params, support).items()
+        }
+    return ConjugateBlock(name, family, prior, support, tuple(updates), hyper, prior_intervals)
+
+
+def _blocks(
+    analysis: PrivacyAnalysis, rvs: list[Variable], model: pm.Model, *, every: bool
+) -> tuple[ConjugateBlock, ...]:
+    """The conjugate block of each of ``rvs``. When ``every`` free variable was asked for
+    and some have no conditional, one refusal names the compound step that samples them
+    all: PrivateGibbs for the conjugate ones, PrivateMetropolis for the rest (at ε = 0 per
+    step when no likelihood reads them, as for hyperparameters)."""
+    blocks, refused = [], {}
+    for rv in rvs:
+        try:
+            blocks.append(conjugate_block(analysis, rv, model))
+        except UnsupportedModelError as error:
+            if not every or not analysis.terms:
+                raise
+            refused[rv.name] = error
+    if not refused:
+        return tuple(blocks)
+    if not blocks:
+        raise next(iter(refused.values()))
+    names = ", ".join(refused)
+    free = [name for name in refused if analysis.block_lipschitz.get(name, 0.0) == 0.0]
+    cost = (
+        f" No likelihood reads {', '.join(f'`{n}`' for n in free)}, so PrivateMetropolis "
+        "pays ε = 0 for them (it reads no data)."
+        if free
+        else ""
+    )
+    reasons = "; ".join(
+        f"`{name}`: {getattr(error, 'reason', error)}" for name, error in refused.items()
+    )
+    raise UnsupportedModelError(
+        f"PrivateGibbs has no closed-form conditional for {names} ({reasons}). Sample the "
+        f"conjugate blocks with PrivateGibbs and the rest with PrivateMetropolis: step=["
+        f"pmp.PrivateGibbs([{', '.join(block.name for block in blocks)}], ...), "
+        f"pmp.PrivateMetropolis([{names}], ...)].{cost}"
+    )
+
+
+def _hyperprior(model: pm.Model, rv: Variable) -> tuple[tuple[str, ...], dict[str, Interval]]:
+    """The free variables a scalar prior's parameters depend on, and an interval holding
+    each parameter as they range over their supports (`ConjugateBlock.prior_intervals`)."""
+    graphs = prior_parameter_graphs(rv)
+    if graphs is None:
+        raise _no_conditional(rv.name, "its prior's parameters are not constants")
+    free = {other.name for other in model.free_RVs}
+    hyper = tuple(sorted({v.name for v in ancestors(list(graphs.values())) if v.name in free}))
+    found = {}
+    for key, graph in graphs.items():
+        interval = interval_of(model, graph, rv.name)
+        if not interval.finite:
+            raise _no_conditional(
+                rv.name,
+                f"its prior's parameter `{key}` ranges over [{interval.lower:g}, "
+                f"{interval.upper:g}] as {', '.join(hyper)} range over their supports; give "
+                "the hyperpriors bounded supports (e.g. pmp.TruncatedNormal, "
+                "pmp.TruncatedGamma) so that every state is covered",
+            )
+        found[key] = interval
+    return hyper, found
 
 
 def _logp_terms_outside(model: pm.Model, analysis: PrivacyAnalysis, rv: Variable) -> str:
@@ -251,12 +352,14 @@ NOISE_AWARE_GIBBS = (
 
 
 def _no_conditional(name: str, reason: str) -> UnsupportedModelError:
-    return UnsupportedModelError(
+    error = UnsupportedModelError(
         f"PrivateGibbs has no closed-form conditional for `{name}`: {reason}. Sample `{name}` "
         f"with another step: pmp.PrivateMetropolis([{name}]) on raw private data (pass "
         f"step=[pmp.PrivateGibbs([...]), pmp.PrivateMetropolis([{name}])]), or any PyMC step "
         "(e.g. NUTS) on a model returned by pmp.privatize."
     )
+    error.reason = reason
+    return error
 
 
 class PrivateGibbs(BlockedStep, PrivateStep):
@@ -310,9 +413,14 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     sampler on raw data: sample them with `pmp.PrivateMetropolis`, or privatise first.
 
     Only the likelihood terms of the privacy analysis enter a conditional: a variable that
-    is also a parameter of another free variable's prior (a hyperprior) or an input of a
+    is also a parameter of another free variable's prior (a hyperparameter) or an input of a
     Potential (other than the privatised likelihoods) is refused here and, on a privatised
-    model, left by PyMC's assignment to NUTS.
+    model, left by PyMC's assignment to NUTS. A block whose prior's parameters are such
+    hyperparameters (``mu ~ TruncatedNormal(m0, s0)``, fixed bounds) is drawn given their
+    current, released values: the prior is the exponential mechanism's base measure, so the
+    cost is the same 2·L_j/T, and a_j is computed over every value the hyperparameters'
+    (bounded) supports allow (:ref:`costs-gibbs`). The hyperparameters read no data:
+    ``step=[PrivateGibbs([mu]), pmp.PrivateMetropolis([m0, s0])]`` pays for ``mu`` only.
 
     Parameters
     ----------
@@ -390,7 +498,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
                 raise _no_conditional(
                     ", ".join(rv.name for rv in model.free_RVs), "none is conjugate"
                 )
-        self.blocks = tuple(conjugate_block(analysis, rv, model) for rv in rvs)
+        self.blocks = _blocks(analysis, rvs, model, every=vars is None)
         nodes = sorted({term.node for block in self.blocks for term, _, _ in block.updates})
 
         if privatisation is None:
@@ -428,8 +536,17 @@ class PrivateGibbs(BlockedStep, PrivateStep):
             | {v for block in self.blocks for _, _, state in block.updates for v in state.values()}
         )
         self._given = given
+        # The prior parameters of blocks with hyperpriors, at the current state.
+        self._prior_keys = [
+            (block.name, key, graph)
+            for block in self.blocks
+            if block.hyper
+            for key, graph in prior_parameter_graphs(model[block.name]).items()
+        ]
+        outputs = [model[name] for name in given] + [graph for *_, graph in self._prior_keys]
+        self._prior_keys = [(name, key) for name, key, _ in self._prior_keys]
         self._current_values = model.compile_fn(
-            model.replace_rvs_by_values([model[name] for name in given]),
+            model.replace_rvs_by_values(outputs),
             inputs=model.value_vars,
             on_unused_input="ignore",
             **(compile_kwargs or {}),
@@ -453,10 +570,15 @@ class PrivateGibbs(BlockedStep, PrivateStep):
 
     def step(self, point: PointType) -> tuple[PointType, StatsType]:
         self.charge()
-        values = dict(zip(self._given, self._current_values(point), strict=True))
+        outputs = self._current_values(point)
+        values = dict(zip(self._given, outputs[: len(self._given)], strict=True))
+        priors: dict[str, dict] = {}
+        for (name, key), value in zip(self._prior_keys, outputs[len(self._given) :], strict=True):
+            priors.setdefault(name, {})[key] = value
         new_point = dict(point)
         for block in self.blocks:
-            draw = self._draw(block, values)
+            prior = block.prior_at(priors[block.name]) if block.hyper else None
+            draw = self._draw(block, values, prior)
             values[block.name] = draw
             value_name = self._value_names[block.name]
             current = point[value_name]
@@ -465,11 +587,14 @@ class PrivateGibbs(BlockedStep, PrivateStep):
             new_point[value_name] = np.asarray(sampled, dtype=current.dtype).reshape(current.shape)
         return new_point, [self.privacy_stats()]
 
-    def _draw(self, block: ConjugateBlock, values: Mapping[str, np.ndarray]) -> np.ndarray:
-        """One draw of ``block`` given the others' ``values``: exact floats on privatised
-        statistics; on raw data the grid exponential mechanism, from the exact conditional."""
+    def _draw(
+        self, block: ConjugateBlock, values: Mapping[str, np.ndarray], prior: dict | None
+    ) -> np.ndarray:
+        """One draw of ``block`` given the others' ``values`` (and its prior at the current
+        hyperparameters): exact floats on privatised statistics; on raw data the grid
+        exponential mechanism, from the exact conditional."""
         if not self.touches_raw_data:
-            parameters = block.conditional(self._statistics, values, self.temperature)
+            parameters = block.conditional(self._statistics, values, self.temperature, prior=prior)
             return draw_conjugate(
                 self.rng,
                 block.family,
@@ -480,7 +605,9 @@ class PrivateGibbs(BlockedStep, PrivateStep):
                 max_proposals=GIBBS_PROPOSALS,
             )
         exact = {name: as_exact(value) for name, value in values.items()}
-        posterior = block.posterior(self._statistics, exact, Fraction(self.temperature), exact=True)
+        posterior = block.posterior(
+            self._statistics, exact, Fraction(self.temperature), exact=True, prior=prior
+        )
         return self._grids[block.name].draw(posterior, secure=self.secure, rng=self.rng)
 
     def release_note(self) -> str:
@@ -555,7 +682,8 @@ def grid_block(
     for variable in states:
         support = parameter_support(model[variable])
         values[variable] = intervals(as_exact(support.lower), as_exact(support.upper))
-    posterior = block.posterior(statistics, values, Fraction(temperature), exact=True)
+    prior = block.prior_at() if block.hyper else None
+    posterior = block.posterior(statistics, values, Fraction(temperature), exact=True, prior=prior)
     return GridBlock.build(block.family, block.support, cells, posterior)
 
 
