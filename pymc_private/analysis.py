@@ -33,6 +33,7 @@ import pymc as pm
 import pytensor.scalar as ps
 import pytensor.scalar.math as psm
 import pytensor.tensor as pt
+from pymc.distributions.mixture import MixtureRV
 from pymc.pytensorf import constant_fold
 from pytensor import graph_replace
 from pytensor.compile.ops import ViewOp
@@ -820,6 +821,15 @@ class _GraphReader:
         self.n = spec.n
         op = observed.owner.op
         candidates = [family for family in FAMILIES if isinstance(op, family.rv_op)]
+        if isinstance(op, MixtureRV):
+            raise UnsupportedModelError(
+                f"`{self.node}` is a mixture: its record log-likelihood log Σ_k w_k p_k(x) "
+                "has no fixed-size sufficient statistics (so no pay-once route and no "
+                "conjugate Gibbs), and the analysis does not bound its L. Sample it with "
+                "pmp.PrivateMetropolis(clip=c), which bounds each record's log-likelihood "
+                "ratio to ±c and pays 2c/T per step; the chain then targets the clipped "
+                "posterior (:ref:`costs-metropolis`)."
+            )
         if not candidates:
             raise self._unknown_family(f"a {type(op).__name__} likelihood")
         names = candidates[0].parameters

@@ -18,6 +18,7 @@ from scipy import stats
 
 import pymc_private.steps.metropolis as metropolis_module
 from pymc_private.accounting import Budget, PrivacyLedger, ledger_for
+from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
@@ -29,7 +30,13 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.mechanisms import exact_choice
-from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
+from pymc_private.priors import (
+    TruncatedBeta,
+    TruncatedDirichlet,
+    TruncatedGamma,
+    TruncatedMvNormal,
+    TruncatedNormal,
+)
 from pymc_private.sampling import ledger_of
 from pymc_private.sampling import sample as pmp_sample
 from pymc_private.steps.metropolis import LOG_ODDS_BOUND, PrivateMetropolis, barker_log_odds
@@ -1120,3 +1127,61 @@ def test_a_run_refused_for_its_budget_compiles_nothing():
             pmp_sample(1000, step=step, chains=2, cores=1, budget=Budget(0.5), model=model)
     assert step._log_ratio_function is None
     assert len(ledger_for(model).releases) == before
+
+
+# ---------------------------------------------------------------------------------------
+# Mixtures: clipped Barker (the privacy analysis does not bound a mixture's L)
+# ---------------------------------------------------------------------------------------
+
+
+def normal_mixture(records):
+    with pm.Model() as model:
+        m_obs = PrivateData("m_obs", np.asarray(records), bounds=NORMAL_BOUNDS)
+        weights = TruncatedDirichlet("weights", np.ones(2), min_prob=0.05)
+        means = TruncatedNormal("means", 0.0, 1.0, lower=-2.0, upper=2.0, shape=2)
+        pm.NormalMixture("m", w=weights, mu=means, sigma=1.0, observed=m_obs)
+    return model
+
+
+@pytest.fixture(scope="module")
+def mixture_pool_step():
+    return PrivateMetropolis(clip=0.8, temperature=2.0, model=normal_mixture(_record_pool()))
+
+
+def test_a_mixture_is_refused_by_the_analysis_with_the_clipped_route():
+    model = normal_mixture([0.0, 1.0])
+    with pytest.raises(UnsupportedModelError, match=r"mixture.*PrivateMetropolis\(clip=c"):
+        analyze(model)
+    with pytest.raises(UnsupportedModelError, match=r"clip=c"):
+        PrivateMetropolis(model=model)
+
+
+def test_mixture_records_are_separated_and_add_up_to_the_likelihood():
+    """With a clip that never binds, Λ is the change of the model's log density: each
+    record's log Σ_k w_k p_k(x_i) is computed on its own."""
+    model = normal_mixture(np.linspace(*NORMAL_BOUNDS, 9))
+    step = PrivateMetropolis(clip=1e3, model=model)
+    exact = model.compile_logp(jacobian=True)
+    point = model.initial_point()
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        q0 = {k: v + rng.normal(scale=0.3, size=v.shape) for k, v in point.items()}
+        q1 = {k: v + rng.normal(scale=0.3, size=v.shape) for k, v in q0.items()}
+        lam = step.log_acceptance_ratio(
+            *(np.concatenate([q[v.name].ravel() for v in step.vars]) for q in (q1, q0))
+        )
+        assert lam == pytest.approx(exact(q1) - exact(q0), rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    q1=st.tuples(coordinate, coordinate, coordinate),
+    q0=st.tuples(coordinate, coordinate, coordinate),
+    data=st.data(),
+)
+def test_mixture_lambda_of_neighbouring_data_sets_moves_at_most_epsilon(
+    mixture_pool_step, q1, q0, data
+):
+    step = mixture_pool_step
+    assert step.privacy_epsilon_per_draw == pytest.approx(2 * 0.8 / 2.0)
+    _assert_neighbours_within_epsilon(step, q1, q0, data)

@@ -19,6 +19,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
+from pymc.distributions.mixture import MixtureRV
 from pymc.initial_point import PointType
 from pymc.logprob.utils import CheckParameterValue
 from pymc.pytensorf import compile, floatX, join_nonshared_inputs
@@ -752,11 +753,27 @@ def _record_log_likelihood(
     aligned: dict[Variable, bool | None] = {}
     for rv in observed:
         op = rv.owner.op
+        if isinstance(op, MixtureRV) and op.ndim_supp == 0:
+            # A mixture of scalar components: record i's log-likelihood is
+            # log Σ_k w_k p_k(x_i), which reads row i of the data only, provided no weight or
+            # component reads private data.
+            separable = (
+                rv.ndim >= 1
+                and _record_aligned(model.rvs_to_values[rv], private, aligned) is True
+                and all(_record_aligned(i, private, aligned) is False for i in rv.owner.inputs)
+            )
+            if not separable:
+                raise UnsupportedModelError(
+                    f"PrivateMetropolis needs each record's log-likelihood on its own: the "
+                    f"mixture `{rv.name}` must observe PrivateData row by row, with weights "
+                    "and components that read no private data."
+                )
+            continue
         if not isinstance(op, RandomVariable):
             raise UnsupportedModelError(
                 f"PrivateMetropolis needs each record's log-likelihood on its own and can "
-                f"separate plain PyMC distributions only; the observed `{rv.name}` is a "
-                f"{type(op).__name__}."
+                f"separate plain PyMC distributions and mixtures of scalar ones only; the "
+                f"observed `{rv.name}` is a {type(op).__name__}."
             )
         batch_ndim = rv.ndim - op.ndim_supp
         separable = (
@@ -780,13 +797,16 @@ def _record_log_likelihood(
     # into −∞ when the parameter of *one* record leaves its domain (its condition is reduced
     # with `all` over the records): a record would then move all n terms. Without the guard
     # an invalid parameter makes that record's own term NaN or ±∞, which the clip bounds.
-    checks = {
-        node.outputs[0]: node.inputs[0]
-        for node in applys_between(model.value_vars, terms)
-        if isinstance(node.op, CheckParameterValue)
-    }
-    if checks:
-        terms = graph_replace(terms, checks, strict=False)
+    # One guard at a time: a mixture's guards are nested, which a joint replacement refuses.
+    while check := next(
+        (
+            n
+            for n in applys_between(model.value_vars, terms)
+            if isinstance(n.op, CheckParameterValue)
+        ),
+        None,
+    ):
+        terms = graph_replace(terms, {check.outputs[0]: check.inputs[0]}, strict=False)
     per_record = [
         term.sum(axis=tuple(range(1, term.ndim))) if term.ndim > 1 else term for term in terms
     ]
