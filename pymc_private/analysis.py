@@ -812,6 +812,7 @@ class _GraphReader:
         self.supports: dict[str, object] = {}
         self.node = ""
         self.n = 0
+        self.weights: set[str] = set()  # free variables that weight covariates (X @ w)
 
     # -- observed nodes ------------------------------------------------------------------
 
@@ -978,8 +979,8 @@ class _GraphReader:
     def _fix(self, term: LikelihoodTerm, param: ParameterTerm, variable: str) -> str:
         support = self.supports.get(variable)
         family = getattr(support, "family", None)
-        if param.link == "linear" or family == "mvnormal":
-            role = "weights"
+        if param.link == "linear" or family == "mvnormal" or variable in self.weights:
+            role = "weights"  # a ball is cheaper than a box: ‖x‖₂R ≤ ‖x‖₁‖w‖∞
         elif param.free_variable == variable:
             role = term.family.roles[param.name]
         else:
@@ -1226,6 +1227,7 @@ class _GraphReader:
                 break
             right = right.owner.inputs[0]
         weights = self.bound(right)
+        self.weights.update(weights.free)
         if weights.private:
             raise self._unsupported("a product whose right factor depends on private data")
         spec = self._private_index(left)

@@ -844,3 +844,35 @@ def test_a_deterministic_in_a_non_centred_hierarchy_is_bounded_like_its_expressi
     assert with_deterministic.record_lipschitz == plain.record_lipschitz
     assert with_deterministic.block_lipschitz == plain.block_lipschitz
     assert "metropolis" in with_deterministic.routes
+
+
+def test_weights_of_an_expression_with_an_intercept_are_told_to_take_the_cheaper_ball():
+    """``alpha + X @ w`` with plain priors: the refusal suggests the ball ‖w‖₂ ≤ R for ``w``
+    (it weights covariates), and that prior's L is below the box of the same reach."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, (50, 3))
+    y = np.clip(X @ [1.0, -0.5, 0.3], -2.0, 2.0)
+
+    def regression(weights):
+        with pm.Model() as model:
+            X_obs = PrivateData("X", X, bounds=(-1.0, 1.0))
+            y_obs = PrivateData("y", y, bounds=(-2.0, 2.0))
+            alpha = (
+                pm.Normal("alpha", 0.0, 1.0)
+                if weights is None
+                else TruncatedNormal("alpha", 0.0, 1.0, lower=-1.0, upper=1.0)
+            )
+            w = pm.Normal("w", 0.0, 1.0, shape=3) if weights is None else weights()
+            pm.Normal("obs", alpha + X_obs @ w, 0.5, observed=y_obs)
+        return model
+
+    with pytest.raises(UnboundedSensitivityError) as refused:
+        analyze(regression(None))
+    message = str(refused.value)
+    assert "truncate `w` to the ball ‖w‖₂ ≤ R: pmp.TruncatedMvNormal('w'" in message
+    assert "truncate `alpha` to [m1, m2]" in message
+    ball = analyze(regression(lambda: TruncatedMvNormal("w", np.zeros(3), np.eye(3), radius=2.0)))
+    box = analyze(
+        regression(lambda: TruncatedNormal("w", 0.0, 1.0, lower=-2.0, upper=2.0, shape=3))
+    )
+    assert ball.record_lipschitz < box.record_lipschitz
