@@ -461,6 +461,30 @@ def _grid_update(step, prior=None):
     return grid, special.softmax(scores)
 
 
+def _audit_beta_bernoulli_update(steps, *, prior, random_seed):
+    """One update of θ ∈ [0.3, 0.7] on the neighbours D = five 0s (``steps[0]``) and D' =
+    four 0s and a 1 (``steps[1]``): the claimed ε is 2L/T plus the float allowance; the exact
+    privacy loss of the selection over every cell lies within it and beyond half of it; the
+    audit (sampling the exact selection's law, vectorised, with the step's own jitter)
+    passes the claim and catches a step charged L/T."""
+    lipschitz = math.log(0.7 / 0.3)
+    claimed = steps[0].privacy_epsilon_per_draw
+    assert claimed == pytest.approx(2 * lipschitz) and claimed > 2 * lipschitz
+    laws = {successes: _grid_update(step, prior) for successes, step in steps.items()}
+    loss = np.abs(np.log(laws[0][1]) - np.log(laws[1][1])).max()
+    assert lipschitz < loss <= claimed
+
+    def update(successes, rng, size):
+        grid, probabilities = laws[successes]
+        cells = rng.choice(probabilities.size, size=size, p=probabilities)
+        return grid.values(cells[:, None], rng)
+
+    kwargs = {"n": 300_000, "alpha": 0.01, "vectorized": True, "event": lambda t: t >= 0.6614}
+    result = epsilon_lower_bound(update, 0, 1, random_seed=random_seed, **kwargs)
+    assert result.passes(claimed)
+    assert not result.passes(lipschitz)
+
+
 def test_audit_one_gibbs_update_and_catch_half_charge():
     """Beta–Bernoulli, θ ∈ [0.3, 0.7], T = 1: L = ln(7/3), claimed ε = 2L/T + allowance.
     Neighbours D = five 0s and D' = four 0s and a 1, where the posterior under D sits near
@@ -473,24 +497,7 @@ def test_audit_one_gibbs_update_and_catch_half_charge():
             np.array([1] * successes + [0] * (5 - successes)), alpha=1, beta=1, a=0.3
         ):
             steps[successes] = PrivateGibbs()
-    lipschitz = math.log(0.7 / 0.3)
-    claimed = steps[0].privacy_epsilon_per_draw
-    assert claimed == pytest.approx(2 * lipschitz) and claimed > 2 * lipschitz
-    laws = {successes: _grid_update(step) for successes, step in steps.items()}
-    # The exact privacy loss of the selection over every cell: within the claim, and beyond
-    # half of it (so that a step charged L/T is wrong, as the audit below shows).
-    loss = np.abs(np.log(laws[0][1]) - np.log(laws[1][1])).max()
-    assert lipschitz < loss <= claimed
-
-    def update(successes, rng, size):
-        grid, probabilities = laws[successes]
-        cells = rng.choice(probabilities.size, size=size, p=probabilities)
-        return grid.values(cells[:, None], rng)
-
-    kwargs = {"n": 300_000, "alpha": 0.01, "vectorized": True, "event": lambda t: t >= 0.6614}
-    result = epsilon_lower_bound(update, 0, 1, random_seed=15, **kwargs)
-    assert result.passes(claimed)
-    assert not result.passes(lipschitz)
+    _audit_beta_bernoulli_update(steps, prior=None, random_seed=15)
 
 
 def test_raw_gibbs_chains_cores_and_canary(normal_model, normal_data, tmp_path, capsys):
@@ -667,20 +674,5 @@ def test_audit_one_gibbs_update_under_a_hyperprior_and_catch_half_charge():
             p = TruncatedBeta("p", a0, 1.0, lower=0.3, upper=0.7)
             pm.Bernoulli("y", p, observed=y_obs)
             steps[successes] = PrivateGibbs([p])
-    lipschitz = math.log(0.7 / 0.3)
-    claimed = steps[0].privacy_epsilon_per_draw
-    assert claimed == pytest.approx(2 * lipschitz) and claimed > 2 * lipschitz
     state = {"alpha": np.array(1.0), "beta": np.array(1.0)}
-    laws = {successes: _grid_update(step, state) for successes, step in steps.items()}
-    loss = np.abs(np.log(laws[0][1]) - np.log(laws[1][1])).max()
-    assert lipschitz < loss <= claimed
-
-    def update(successes, rng, size):
-        grid, probabilities = laws[successes]
-        cells = rng.choice(probabilities.size, size=size, p=probabilities)
-        return grid.values(cells[:, None], rng)
-
-    kwargs = {"n": 300_000, "alpha": 0.01, "vectorized": True, "event": lambda t: t >= 0.6614}
-    result = epsilon_lower_bound(update, 0, 1, random_seed=16, **kwargs)
-    assert result.passes(claimed)
-    assert not result.passes(lipschitz)
+    _audit_beta_bernoulli_update(steps, prior=state, random_seed=16)
