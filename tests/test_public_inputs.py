@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytest
 
 import pymc_private as pmp
@@ -237,3 +238,19 @@ def test_set_data_predictions_at_public_covariates(public_covariates):
     np.testing.assert_array_equal(by_inputs.predictions["y"], by_set_data.predictions["y"])
     idata.extend(by_inputs)
     assert "Releasable" in str(pmp.check_release(idata))
+
+
+def test_metropolis_compiles_a_bare_shared_input_as_the_analysis_read_it():
+    """The attack: a `pytensor.shared` covariate outside model.data_vars is read by the
+    analysis as a public constant; set_value after the step was built must not reach the
+    compiled log-likelihood (it did: Λ moved 100 times what L bounds)."""
+    x = pytensor.shared(np.full(1, 10.0), name="x")
+    with pm.Model():
+        y_obs = pmp.PrivateData("y_obs", np.array([0.0]), bounds=(0.0, 0.1))
+        w = pmp.TruncatedNormal("w", 0.0, 1.0, lower=-1.0, upper=1.0)
+        pm.Normal("y", w * x, 1.0, observed=y_obs)
+        step = pmp.PrivateMetropolis([w])
+    q1, q0 = np.array([0.3]), np.array([-0.2])
+    before = step._log_ratio_terms(q1, q0)[1].copy()
+    x.set_value(np.full(1, 1000.0))
+    np.testing.assert_array_equal(step._log_ratio_terms(q1, q0)[1], before)

@@ -26,9 +26,10 @@ from pymc.pytensorf import compile, floatX, join_nonshared_inputs
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import ancestors, applys_between
+from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
@@ -495,14 +496,17 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         # their values (checked above) travel as a `PrivatePayload`, so neither the graph
         # nor the compiled function holds raw data when the step is pickled.
         data_inputs = {v: v.type(name=v.name) for v in sorted(private, key=lambda v: v.name)}
-        # Public pm.Data enters as the value the analysis read: a later pm.set_data cannot
-        # move the log-likelihood outside the range L was computed for.
-        frozen = {
-            v: pt.constant(v.get_value(), name=v.name) for v in model.data_vars if v not in private
-        }
         outputs = (
             [log_prior] if record_log_likelihood is None else [log_prior, record_log_likelihood]
         )
+        # Every other shared variable (pm.Data, or a bare pytensor.shared the model reads) is
+        # public and enters as the value the analysis read: a later pm.set_data or set_value
+        # cannot move the log-likelihood outside the range L was computed for.
+        frozen = {
+            v: pt.constant(v.get_value(), name=v.name)
+            for v in graph_inputs(outputs)
+            if isinstance(v, SharedVariable) and v not in private
+        }
         outputs = graph_replace(outputs, frozen, strict=False)
         self._data = PrivatePayload([v.get_value() for v in data_inputs])
         # Compiled on first use or before the step is pickled to a worker process (once,
