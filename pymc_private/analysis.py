@@ -468,6 +468,15 @@ def _collect_statistics(
     merged: dict[str, StatisticSpec] = {}
     unavailable: dict[str, str] = {}
     for term in terms:
+        if term.per_record_constants:
+            varying = ", ".join(f"`{name}`" for name in term.per_record_constants)
+            unavailable[term.node] = (
+                f"`{term.node}` ({term.family.name}): the public parameter(s) {varying} take "
+                "a value per record, so the likelihood does not reduce to sums over records; "
+                "sample this model on raw data with pmp.PrivateMetropolis, which reads each "
+                "record's value, or make the parameter one value shared by all records."
+            )
+            continue
         try:
             specs = term.family.statistics(term)
         except (UnsupportedModelError, DataBoundsError) as error:
@@ -838,6 +847,16 @@ class _GraphReader:
         parameters = {
             name: self._parameter(name, expr) for name, expr in zip(names, inputs, strict=True)
         }
+        # A constant whose batch axes reach the record axis with more than one entry takes
+        # a value per record: sufficient statistics, sums over records, do not hold then.
+        data_batch = observed.ndim - op.ndim_supp
+        per_record = tuple(
+            name
+            for (name, param), core in zip(parameters.items(), op.ndims_params, strict=True)
+            if param.constant is not None
+            and np.ndim(param.constant) - core == data_batch
+            and np.shape(param.constant)[0] != 1
+        )
         family = find_family(op, parameters)
         if family is None:
             raise self._unknown_family(f"this form of {candidates[0].name.split()[0]}")
@@ -869,6 +888,7 @@ class _GraphReader:
             group_values=group_values,
             grid=_grid(spec),
             covariate_grid=None if covariate_spec is None else _grid(covariate_spec),
+            per_record_constants=per_record,
         )
         if not math.isfinite(term.lipschitz()):
             raise self._unbounded(term)

@@ -335,6 +335,9 @@ class LikelihoodTerm:
     grid, covariate_grid
         The public `DataGrid` of the observed data and of the covariates, on which their
         sufficient statistics are computed exactly.
+    per_record_constants
+        The constant (public) parameters that take a value per record: the node then has no
+        sufficient statistics.
     """
 
     node: str
@@ -350,6 +353,7 @@ class LikelihoodTerm:
     group_values: np.ndarray | None = None
     grid: DataGrid | None = None
     covariate_grid: DataGrid | None = None
+    per_record_constants: tuple[str, ...] = ()
 
     @property
     def free_variables(self) -> tuple[str, ...]:

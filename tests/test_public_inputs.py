@@ -254,3 +254,27 @@ def test_metropolis_compiles_a_bare_shared_input_as_the_analysis_read_it():
     before = step._log_ratio_terms(q1, q0)[1].copy()
     x.set_value(np.full(1, 1000.0))
     np.testing.assert_array_equal(step._log_ratio_terms(q1, q0)[1], before)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "pm.Data"])
+def test_a_public_parameter_per_record_has_no_sufficient_statistics(kind):
+    """The attack: a per-record public sigma entered the conjugate update as if it scaled
+    the summed statistics (posterior precision 1 + n·Σ1/σ_i² instead of 1 + Σ1/σ_i²), an
+    update n times the likelihood the analysis charged. Such a node has no statistics: the
+    statistic routes refuse it by name, private Metropolis (record by record) runs it."""
+    n = 40
+    with pm.Model() as model:
+        y_obs = pmp.PrivateData("y_obs", np.zeros(n), bounds=(0.0, 1.0))
+        sigma = np.full(n, 2.0) if kind == "numpy" else pm.Data("s", np.full(n, 2.0))
+        mu = pmp.TruncatedNormal("mu", 0.0, 1.0, lower=-1.0, upper=1.0)
+        pm.Normal("y", mu, sigma, observed=y_obs)
+    assert analyze(model).terms[0].per_record_constants == ("sigma",)
+    pattern = r"`sigma` take a value per record"
+    with model, pytest.raises(pmp.UnsupportedModelError, match=pattern):
+        pmp.PrivateGibbs()
+    with pytest.raises(pmp.UnsupportedModelError, match=pattern):
+        pmp.sample_posterior(model, n=1)
+    with pytest.raises(pmp.UnsupportedModelError, match=pattern):
+        pmp.privatize(model, epsilon=1.0)
+    with model:
+        assert pmp.PrivateMetropolis().privacy_epsilon_per_draw > 0
