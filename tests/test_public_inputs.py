@@ -243,7 +243,7 @@ def test_set_data_predictions_at_public_covariates(public_covariates):
 def test_metropolis_compiles_a_bare_shared_input_as_the_analysis_read_it():
     """The attack: a `pytensor.shared` covariate outside model.data_vars is read by the
     analysis as a public constant; set_value after the step was built must not reach the
-    compiled log-likelihood (it did: Λ moved 100 times what L bounds)."""
+    compiled log-likelihood (it did: Λ moved 50 times what L bounds)."""
     x = pytensor.shared(np.full(1, 10.0), name="x")
     with pm.Model():
         y_obs = pmp.PrivateData("y_obs", np.array([0.0]), bounds=(0.0, 0.1))
