@@ -47,7 +47,7 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 from pytensor.tensor.type_other import NoneTypeT
 
-from pymc_private.data import PrivateDataSpec, check_private_data, private_data
+from pymc_private.data import PrivateDataSpec, check_private_data, declaration, private_data
 from pymc_private.errors import (
     DataBoundsError,
     InvalidPrivacyParameterError,
@@ -566,6 +566,16 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
         it reads, and what to remove.
     """
     model = pm.modelcontext(model)
+    own = set(model.data_vars)
+    graphs = [*model.basic_RVs, *model.deterministics, *model.potentials]
+    graphs += [v for v in model.rvs_to_initial_values.values() if isinstance(v, Variable)]
+    for variable in graph_inputs(graphs):
+        if variable not in own and declaration(variable) is not None:
+            raise UnsupportedModelError(
+                f"The model reads PrivateData `{variable.name}` of another model, where neither "
+                "its ledger nor this analysis sees it as private (its values would count as "
+                "public). Declare it in this model with pmp.PrivateData."
+            )
     sources = _private_sources(model)
     doors = [
         *(

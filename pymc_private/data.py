@@ -307,6 +307,12 @@ def check_private_data(model: pm.Model | None = None) -> None:
             setattr(variable.tag, _SPEC_TAG, replace(spec, dataset=dataset))
 
 
+def declaration(variable) -> PrivateDataSpec | None:
+    """The declaration a `PrivateData` variable carries, in any model (None for any other
+    variable)."""
+    return getattr(variable.tag, _SPEC_TAG, None)
+
+
 def private_data(model: pm.Model | None = None) -> dict[str, PrivateDataSpec]:
     """Every `PrivateData` of a model, by name.
 
@@ -316,7 +322,7 @@ def private_data(model: pm.Model | None = None) -> dict[str, PrivateDataSpec]:
     model = pm.modelcontext(model)
     specs = {}
     for variable in model.data_vars:
-        spec = getattr(variable.tag, _SPEC_TAG, None)
+        spec = declaration(variable)
         if spec is not None:
             specs[variable.name] = spec
     return specs

@@ -401,3 +401,29 @@ def test_a_step_used_in_a_callback_during_pmp_sample_is_charged(labels):
             pmp.sample(4, step=step, chains=1, cores=1, callback=callback, progressbar=False)
     counts = [r.count for r in pmp.ledger_for(model).releases]
     assert counts == [4, 1, 1, 1, 1]
+
+
+def test_private_data_of_another_model_is_refused_not_read_as_public():
+    """Review of the public-inputs change: a shared variable outside the model's own data is
+    read as a public value, so a `PrivateData` of another model used in this one had its raw
+    values read as public, and L (hence the claimed ε) followed them: 3.5 for records
+    (1, 2, 3), 9.5 for the neighbour (1, 2, 9). It is refused on every route."""
+
+    def model_reading(values):
+        with pm.Model():
+            foreign = pmp.PrivateData("foreign", values, bounds=(-10.0, 10.0))
+        with pm.Model() as model:
+            y_obs = pmp.PrivateData("y_obs", np.zeros(3), bounds=(0.0, 1.0))
+            w = pmp.TruncatedNormal("w", 0.0, 1.0, lower=-1.0, upper=1.0)
+            pm.Normal("y", w * foreign, 1.0, observed=y_obs)
+        return model
+
+    for values in (np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 9.0])):
+        model = model_reading(values)
+        for route in (
+            pmp.analyze,
+            lambda m: pmp.PrivateMetropolis(model=m),
+            lambda m: pmp.privatize(m, epsilon=1.0),
+        ):
+            with pytest.raises(pmp.UnsupportedModelError, match="`foreign` of another model"):
+                route(model)
