@@ -864,6 +864,7 @@ class _GraphReader:
             name
             for (name, param), core in zip(parameters.items(), op.ndims_params, strict=True)
             if param.constant is not None
+            and data_batch >= 1
             and np.ndim(param.constant) - core == data_batch
             and np.shape(param.constant)[0] != 1
         )
@@ -1037,7 +1038,7 @@ class _GraphReader:
         if isinstance(variable, SharedVariable) or _only_constants(variable):
             # pm.Data that is not PrivateData is public: read once, as a constant
             # (PrivateMetropolis compiles the value read here, so pm.set_data cannot move it).
-            value = public_value(variable)
+            value = _public_array(variable).astype(np.float64)
             return _Bound(
                 interval=Interval(float(value.min()), float(value.max())),
                 constant=value,
@@ -1165,13 +1166,9 @@ class _GraphReader:
         (:ref:`privacy-model-public-inputs`). None for any other indexing."""
         first, *rest = node.inputs[1:]
         index = _strip_casts(first)
-        if isinstance(index, SharedVariable):
-            name, values = index.name, index.get_value(borrow=True)
-        elif _only_constants(index):
-            name, values = None, constant_fold([index])[0]
-        else:
+        if not (isinstance(index, SharedVariable) or _only_constants(index)):
             return None
-        values = np.asarray(values)
+        values = _public_array(index)
         structured = (
             base.free_variable is not None
             and base.link == "identity"
@@ -1186,6 +1183,7 @@ class _GraphReader:
             return None
         values = np.where(values < 0, values + groups, values).astype(np.int64)
         values.setflags(write=False)
+        name = index.name if isinstance(index, SharedVariable) else None
         name = name or f"index of {base.free_variable}"
         return replace(base, group_by=name, group_values=values)
 
@@ -1455,12 +1453,12 @@ def _is_full_slice(variable: Variable) -> bool:
     return owner is not None and all(isinstance(i.type, NoneTypeT) for i in owner.inputs)
 
 
-def public_value(variable: Variable) -> np.ndarray:
-    """The value of a public input of a parameter graph (constants and ``pm.Data`` that is
-    not `PrivateData`), as float64."""
+def _public_array(variable: Variable) -> np.ndarray:
+    """The value of a public input of a parameter graph (a graph of constants, or a shared
+    variable that is not `PrivateData`: ``pm.Data``), in its own dtype, a copy."""
     if isinstance(variable, SharedVariable):
-        return np.asarray(variable.get_value(), dtype=np.float64)
-    return np.asarray(constant_fold([variable])[0], dtype=np.float64)
+        return np.asarray(variable.get_value())
+    return np.asarray(constant_fold([variable])[0])
 
 
 def _only_constants(variable: Variable) -> bool:

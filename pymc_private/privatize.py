@@ -156,15 +156,21 @@ def term_statistics(
     completed from the released group counts. Post-processing only.
     """
     term = analysis.term(node)
-    totals_spec = term.totals_statistic()
-    totals: Any = term.public_totals()
-    if totals_spec is not None:
-        totals = complete_statistic(totals_spec, statistics[totals_spec.name], term.n)
+    totals = _totals(term, statistics)
     full = {
         kind: complete_statistic(spec, statistics[spec.name], totals)
         for kind, spec in analysis.statistics_of(node).items()
     }
     return full, totals
+
+
+def _totals(term, statistics: dict[str, np.ndarray]) -> Any:
+    """The records behind each cell of ``term``'s statistics: n, a public index's group
+    sizes, or a private index's sizes completed from their released-form counts."""
+    totals_spec = term.totals_statistic()
+    if totals_spec is None:
+        return term.public_totals()
+    return complete_statistic(totals_spec, statistics[totals_spec.name], term.n)
 
 
 def privatize(
@@ -606,18 +612,10 @@ def _cell_totals(analysis: PrivacyAnalysis, spec: StatisticSpec, out: dict) -> n
     """The record count N behind each cell of ``spec`` (n, a public group size, or the
     privatised group size), shaped to broadcast against its cells (a count's cells exclude
     the category axis)."""
-    n = analysis.n_records
     if spec.group_by is None:
-        return np.asarray(float(n))
-    if spec.group_values is not None:
-        totals = np.bincount(spec.group_values, minlength=spec.n_groups).astype(np.float64)
-    else:
-        (totals_spec,) = {
-            term.totals_statistic().name: term.totals_statistic()
-            for term in analysis.terms
-            if term.group_by == spec.group_by
-        }.values()
-        totals = complete_statistic(totals_spec, out[totals_spec.name], n).astype(np.float64)
+        return np.asarray(float(analysis.n_records))
+    term = next(term for term in analysis.terms if term.group_by == spec.group_by)
+    totals = np.asarray(_totals(term, out), dtype=np.float64)
     cell_ndim = len(spec.shape) - (1 if spec.kind == "counts" else 0)
     return totals.reshape((-1,) + (1,) * (cell_ndim - 1))
 
