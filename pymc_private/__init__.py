@@ -16,6 +16,7 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
+from pymc_private.map_estimate import map_utility_bound, private_map
 from pymc_private.mechanisms import discrete_laplace, exponential_mechanism, laplace
 from pymc_private.posterior import (
     PosteriorSampleResponder,
@@ -84,10 +85,12 @@ __all__ = [
     "laplace",
     "ledger_for",
     "ledger_of",
+    "map_utility_bound",
     "parameter_support",
     "plot_privacy",
     "privacy_report",
     "private_data",
+    "private_map",
     "privatised_statistics",
     "privatize",
     "psaqr_utility_bound",

@@ -128,12 +128,23 @@ class ConjugateFamily:
     precision ``J`` and precision-weighted mean ``h = J·mean`` for normal and mvnormal.
     ``additive`` maps the family's usual parameters to those coordinates, ``usual`` back.
     Both use +, −, ×, / (and a square root, an inverse for mvnormal, only in ``usual``), so
-    ``additive`` is exact on rational arrays.
+    ``additive`` is exact on rational arrays. ``flat`` holds the additive coordinates of the
+    density 1 (beta: α = β = 1; gamma: α = 1, rate 0; dirichlet: a = 1; normal: h = J = 0).
     """
 
     name: str
     additive: Callable[[Mapping[str, Any]], dict[str, Any]]
     usual: Callable[[Mapping[str, Any]], dict[str, Any]]
+    flat: Mapping[str, int]
+
+    def power(self, additive: Mapping[str, Any], exponent) -> dict[str, Any]:
+        """The additive coordinates of a density raised to ``exponent``: the log-density is
+        linear in the coordinates' offsets from ``flat``, so they scale by it (exact on
+        rational arrays and a rational exponent)."""
+        return {
+            key: self.flat[key] + exponent * (value - self.flat[key])
+            for key, value in additive.items()
+        }
 
 
 def _same(parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,11 +177,11 @@ def _mvnormal_usual(parameters: Mapping[str, Any]) -> dict[str, Any]:
 
 
 CONJUGATE_FAMILIES: dict[str, ConjugateFamily] = {
-    "beta": ConjugateFamily("beta", _same, _same),
-    "gamma": ConjugateFamily("gamma", _same, _same),
-    "dirichlet": ConjugateFamily("dirichlet", _same, _same),
-    "normal": ConjugateFamily("normal", _normal_additive, _normal_usual),
-    "mvnormal": ConjugateFamily("mvnormal", _mvnormal_additive, _mvnormal_usual),
+    "beta": ConjugateFamily("beta", _same, _same, {"alpha": 1, "beta": 1}),
+    "gamma": ConjugateFamily("gamma", _same, _same, {"alpha": 1, "beta": 0}),
+    "dirichlet": ConjugateFamily("dirichlet", _same, _same, {"a": 1}),
+    "normal": ConjugateFamily("normal", _normal_additive, _normal_usual, {"h": 0, "J": 0}),
+    "mvnormal": ConjugateFamily("mvnormal", _mvnormal_additive, _mvnormal_usual, {"h": 0, "J": 0}),
 }
 """The conjugate prior families of `pymc_private.families`, by name."""
 

@@ -92,6 +92,7 @@ __all__ = [
     "FAMILIES",
     "GridBlock",
     "IntervalNumber",
+    "ceil_float",
     "check_family",
     "checked_cells",
     "intervals",
@@ -403,7 +404,7 @@ class GridBlock:
             # Twice the float value: a margin far above the rounding of this public sum.
             largest = 2 * Fraction(float(np.max(terms)))
             allowance += 4 * _gamma(grid.features.shape[1] + 2) * largest
-        return cls(family, tuple(batch_shape), grids, grid_of, centres, _ceil(allowance))
+        return cls(family, tuple(batch_shape), grids, grid_of, centres, ceil_float(allowance))
 
     def scores(self, posterior: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The float scores ŝ of every entry (flattened), from the exact (rational)
@@ -441,6 +442,30 @@ class GridBlock:
             return values.reshape((*lead, *self.batch_shape, values.shape[-1]))
         return values.reshape((*lead, *self.batch_shape))
 
+    def points(self, cells: np.ndarray) -> np.ndarray:
+        """The grid points of chosen cells (an int array over the flattened entries): the
+        cell centres, or a Dirichlet's lattice points; no randomness."""
+        out = [
+            self.grids[grid_index].points[cells[entry]]
+            for entry, grid_index in enumerate(self.grid_of.tolist())
+        ]
+        values = np.stack(out)
+        if self.family == "dirichlet":
+            return values.reshape((*self.batch_shape, values.shape[-1]))
+        return values.reshape(self.batch_shape)
+
+    def choose(
+        self,
+        posterior: Mapping[str, np.ndarray],
+        *,
+        secure: bool,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """The chosen cell of every entry (flattened), from the exact (rational) posterior
+        parameters: one exact selection per entry (`exact_choice`)."""
+        chosen = [exact_choice(s, secure=secure, rng=rng) for s in self.scores(posterior)]
+        return np.array(chosen, dtype=np.int64)
+
     def draw(
         self,
         posterior: Mapping[str, np.ndarray],
@@ -449,21 +474,20 @@ class GridBlock:
         rng: np.random.Generator,
     ) -> np.ndarray:
         """One draw of every entry, from the exact (rational) posterior parameters."""
-        chosen = [exact_choice(s, secure=secure, rng=rng) for s in self.scores(posterior)]
-        return self.values(np.array(chosen, dtype=np.int64), rng)
+        return self.values(self.choose(posterior, secure=secure, rng=rng), rng)
 
 
 def _magnitudes(values, shape: tuple[int, ...]) -> np.ndarray:
     """max(|lower|, |upper|) of interval (or exact) entries, as floats rounded up."""
     values = np.broadcast_to(np.asarray(values, dtype=object), shape)
     out = [
-        _ceil(value.magnitude if isinstance(value, IntervalNumber) else abs(Fraction(value)))
+        ceil_float(value.magnitude if isinstance(value, IntervalNumber) else abs(Fraction(value)))
         for value in values.ravel()
     ]
     return np.array(out, dtype=np.float64).reshape(shape)
 
 
-def _ceil(value: Fraction) -> float:
+def ceil_float(value: Fraction) -> float:
     """The smallest float ≥ ``value``."""
     nearest = float(value)
     return nearest if Fraction(nearest) >= value else math.nextafter(nearest, math.inf)

@@ -155,7 +155,7 @@ def sample_posterior(
     temperature = checked_temperature(temperature, "2L/T per draw")
     cells = checked_cells(cells)
     secure = checked_secure(secure)
-    rng = _checked_rng(random_seed)
+    rng = checked_rng(random_seed)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
     model = pm.modelcontext(model)
@@ -164,7 +164,7 @@ def sample_posterior(
         raise UnsupportedModelError(NOISE_AWARE_GIBBS)
     privatised = privatisation is not None
     analysis = privatisation.analysis if privatised else analyze(model)
-    blocks = _product_of_blocks(model, analysis, privatised=privatised)
+    blocks = product_of_blocks(model, analysis, privatised=privatised)
     grids = (
         {}
         if privatised
@@ -245,8 +245,9 @@ def _checked_count(n: Any) -> int:
     return int(n)
 
 
-def _checked_rng(random_seed: Any) -> np.random.Generator:
-    """The generator, built before anything is read or recorded (numpy's error type kept)."""
+def checked_rng(random_seed: Any) -> np.random.Generator:
+    """Validate ``random_seed`` into a generator, before anything is read or recorded
+    (numpy's error type kept)."""
     try:
         return np.random.default_rng(random_seed)
     except (TypeError, ValueError) as error:
@@ -256,16 +257,18 @@ def _checked_rng(random_seed: Any) -> np.random.Generator:
         ) from None
 
 
-def _product_of_blocks(
-    model: pm.Model, analysis: PrivacyAnalysis, *, privatised: bool
+def product_of_blocks(
+    model: pm.Model,
+    analysis: PrivacyAnalysis,
+    *,
+    privatised: bool,
+    route: str = "pmp.sample_posterior",
 ) -> list[ConjugateBlock]:
     """One conjugate block per free variable, refusing models whose joint posterior is not
     the product of the blocks' posteriors (the Potentials `pmp.privatize` puts in place of
-    the observed nodes are the likelihood the blocks already account for)."""
-    exact_only = (
-        "pmp.sample_posterior draws exactly from posteriors that are products of conjugate "
-        "blocks only"
-    )
+    the observed nodes are the likelihood the blocks already account for); ``route`` names
+    the caller in the refusals."""
+    exact_only = f"{route} draws exactly from posteriors that are products of conjugate blocks only"
     if not model.free_RVs:
         raise UnsupportedModelError(
             "The model has no free random variables: there is no posterior to draw from."

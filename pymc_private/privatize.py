@@ -293,7 +293,7 @@ def privatize(
     UnboundedSensitivityError, DataBoundsError
         From `pmp.analyze`.
     """
-    epsilon = _checked_epsilon(epsilon)
+    epsilon = checked_epsilon(epsilon)
     delta = checked_delta(delta)
     mechanism = _checked_mechanism(mechanism, delta)
     _checked_release(release, noise_aware)
@@ -422,7 +422,8 @@ def release_statistics(
     return ReleasedStatistics(statistics, releases, noisy, noise)
 
 
-def _checked_epsilon(epsilon) -> float:
+def checked_epsilon(epsilon) -> float:
+    """Validate an ε to spend (a finite number > 0) at the boundary."""
     if isinstance(epsilon, bool | np.bool_) or not isinstance(epsilon, int | float | np.number):
         raise InvalidPrivacyParameterError(
             f"epsilon must be a finite number > 0, got {epsilon!r}; e.g. epsilon=1.0."
@@ -430,8 +431,8 @@ def _checked_epsilon(epsilon) -> float:
     value = float(epsilon)
     if not (math.isfinite(value) and value > 0.0):
         raise InvalidPrivacyParameterError(
-            f"epsilon must be a finite number > 0, got {epsilon!r}; smaller ε adds more noise "
-            "(scale Δ₁/ε), e.g. epsilon=1.0."
+            f"epsilon must be a finite number > 0, got {epsilon!r}; smaller ε adds more noise, "
+            "e.g. epsilon=1.0."
         )
     return value
 

@@ -124,16 +124,22 @@ class ConjugateBlock:
         *,
         exact: bool = False,
         prior: Mapping[str, np.ndarray] | None = None,
+        prior_power=1,
     ) -> dict[str, np.ndarray]:
         """The conditional in its family's additive coordinates (`CONJUGATE_FAMILIES`): the
         prior's plus each node's contribution, given full statistics by node and the others'
-        values. ``exact=True`` computes in exact rationals (statistics, values and
-        temperature must then be exact too). ``prior`` replaces the constant prior: with
-        ``hyper``, `prior_at` the current values (or over all of them)."""
+        values. ``exact=True`` computes in exact rationals (statistics, values, temperature
+        and ``prior_power`` must then be exact too). ``prior`` replaces the constant prior:
+        with ``hyper``, `prior_at` the current values (or over all of them). ``prior_power``
+        raises the prior density to that power (the base measure times the utility's prior
+        term of `pmp.private_map`)."""
         if prior is None:
             prior = self.prior
         prior = {k: as_exact(v) if exact else v for k, v in prior.items()}
-        parameters = CONJUGATE_FAMILIES[self.family].additive(prior)
+        family = CONJUGATE_FAMILIES[self.family]
+        parameters = family.additive(prior)
+        if prior_power != 1:
+            parameters = family.power(parameters, prior_power)
         for term, parameter, state in self.updates:
             full, totals = statistics[term.node]
             contribution = term.family.conjugate_contribution(
@@ -666,11 +672,14 @@ def grid_block(
     block: ConjugateBlock,
     analysis: PrivacyAnalysis,
     model: pm.Model,
-    temperature: float,
+    temperature,
     cells: int,
+    *,
+    prior_power=1,
 ) -> GridBlock:
     """The grid exponential mechanism of a block on raw data, with its float allowance from
-    the block's posterior over every public data set and state (interval arithmetic)."""
+    the block's posterior (its prior to ``prior_power``) over every public data set and state
+    (interval arithmetic)."""
     try:
         check_family(block.family)
     except UnsupportedModelError as error:
@@ -683,7 +692,9 @@ def grid_block(
         support = parameter_support(model[variable])
         values[variable] = intervals(as_exact(support.lower), as_exact(support.upper))
     prior = block.prior_at() if block.hyper else None
-    posterior = block.posterior(statistics, values, Fraction(temperature), exact=True, prior=prior)
+    posterior = block.posterior(
+        statistics, values, Fraction(temperature), exact=True, prior=prior, prior_power=prior_power
+    )
     return GridBlock.build(block.family, block.support, cells, posterior)
 
 
