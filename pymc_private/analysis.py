@@ -23,6 +23,7 @@ prior or the data to bound and how.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -1184,7 +1185,9 @@ class _GraphReader:
         values = np.where(values < 0, values + groups, values).astype(np.int64)
         values.setflags(write=False)
         name = index.name if isinstance(index, SharedVariable) else None
-        name = name or f"index of {base.free_variable}"
+        if not name:  # named by its values: two different unnamed indices never merge
+            digest = hashlib.blake2b(values.tobytes(), digest_size=4).hexdigest()
+            name = f"index of {base.free_variable} #{digest}"
         return replace(base, group_by=name, group_values=values)
 
     def _private_indices(self, node, base: _Bound) -> list[tuple[int, PrivateDataSpec]]:

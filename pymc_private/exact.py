@@ -148,8 +148,8 @@ class IntervalNumber:
     __slots__ = ("lower", "upper")
 
     def __init__(self, lower, upper=None) -> None:
-        self.lower = Fraction(lower)
-        self.upper = Fraction(lower if upper is None else upper)
+        self.lower = _rational(lower)
+        self.upper = _rational(lower if upper is None else upper)
 
     @staticmethod
     def _of(value) -> IntervalNumber:
@@ -200,6 +200,16 @@ class IntervalNumber:
 
     def __repr__(self) -> str:
         return f"[{float(self.lower):g}, {float(self.upper):g}]"
+
+
+def _rational(value) -> Fraction:
+    """An exact rational with Python-int numerator and denominator: ``Fraction`` keeps a
+    numpy integer as its numerator, whose products then wrap around silently at 2⁶³."""
+    if isinstance(value, np.integer):
+        value = int(value)
+    elif isinstance(value, np.floating):
+        value = float(value)
+    return Fraction(value)
 
 
 def intervals(lower, upper) -> np.ndarray:
@@ -277,7 +287,10 @@ def _cell_edges(lower: float, upper: float, cells: int, geometric: bool) -> np.n
 def _scalar_grid(family: str, lower: float, upper: float, cells: int) -> _Grid:
     geometric = family == "gamma" and lower > 0.0
     edges = _cell_edges(lower, upper, cells, geometric)
-    centres = np.sqrt(edges[:-1] * edges[1:]) if geometric else 0.5 * (edges[:-1] + edges[1:])
+    if geometric:  # the geometric mean, without the product's overflow
+        centres = np.exp(0.5 * (np.log(edges[:-1]) + np.log(edges[1:])))
+    else:
+        centres = 0.5 * (edges[:-1] + edges[1:])
     if family == "beta":
         features = np.column_stack([np.log(centres), np.log1p(-centres)])
     elif family == "gamma":
@@ -401,6 +414,12 @@ class GridBlock:
         for entry, grid_index in enumerate(grid_of.tolist()):
             grid = grids[grid_index]
             terms = np.abs(grid.features) @ bounds[entry] + np.abs(grid.log_weights)
+            if not np.all(np.isfinite(terms)):
+                raise UnsupportedModelError(
+                    f"the grid scores of a {family} block overflow floating point on the "
+                    f"prior's support [{float(lower.min()):g}, {float(upper.max()):g}]: "
+                    "narrow the prior's truncation bounds"
+                )
             # Twice the float value: a margin far above the rounding of this public sum.
             largest = 2 * Fraction(float(np.max(terms)))
             allowance += 4 * _gamma(grid.features.shape[1] + 2) * largest

@@ -260,3 +260,10 @@ def test_interval_arithmetic_contains_every_result(a, b, x, y, operation):
     if operation == "/":
         result, value = first / second, member_x / member_y
     assert result.lower <= value <= result.upper
+
+
+def test_interval_numbers_of_numpy_integers_do_not_wrap():
+    """Fraction keeps a numpy integer as its numerator, whose products wrap at 2⁶³:
+    Fraction(np.int64(3001)) * Fraction(1.3) was −194.7."""
+    product = IntervalNumber(np.int64(3001)) * Fraction(1.3)
+    assert product.lower == product.upper == 3001 * Fraction(1.3)

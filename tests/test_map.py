@@ -18,6 +18,7 @@ from pymc_private.data import PrivateData
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
+    PrivacyError,
     UnsupportedModelError,
 )
 from pymc_private.map_estimate import MapMechanism, map_utility_bound, private_map
@@ -311,7 +312,19 @@ def test_refusals_name_what_to_change(model):
         pm.Normal("x", mu, 1.0, observed=x)
     with pytest.raises(UnsupportedModelError):
         private_map(hyper, 1.0)
-    for m in (private, free_sigma, hyper):
+    with pm.Model() as data_prior:  # a prior parameter that may change after the build
+        x = PrivateData("x_obs", np.array([0, 1, 1]), bounds=(0, 1))
+        theta = TruncatedBeta("theta", pm.Data("a", 0.5), 1.0, lower=0.1, upper=0.9)
+        pm.Bernoulli("x", theta, observed=x)
+    with pytest.raises(UnsupportedModelError, match="give them as numbers"):
+        private_map(data_prior, 1.0)
+    with pm.Model() as overflowing:  # finite L, but grid scores beyond floating point
+        x = PrivateData("x_obs", np.array([0, 3, 10]), bounds=(0, 10))
+        lam = TruncatedGamma("lam", 2.0, 1.0, lower=1e-300, upper=1e300)
+        pm.Poisson("x", lam, observed=x)
+    with pytest.raises(PrivacyError):
+        private_map(overflowing, 1.0)
+    for m in (private, free_sigma, hyper, data_prior, overflowing):
         assert all(r.epsilon == 0 for r in ledger_for(m).releases if r.mechanism == "private_map")
 
 
@@ -331,3 +344,17 @@ def test_grids_and_prior_power_are_public(monkeypatch):
     np.testing.assert_array_equal(
         a.grids["theta"].grids[0].points, b.grids["theta"].grids[0].points
     )
+
+
+def test_a_block_grouped_by_a_private_index_runs():
+    """The public bound on a private index's group totals holds numpy integers; as exact
+    rationals they wrapped around at 2⁶³ against private_map's rational temperature (an
+    untyped OverflowError, found by the attacker)."""
+    with pm.Model() as model:
+        g = PrivateData("g", np.array([0, 1, 1, 0]), bounds=(0, 1))
+        x = PrivateData("x_obs", np.array([1, 3, 0, 2]), bounds=(0, 10))
+        lam = TruncatedGamma("lam", 2.0, 1.0, lower=0.1, upper=20.0, shape=2)
+        pm.Poisson("x", lam[g], observed=x)
+    estimate = private_map(model, 1.0, secure=False, random_seed=4)
+    assert estimate["lam"].shape == (2,)
+    assert [r.mechanism for r in ledger_for(model).releases] == ["private_map"]

@@ -70,11 +70,12 @@ def test_a_private_index_costs_more_than_the_same_index_public():
 
 def test_twelve_public_groups_cost_what_one_group_costs():
     spent, scales = {}, {}
-    name = "counts(x_obs | index of theta)"
     for groups in (1, 12):
         index, features = _features(groups)
         model = grouped_bernoulli(index, features, groups=groups)
         assert analyze(model).sensitivity_l1 == 2.0
+        (name,) = (spec.name for spec in analyze(model).statistics)
+        assert name.startswith("counts(x_obs | index of theta #")
         before = pmp.ledger_for(model).epsilon()  # one data set, one ledger
         private = pmp.privatize(model, epsilon=1.0, random_seed=1)
         spent[groups] = pmp.ledger_for(model).epsilon() - before
@@ -278,3 +279,20 @@ def test_a_public_parameter_per_record_has_no_sufficient_statistics(kind):
         pmp.privatize(model, epsilon=1.0)
     with model:
         assert pmp.PrivateMetropolis().privacy_epsilon_per_draw > 0
+
+
+def test_two_numpy_indices_on_one_variable_keep_their_own_groups():
+    """Unnamed public indices are named by their values: theta[g1] and theta[g2] over the
+    same records are two statistics, not one grouped by g1 (found by the attacker: theta[1],
+    seen only on ones through g2, was estimated at the lower bound)."""
+    ones = np.ones(40, dtype=np.int64)
+    g1, g2 = np.zeros(40, dtype=np.int64), np.repeat([0, 1], 20)
+    with pm.Model() as model:
+        a = pmp.PrivateData("a", ones, bounds=(0, 1))
+        theta = pmp.TruncatedBeta("theta", 1.0, 1.0, lower=0.05, upper=0.95, shape=2)
+        pm.Bernoulli("xa", theta[g1], observed=a)
+        pm.Bernoulli("xb", theta[g2], observed=a)
+    groupings = {spec.name: spec.group_values.tolist() for spec in analyze(model).statistics}
+    assert sorted(groupings.values()) == sorted([g1.tolist(), g2.tolist()])
+    estimate = pmp.private_map(model, 200.0, cells=256, secure=False, random_seed=1)
+    assert estimate["theta"][1] > 0.9

@@ -210,6 +210,12 @@ def conjugate_block(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) ->
     hyper, prior_intervals = (), None
     if any(value is None for value in support.params.values()):
         hyper, prior_intervals = _hyperprior(model, rv)
+        if not hyper:
+            raise _no_conditional(
+                name,
+                "its prior's parameters are read from pm.Data or shared variables, which may "
+                "change after the sampler is built: give them as numbers",
+            )
     if support.family == "uniform" and not (
         np.all(support.lower >= 0.0) and np.all(support.upper <= 1.0)
     ):
