@@ -681,6 +681,13 @@ class _locked:
         self._descriptors = []
 
 
+def checked_budget(budget: Any) -> Budget | None:
+    """Validate an optional ``budget`` argument at the boundary: a `Budget` or None."""
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
+    return budget
+
+
 class PrivacyLedger:
     """Every release made from one data set, and their composition.
 
@@ -781,6 +788,11 @@ class PrivacyLedger:
         """The budgets of the ledger files this ledger writes to (`open`, `attach`): every
         release recorded here must fit each of them."""
         return tuple(journal.budget for journal in self._journals if journal.budget is not None)
+
+    def limits(self, budget: Budget | None = None) -> tuple[Budget, ...]:
+        """What a release from this ledger's data must fit: ``budget`` (a call's own, when
+        given) and the budgets of the ledger's files (`budgets`)."""
+        return tuple(limit for limit in (budget, *self.budgets) if limit is not None)
 
     def attach(self, model: Any = None) -> None:
         """Charge this ledger (made by `open`) with every release from the private data

@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 import pymc as pm
 
-from pymc_private.accounting import Budget, Release, ledger_for
+from pymc_private.accounting import Budget, Release, checked_budget, ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.exact import DEFAULT_CELLS, GridBlock, ceil_float, checked_cells
@@ -117,8 +117,7 @@ def private_map(
     cells = checked_cells(cells)
     secure = checked_secure(secure)
     rng = checked_rng(random_seed)
-    if budget is not None and not isinstance(budget, Budget):
-        raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
+    checked_budget(budget)
     model = pm.modelcontext(model)
     mechanism = MapMechanism(model, epsilon, cells)
     release = Release(
@@ -134,9 +133,8 @@ def private_map(
         ),
     )
     ledger = ledger_for(model)
-    for limit in (budget, *ledger.budgets):
-        if limit is not None:
-            limit.check(ledger, [release])
+    for limit in ledger.limits(budget):
+        limit.check(ledger, [release])
     ledger.record(release)
     return mechanism.select(mechanism.scores(), secure=secure, rng=rng)
 

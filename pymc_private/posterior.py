@@ -22,7 +22,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
+from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conjugate import CENTRE_SWEEPS, draw_conjugate
 from pymc_private.errors import (
@@ -156,8 +156,7 @@ def sample_posterior(
     cells = checked_cells(cells)
     secure = checked_secure(secure)
     rng = checked_rng(random_seed)
-    if budget is not None and not isinstance(budget, Budget):
-        raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
+    checked_budget(budget)
     model = pm.modelcontext(model)
     privatisation = privatised_route(model)
     if privatisation is not None and privatisation.noise_aware:
@@ -194,9 +193,8 @@ def sample_posterior(
         ),
     )
     ledger = ledger_for(model)
-    for limit in (budget, *ledger.budgets):  # the ledger's files' budgets (`attach`) too
-        if limit is not None:
-            _check_budget(limit, ledger, release, n)
+    for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
+        _check_budget(limit, ledger, release, n)
 
     ledger.record(release)
     nodes = sorted({term.node for block in blocks for term, _, _ in block.updates})

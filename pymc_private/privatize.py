@@ -37,6 +37,7 @@ from pytensor.graph.traversal import ancestors
 from pymc_private.accounting import (
     Budget,
     Release,
+    checked_budget,
     checked_delta,
     ledger_for,
     zcdp_rho,
@@ -298,8 +299,7 @@ def privatize(
     mechanism = _checked_mechanism(mechanism, delta)
     _checked_release(release, noise_aware)
     secure = checked_secure(secure)
-    if budget is not None and not isinstance(budget, Budget):
-        raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
+    checked_budget(budget)
     rng = np.random.default_rng(random_seed)
     analysis = analyze(model)
     analysis.epsilon_per_draw("privatize")
@@ -321,9 +321,8 @@ def privatize(
             for spec, share in _noise_plan(analysis, epsilon, delta, mechanism)
             if share > 0
         ]
-    for limit in (budget, *ledger.budgets):
-        if limit is not None:
-            limit.check(ledger, planned)
+    for limit in ledger.limits(budget):
+        limit.check(ledger, planned)
 
     arrays = {
         variable.name: variable.get_value(borrow=True)

@@ -17,7 +17,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
+from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.analysis import refuse_private_paths
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.errors import (
@@ -139,9 +139,8 @@ def sample(
     planned = [
         s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps
     ]
-    for limit in (budget, *ledger.budgets):  # the ledger's files' budgets (`attach`) too
-        if limit is not None:
-            _check_budget(limit, ledger, planned, private_steps, chains=chains, tune=tune)
+    for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
+        _check_budget(limit, ledger, planned, private_steps, chains=chains, tune=tune)
     # Charged before the data is touched: a run that fails part-way has still released
     # whatever it released (an error, draws kept by a callback), so it is never undercounted.
     ledger.record_all(planned)
@@ -247,8 +246,7 @@ def _check_arguments(
     _count("cores", cores, 1)
     if draws + tune < 1:
         raise InvalidPrivacyParameterError("draws + tune must be at least 1: nothing to sample.")
-    if budget is not None and not isinstance(budget, Budget):
-        raise TypeError(f"budget must be a pmp.Budget or None, got {type(budget).__name__}.")
+    checked_budget(budget)
     seeds = random_seed if isinstance(random_seed, Sequence) else [random_seed]
     for seed in seeds:
         if isinstance(seed, np.random.Generator | np.random.RandomState) or seed is None:
