@@ -84,7 +84,7 @@ import numpy as np
 
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import as_exact
-from pymc_private.mechanisms import exact_choice
+from pymc_private.mechanisms import ceil_float, exact_choice
 from pymc_private.priors import ParameterSupport
 
 __all__ = [
@@ -92,7 +92,6 @@ __all__ = [
     "FAMILIES",
     "GridBlock",
     "IntervalNumber",
-    "ceil_float",
     "check_family",
     "checked_cells",
     "intervals",
@@ -474,15 +473,11 @@ class GridBlock:
         return values.reshape(self.batch_shape)
 
     def choose(
-        self,
-        posterior: Mapping[str, np.ndarray],
-        *,
-        secure: bool,
-        rng: np.random.Generator,
+        self, scores: list[np.ndarray], *, secure: bool, rng: np.random.Generator
     ) -> np.ndarray:
-        """The chosen cell of every entry (flattened), from the exact (rational) posterior
-        parameters: one exact selection per entry (`exact_choice`)."""
-        chosen = [exact_choice(s, secure=secure, rng=rng) for s in self.scores(posterior)]
+        """The chosen cell of every entry (flattened), from its float `scores`: one exact
+        selection per entry (`exact_choice`)."""
+        chosen = [exact_choice(s, secure=secure, rng=rng) for s in scores]
         return np.array(chosen, dtype=np.int64)
 
     def draw(
@@ -493,7 +488,7 @@ class GridBlock:
         rng: np.random.Generator,
     ) -> np.ndarray:
         """One draw of every entry, from the exact (rational) posterior parameters."""
-        return self.values(self.choose(posterior, secure=secure, rng=rng), rng)
+        return self.values(self.choose(self.scores(posterior), secure=secure, rng=rng), rng)
 
 
 def _magnitudes(values, shape: tuple[int, ...]) -> np.ndarray:
@@ -504,9 +499,3 @@ def _magnitudes(values, shape: tuple[int, ...]) -> np.ndarray:
         for value in values.ravel()
     ]
     return np.array(out, dtype=np.float64).reshape(shape)
-
-
-def ceil_float(value: Fraction) -> float:
-    """The smallest float ≥ ``value``."""
-    nearest = float(value)
-    return nearest if Fraction(nearest) >= value else math.nextafter(nearest, math.inf)

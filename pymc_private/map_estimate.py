@@ -31,8 +31,8 @@ import pymc as pm
 from pymc_private.accounting import Budget, Release, checked_budget, ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.exact import DEFAULT_CELLS, GridBlock, ceil_float, checked_cells
-from pymc_private.mechanisms import exact_choice
+from pymc_private.exact import DEFAULT_CELLS, GridBlock, checked_cells
+from pymc_private.mechanisms import ceil_float
 from pymc_private.posterior import checked_rng, product_of_blocks
 from pymc_private.privatize import checked_epsilon, privatised_route, term_statistics
 from pymc_private.steps.base import checked_secure
@@ -251,9 +251,7 @@ class MapMechanism:
         self, scores: dict[str, list[np.ndarray]], *, secure: bool, rng: np.random.Generator
     ) -> dict[str, np.ndarray]:
         """The released point: one exact selection per entry, the chosen cells' points."""
-        out = {}
-        for block in self.blocks:
-            grid = self.grids[block.name]
-            chosen = [exact_choice(s, secure=secure, rng=rng) for s in scores[block.name]]
-            out[block.name] = grid.points(np.array(chosen, dtype=np.int64))
-        return out
+        return {
+            name: grid.points(grid.choose(scores[name], secure=secure, rng=rng))
+            for name, grid in self.grids.items()
+        }

@@ -755,6 +755,14 @@ def _opendp_gumbel_max(sensitivity: float, epsilon: float, monotone: bool):
 
 def _ceil_quotient(numerator: float, denominator: float) -> float:
     """The smallest float ≥ numerator / denominator (exact rational arithmetic)."""
-    exact = Fraction(numerator) / Fraction(denominator)
-    nearest = float(exact)
+    return ceil_float(Fraction(numerator) / Fraction(denominator))
+
+
+def ceil_float(exact: Fraction) -> float:
+    """The smallest float ≥ ``exact`` (inf beyond the largest float): how every exact cost
+    or bound of the package is rounded to a float without rounding it down."""
+    try:
+        nearest = float(exact)
+    except OverflowError:
+        return math.inf
     return nearest if Fraction(nearest) >= exact else math.nextafter(nearest, math.inf)

@@ -46,7 +46,7 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.families import LikelihoodTerm
-from pymc_private.mechanisms import exact_choice
+from pymc_private.mechanisms import ceil_float, exact_choice
 from pymc_private.session import PrivatePayload
 from pymc_private.steps.base import PrivateStep, checked_temperature
 
@@ -464,7 +464,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                 self.mechanism = "clipped_barker_metropolis"
                 self.sensitivity = self.record_bound = self.clip
                 record_sensitivity = 2 * Fraction(self.clip)
-            self.privacy_epsilon_per_draw = _rounded_up(
+            self.privacy_epsilon_per_draw = ceil_float(
                 record_sensitivity / Fraction(self.temperature) + ROUNDING_ALLOWANCE
             )
             if not math.isfinite(self.privacy_epsilon_per_draw):
@@ -634,16 +634,7 @@ def _float_error_bounds(terms: list[LikelihoodTerm], names: list[str]) -> tuple[
             "both sides with truncated priors, or pass clip=c."
         )
     error = LOG_LIKELIHOOD_ERROR * max(1, Fraction(spread))
-    return float(error), _rounded_up(Fraction(spread) + 4 * error)
-
-
-def _rounded_up(exact: Fraction) -> float:
-    """The smallest float ≥ ``exact`` (inf beyond the largest float)."""
-    try:
-        nearest = float(exact)
-    except OverflowError:
-        return math.inf
-    return nearest if Fraction(nearest) >= exact else math.nextafter(nearest, math.inf)
+    return float(error), ceil_float(Fraction(spread) + 4 * error)
 
 
 def _checked_clip(clip) -> float:
