@@ -12,9 +12,7 @@ one row across every `PrivateData` array of a model, so all of them share n.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import uuid
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -24,17 +22,27 @@ import pytensor
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.records import (
+    RecordCheck,
+    Source,
+    column_label,
+    dataset_identity,
+    is_dask,
+    statistics_pass,
+)
 
 __all__ = [
     "RELEASED_TAG",
     "PrivateData",
     "PrivateDataSpec",
     "check_private_data",
-    "dataset_id",
     "datasets_of",
+    "exact_statistics",
+    "in_memory_values",
     "private_data",
     "private_data_domain",
     "private_record_count",
+    "record_sources",
 ]
 
 _OUT_OF_BOUNDS = ("raise", "clip")
@@ -69,7 +77,8 @@ class PrivateDataSpec:
     dims
         The dims the data was registered with, if any.
     dataset
-        The id of the private data set (`dataset_id`): the key of its ledger.
+        The id of the private data set (`pymc_private.records.dataset_identity`): the key
+        of its ledger; the same records give the same id, in any order or container.
     """
 
     name: str
@@ -96,29 +105,12 @@ class PrivateDataSpec:
 
 
 _SPEC_TAG = "pymc_private_spec"
+_CHECKED_TAG = "pymc_private_checked"
+SOURCE_TAG = "pymc_private_source"
+"""The tag of a `PrivateData` declared from a Dask collection: its `Source`."""
 RELEASED_TAG = "pymc_private_released"
 """The tag of the data variables of a privatised model that hold released statistics; its
 value has a ``datasets`` attribute, the ids of the data sets they were released from."""
-
-# Data sets are identified by a keyed hash of their values (a key drawn per process, so the
-# digests mean nothing outside it and reveal nothing about the data).
-_DATASET_KEY = os.urandom(32)
-_DATASET_IDS: dict[bytes, str] = {}
-
-
-def dataset_id(array: np.ndarray) -> str:
-    """The id of the private data set an array holds: the same records give the same id in
-    this process, whichever object, model, dtype, record order or trailing unit axes hold
-    them (the values are compared as float64, records sorted). Arrays derived from the
-    records in other ways (a subset of columns, a transformation) are other data sets to the
-    ledger: keep one budget per study."""
-    array = np.asarray(array, dtype=np.float64)
-    array = array.reshape(array.shape[0], -1)
-    records = np.ascontiguousarray(array[np.lexsort(array.T[::-1])] if array.size else array)
-    digest = hashlib.blake2b(key=_DATASET_KEY, digest_size=32)
-    digest.update(f"{records.shape}".encode())
-    digest.update((records + 0.0).tobytes())  # -0.0 and 0.0 are the same value
-    return _DATASET_IDS.setdefault(digest.digest(), uuid.uuid4().hex)
 
 
 def datasets_of(model: pm.Model | None = None) -> tuple[str, ...]:
@@ -209,7 +201,7 @@ def PrivateData(
         )
     array, missing = _as_real_array(name, value)
     dims = _checked_dims(name, dims, array.ndim)
-    record_shape = array.shape[1:]
+    record_shape = tuple(array.shape[1:])
     integer = array.dtype.kind in "biu"
     lower, upper = _check_bounds(name, bounds, record_shape, integer)
     model = pm.modelcontext(None)
@@ -220,10 +212,20 @@ def PrivateData(
                 f"PrivateData `{name}` has {n} records (axis 0) but `{other.name}` has "
                 f"{other.n}: every PrivateData of a model holds the same records, one row each."
             )
-    _check_finite(name, array, missing, dims)
     dtype = _stored_dtype(integer, lower, upper)
-    stored, _ = _stored_values(name, array, lower, upper, dims, out_of_bounds, dtype)
-    variable = _registered(model, name, stored, dims)
+    check = RecordCheck(name, lower, upper, dtype, out_of_bounds, dims)
+    if is_dask(array):
+        found = statistics_pass([], {name: Source(array, check)}, n).findings[name]
+        stored = _placeholder(check.dtype, array.shape)
+    else:
+        stored, found = check.checked(array, missing)
+        check.refuse(found)
+    # A fresh array (converted, clipped or a placeholder) is kept as is; the caller's own
+    # array is copied, so that later changes to it cannot reach the model.
+    variable = _registered(model, name, stored, dims, borrow=stored is not array)
+    if is_dask(array):
+        setattr(variable.tag, SOURCE_TAG, Source(array, check))
+    _mark_checked(variable)
     spec = PrivateDataSpec(
         name=variable.name,
         lower=lower,
@@ -233,7 +235,7 @@ def PrivateData(
         integer=integer,
         out_of_bounds=out_of_bounds,
         dims=dims,
-        dataset=dataset_id(stored),
+        dataset=dataset_identity(found.digest, array.shape),
     )
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable
@@ -281,6 +283,13 @@ def check_private_data(model: pm.Model | None = None) -> None:
         if spec is None:
             continue
         current = variable.get_value(borrow=True)
+        if _unchanged(variable, current):
+            continue
+        if getattr(variable.tag, SOURCE_TAG, None) is not None:
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` was declared from a Dask collection and its value "
+                "was replaced (pm.set_data?); declare the new data with pmp.PrivateData."
+            )
         array = np.ma.getdata(current)
         if array.shape != (spec.n, *spec.record_shape):
             raise DataBoundsError(
@@ -289,22 +298,90 @@ def check_private_data(model: pm.Model | None = None) -> None:
                 "is checked against its bounds."
             )
         _check_current_dtype(spec, array.dtype)
-        _check_finite(spec.name, array, np.ma.getmaskarray(current), spec.dims)
-        stored, clipped = _stored_values(
-            spec.name,
-            array,
-            spec.lower,
-            spec.upper,
-            spec.dims,
-            spec.out_of_bounds,
-            np.dtype(variable.dtype),
-        )
-        if clipped:
+        missing = np.ma.getmaskarray(current) if np.ma.isMaskedArray(current) else None
+        dtype = np.dtype(variable.dtype)
+        check = RecordCheck(spec.name, spec.lower, spec.upper, dtype, spec.out_of_bounds, spec.dims)
+        stored, found = check.checked(array, missing)
+        check.refuse(found)
+        if found.clipped:
             variable.set_value(stored)
-        dataset = dataset_id(stored)
+        _mark_checked(variable)
+        dataset = dataset_identity(found.digest, array.shape)
         if dataset != spec.dataset:
             # New values (pm.set_data): another data set, charged in its own ledger.
             setattr(variable.tag, _SPEC_TAG, replace(spec, dataset=dataset))
+
+
+def record_sources(model: pm.Model, names) -> dict[str, Source]:
+    """Where the records of the `PrivateData` ``names`` are, for
+    `pymc_private.records.statistics_pass`: the checked in-memory value, or the Dask
+    collection (checked as it is read). Call `check_private_data` first."""
+    sources = {}
+    for variable in model.data_vars:
+        if variable.name in names:
+            lazy = getattr(variable.tag, SOURCE_TAG, None)
+            sources[variable.name] = lazy or Source(variable.get_value(borrow=True))
+    return sources
+
+
+def exact_statistics(model: pm.Model, specs) -> dict[str, np.ndarray]:
+    """s(D) of every statistic of ``specs`` (`pymc_private.families.StatisticSpec`) as
+    exact int64, from every `PrivateData` of ``model`` in one pass
+    (`pymc_private.records.statistics_pass`). Call `check_private_data` first. Dask-backed
+    data is checked again as it is read (the same refusals as at its declaration), and
+    refused if its records are no longer those declared (files changed on disk), whose
+    ledger was checked: private, for a mechanism only."""
+    specs = list(specs)
+    declared = private_data(model)
+    sources = record_sources(model, declared)
+    result = statistics_pass(specs, sources, private_record_count(model))
+    for name, found in result.findings.items():
+        spec = declared[name]
+        if dataset_identity(found.digest, (spec.n, *spec.record_shape)) != spec.dataset:
+            raise DataBoundsError(
+                f"PrivateData `{name}` (a Dask collection) no longer holds the records it was "
+                "declared with (its files or graph changed), so the ledger checked for it is "
+                "not theirs; declare the data again with pmp.PrivateData."
+            )
+    return result.statistics
+
+
+def in_memory_values(model: pm.Model, names, route: str) -> list[np.ndarray]:
+    """The in-memory values of the `PrivateData` ``names`` for a route that reads records
+    one by one (``route`` names it); a Dask-backed `PrivateData` is refused, since only
+    sufficient statistics are computed from it."""
+    sources = record_sources(model, names)
+    lazy = [name for name, source in sources.items() if source.check is not None]
+    if lazy:
+        raise UnsupportedModelError(
+            f"PrivateData `{lazy[0]}` is a Dask collection, from which pymc-private computes "
+            f"sufficient statistics only (pmp.privatize, pmp.sample_posterior, "
+            f"pmp.PrivateGibbs, pmp.private_map); {route} reads the records one by one. "
+            "Declare it from an in-memory array (collection.compute()) for this route."
+        )
+    return [sources[name].values for name in names]
+
+
+def _mark_checked(variable) -> None:
+    """Record that the value the variable holds now was checked, and make it read-only so
+    that it stays what was checked: `check_private_data` skips it until it is replaced."""
+    value = variable.get_value(borrow=True)
+    if value.flags.writeable:
+        value.setflags(write=False)
+    setattr(variable.tag, _CHECKED_TAG, weakref.ref(value))
+
+
+def _unchanged(variable, current) -> bool:
+    checked = getattr(variable.tag, _CHECKED_TAG, None)
+    return checked is not None and checked() is current and not current.flags.writeable
+
+
+def _placeholder(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """What the graph holds for Dask-backed data: no memory (a zero-strided view), and a
+    value no likelihood of the data's kind accepts (NaN, or the dtype's least integer), so
+    that a sampler reading it by mistake fails at its first evaluation."""
+    fill = np.nan if dtype.kind == "f" else np.iinfo(dtype).min
+    return np.broadcast_to(np.array(fill, dtype=dtype), shape)
 
 
 def declaration(variable) -> PrivateDataSpec | None:
@@ -363,14 +440,18 @@ def private_record_count(model: pm.Model | None = None) -> int:
     return next(iter(specs.values())).n
 
 
-def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray]:
-    """The input as an array of a real dtype, and which of its entries are masked."""
+def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray | None]:
+    """The input as an array of a real dtype (a Dask array for Dask input, never
+    computed), and which of its entries are masked (None when none can be)."""
+    value = _from_frame(value)
+    missing = None
     try:
-        if isinstance(value, np.ma.MaskedArray):
+        if is_dask(value):
+            array = value
+        elif isinstance(value, np.ma.MaskedArray):
             array, missing = np.asarray(np.ma.getdata(value)), np.ma.getmaskarray(value)
         else:
             array = np.asarray(value)
-            missing = np.zeros(array.shape, dtype=bool)
     except (ValueError, TypeError):
         raise DataBoundsError(
             f"PrivateData `{name}` is ragged or not array-like: pass a rectangular array of "
@@ -396,6 +477,33 @@ def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray]:
     if array.shape[0] == 0:
         raise DataBoundsError(f"PrivateData `{name}` has no records (axis 0 is empty).")
     return array, missing
+
+
+def _from_frame(value):
+    """pandas, polars and pyarrow inputs as numpy (missing entries masked), Dask dataframes
+    as Dask arrays with known chunk sizes; anything else as it is. Only dtypes, shapes,
+    row counts and missingness are read here; values are checked by `RecordCheck`."""
+    module = type(value).__module__.split(".")[0]
+    if module == "dask":
+        if hasattr(value, "to_dask_array"):
+            # Optimised first: the lengths of the partitions the array will have.
+            value = value.optimize().to_dask_array(lengths=True)
+        if any(np.isnan(length) for length in value.shape):
+            value = value.compute_chunk_sizes()
+        return value
+    if module in ("polars", "pyarrow"):
+        value = value.to_pandas()
+        module = "pandas"
+    if module != "pandas" or not hasattr(value, "isna"):
+        return value
+    dtypes = value.dtypes if hasattr(value, "columns") else [value.dtype]
+    numeric = [getattr(dtype, "numpy_dtype", dtype) for dtype in dtypes]
+    if not all(isinstance(dtype, np.dtype) and dtype.kind in "biuf" for dtype in numeric):
+        return value.to_numpy()  # refused by dtype, with the usual message
+    dtype = np.result_type(*numeric)
+    mask = value.isna().to_numpy()
+    values = value.to_numpy(dtype=dtype, na_value=0)
+    return np.ma.masked_array(values, mask) if mask.any() else values
 
 
 def _checked_dims(name: str, dims, ndim: int) -> tuple[str, ...] | None:
@@ -467,7 +575,7 @@ def _check_bounds(
     if bad.size:
         raise DataBoundsError(
             f"PrivateData `{name}`: lower bound above upper bound at "
-            f"{_column(tuple(bad[0]), record_shape)}; declare bounds with lower <= upper."
+            f"{column_label(tuple(bad[0]), record_shape)}; declare bounds with lower <= upper."
         )
     return lower, upper
 
@@ -496,7 +604,9 @@ def _stored_dtype(integer: bool, lower: np.ndarray, upper: np.ndarray) -> np.dty
     return np.dtype(np.int32)
 
 
-def _registered(model: pm.Model, name: str, values: np.ndarray, dims) -> TensorVariable:
+def _registered(
+    model: pm.Model, name: str, values: np.ndarray, dims, *, borrow: bool = False
+) -> TensorVariable:
     """Register ``values`` as data of ``model`` as `pm.Data` does, but with the dtype of
     ``values`` (``pm.Data`` casts int64 to int32 and float64 to floatX) and a strict container:
     a later value (``pm.set_data``, ``set_value``) must have that very dtype, so that no cast
@@ -504,7 +614,7 @@ def _registered(model: pm.Model, name: str, values: np.ndarray, dims) -> TensorV
     full_name = model.name_for(name)
     if model.named_vars.tree_contains(full_name):
         raise ValueError(f"Variable name {full_name} already exists.")
-    variable = pytensor.shared(values, full_name, strict=True)
+    variable = pytensor.shared(values, full_name, strict=True, borrow=borrow)
     for axis, dim in enumerate(dims or ()):
         if dim is not None and dim not in model.dim_lengths:
             model.add_coord(name=dim, values=None, length=variable.shape[axis])
@@ -537,78 +647,3 @@ def _check_current_dtype(spec: PrivateDataSpec, dtype: np.dtype) -> None:
                 "wrapped values; pm.set_data casts integers to int32): replace its value with "
                 f"`{spec.name}.set_value(np.asarray(values, dtype=np.int64))`."
             )
-
-
-def _check_finite(name: str, array: np.ndarray, missing: np.ndarray, dims) -> None:
-    bad = missing
-    if array.dtype.kind == "f":
-        bad = bad | ~np.isfinite(array)
-    if bad.any():
-        row, column = _first(bad)
-        raise DataBoundsError(
-            f"PrivateData `{name}`: row {row}, {_column(column, array.shape[1:], dims)} is "
-            "missing or not a finite number (masked, NaN or infinite); remove or impute such "
-            "records before declaring the data."
-        )
-
-
-def _stored_values(
-    name: str,
-    array: np.ndarray,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    dims,
-    out_of_bounds: str,
-    dtype: np.dtype,
-) -> tuple[np.ndarray, bool]:
-    """The values to store, of ``dtype``: exactly those of ``array``, clipped into the bounds
-    with ``out_of_bounds="clip"``; and whether any was clipped. ``dtype`` must hold every
-    value within the bounds (`_stored_dtype`). Integers are compared with the bounds as
-    integers: as floats, 2⁵³ + 1 would compare equal to a bound of 2⁵³."""
-    if array.dtype.kind in "biu":
-        low, high = lower.astype(np.int64), upper.astype(np.int64)
-        values = array.astype(np.int64, copy=False)
-        outside = (values < low) | (values > high)
-        if array.dtype.kind == "u" and array.dtype.itemsize == 8:
-            beyond = array > np.iinfo(np.int64).max
-            values = np.where(beyond, high, values)
-            outside |= beyond
-    else:
-        low, high = lower, upper
-        values = array.astype(np.float64, copy=False)
-        outside = (values < low) | (values > high)
-    if not outside.any():
-        return values.astype(dtype, copy=False), False
-    if out_of_bounds == "clip":
-        return np.clip(values, low, high).astype(dtype, copy=False), True
-    row, column = _first(outside)
-    raise DataBoundsError(
-        f"PrivateData `{name}`: row {row}, {_column(column, array.shape[1:], dims)} lies outside "
-        f"the declared bounds [{_fmt(lower[column])}, {_fmt(upper[column])}]; widen the bounds "
-        "(from public knowledge, not from this data) or pass out_of_bounds='clip'."
-    )
-
-
-def _first(mask: np.ndarray) -> tuple[int, tuple[int, ...]]:
-    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
-    return index[0], index[1:]
-
-
-def _column(column: tuple[int, ...], record_shape: tuple[int, ...], dims=None) -> str:
-    if not record_shape:
-        return "column 0 (one value per record)"
-    if len(column) == 1:
-        label = f"column {column[0]}"
-    else:
-        label = f"column {column}"
-    if dims is not None and len(dims) == len(record_shape) + 1:
-        label += f" (dims {tuple(dims[1:])})"
-    return label
-
-
-def _fmt(x: float) -> str:
-    """A declared bound, exactly (bounds are public)."""
-    x = float(x)
-    if x.is_integer() and abs(x) <= _EXACT_INTEGER_LIMIT:
-        return str(int(x))
-    return repr(x)

@@ -527,25 +527,44 @@ class StatisticSpec:
         """Δ₂ in natural units: ``unit · √Δ₂²`` (`sensitivity_l2_squared`)."""
         return float(self.unit) * math.sqrt(self.sensitivity_l2_squared)
 
-    def compute(self, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+    def compute(self, arrays: Mapping[str, np.ndarray], rows: slice | None = None) -> np.ndarray:
         """s(D) in released form, as exact int64, from the raw arrays (by `PrivateData` name).
 
-        Touches private data: its output must go through a mechanism before release.
+        ``rows`` says which records ``arrays`` hold (default: all of them), so that a public
+        group index is read at the same rows: statistics are sums over records, so the
+        statistic of the data set is the sum of those of its blocks
+        (`pymc_private.records.statistics_pass`). Touches private data: its output must go
+        through a mechanism before release.
         """
         group = self.group_values
+        if group is not None and rows is not None:
+            group = group[rows]
         if group is None and self.group_by is not None:
-            group = np.asarray(arrays[self.group_by], dtype=int)
+            group = np.asarray(arrays[self.group_by], dtype=np.int64)
         if self.kind == "counts":
-            values = np.asarray(arrays[self.data[0]], dtype=np.int64)
-            first = 1 if self.derived_first else 0
-            per_record = values[..., None] == np.arange(first, self.n_categories)
-            return _group_sum(per_record.astype(np.int64), group, self.n_groups)
+            return self._counts(np.asarray(arrays[self.data[0]]), group)
         m = self.grids[0].quantize(arrays[self.data[0]])
         if self.kind == "gram":
             return (m.T @ m)[np.triu_indices(m.shape[1])]
         if self.kind == "cross":
             return m.T @ self.grids[1].quantize(arrays[self.data[1]])
         return _group_sum(m * m if self.kind == "sum_squares" else m, group, self.n_groups)
+
+    def _counts(self, values: np.ndarray, group: np.ndarray | None) -> np.ndarray:
+        """Counts of categories ``first..K−1`` per cell (and group), by one ``bincount`` of
+        each record's cell index: the category beyond the last cell collects category 0
+        when it is derived."""
+        first = 1 if self.derived_first else 0
+        width = self.n_categories - first
+        cells = int(np.prod(values.shape[1:], dtype=np.int64))
+        size = cells * width * (self.n_groups or 1)
+        category = values.reshape(values.shape[0], cells).astype(np.int64) - first
+        index = category + np.arange(cells, dtype=np.int64) * width
+        if group is not None:
+            index += (group.astype(np.int64) * (cells * width))[:, None]
+        index[category < 0] = size
+        counts = np.bincount(index.ravel(), minlength=size + 1)[:size]
+        return counts.reshape(self.shape).astype(np.int64, copy=False)
 
     def natural(self, values, *, exact: bool = False) -> np.ndarray:
         """Released-form integer values in natural units: ``unit · values``.

@@ -11,6 +11,7 @@ are public: any number of draws, chains and step methods (NUTS included) cost no
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,12 +44,13 @@ from pymc_private.accounting import (
     zcdp_rho,
 )
 from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
-from pymc_private.data import RELEASED_TAG, datasets_of
+from pymc_private.data import RELEASED_TAG, datasets_of, exact_statistics, in_memory_values
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
 from pymc_private.fourier import FourierPlan, fourier_plan
 from pymc_private.mechanisms import integer_release, planned_release
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
+from pymc_private.records import Source, statistics_pass
 from pymc_private.steps.base import checked_secure
 
 __all__ = [
@@ -324,14 +326,9 @@ def privatize(
     for limit in ledger.limits(budget):
         limit.check(ledger, planned)
 
-    arrays = {
-        variable.name: variable.get_value(borrow=True)
-        for variable in model.data_vars
-        if variable.name in analysis.private_data
-    }
     released = release_statistics(
         analysis,
-        arrays,
+        model,
         epsilon,
         delta=delta,
         mechanism=mechanism,
@@ -390,7 +387,7 @@ class ReleasedStatistics(NamedTuple):
 
 def release_statistics(
     analysis: PrivacyAnalysis,
-    arrays: Mapping[str, np.ndarray],
+    data: pm.Model | Mapping[str, np.ndarray],
     epsilon: float,
     *,
     delta: float = 0.0,
@@ -401,19 +398,33 @@ def release_statistics(
 ) -> ReleasedStatistics:
     """The mechanism of `privatize` on raw arrays: s(D) + noise, projected, and its releases.
 
-    ``analysis`` is the model's (public) analysis and ``arrays`` its raw `PrivateData` by
-    name; ``epsilon``, ``delta``, ``mechanism`` (``"laplace"`` or ``"gaussian"``) and
-    ``release`` (``"cells"`` or ``"fourier"``) are assumed validated. The cost, the split of
-    the budget between the statistics and the projection are documented in `privatize`
-    (and `pymc_private.fourier`). The caller records the returned releases.
+    ``analysis`` is the (public) analysis of the data's model; ``data`` is that model, its
+    `PrivateData` checked (`pymc_private.data.check_private_data`), or its raw in-memory
+    arrays by `PrivateData` name, checked by the caller (simulations). ``epsilon``,
+    ``delta``, ``mechanism`` (``"laplace"`` or ``"gaussian"``) and ``release``
+    (``"cells"`` or ``"fourier"``) are assumed validated. The cost and the split of the
+    budget between the statistics are documented in `privatize` (and
+    `pymc_private.fourier`). The caller records the returned releases.
     """
+    model = data if isinstance(data, pm.Model) else None
     if release == "fourier":
+        names = list(analysis.private_data)
+        arrays = data
+        if model is not None:
+            values = in_memory_values(model, names, 'release="fourier"')
+            arrays = dict(zip(names, values, strict=True))
         noisy, releases, noise = fourier_plan(analysis).release(
             arrays, epsilon, delta, mechanism, secure, rng
         )
     else:
         plan = _noise_plan(analysis, epsilon, delta, mechanism)
-        noisy, releases, noise = _noised(analysis, arrays, plan, mechanism, delta, secure, rng)
+        specs = [spec for spec, _ in plan]
+        if model is not None:
+            exact = exact_statistics(model, specs)
+        else:
+            sources = {name: Source(np.asarray(values)) for name, values in data.items()}
+            exact = statistics_pass(specs, sources, analysis.n_records).statistics
+        noisy, releases, noise = _noised(exact, plan, mechanism, delta, secure, rng)
     statistics = _projected(analysis, noisy, noise)
     noisy = {name: np.array(value) for name, value in noisy.items()}
     for value in (*statistics.values(), *noisy.values()):
@@ -442,8 +453,7 @@ def checked_epsilon(epsilon) -> float:
 
 
 def _noised(
-    analysis: PrivacyAnalysis,
-    arrays: dict[str, np.ndarray],
+    exact_values: Mapping[str, np.ndarray],
     plan: list[tuple[StatisticSpec, float]],
     mechanism: str,
     delta: float,
@@ -458,7 +468,7 @@ def _noised(
     releases: list[Release] = []
     noise: dict[str, NoiseLaw] = {}
     for spec, share in plan:
-        exact = spec.compute(arrays)
+        exact = exact_values[spec.name]
         if spec.sensitivity == 0:
             noisy[spec.name] = spec.natural(exact)
             continue
@@ -797,7 +807,8 @@ def _model_on_statistics(
             f"pmp.privatize names the data holding each released statistic after it, but the "
             f"model already has {taken}: rename them."
         )
-    fgraph, memo = fgraph_from_model(model, inlined_views=True)
+    with _records_not_copied(model, analysis.private_data):
+        fgraph, memo = fgraph_from_model(model, inlined_views=True)
     free = {rv.name: memo[rv] for rv in model.free_RVs}
     released = {}
     for name, value in privatisation.statistics.items():
@@ -849,6 +860,30 @@ def _model_on_statistics(
         add_noise_aware_likelihood(private_model, analysis, privatisation)
     _check_no_private_inputs(private_model, private)
     return private_model
+
+
+class _Records(np.ndarray):
+    """A read-only view of checked records that deep copies share: the copy of the model
+    `fgraph_from_model` makes drops the private data anyway, so copying n records (or
+    materialising a Dask placeholder) would cost time and memory for nothing."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+@contextlib.contextmanager
+def _records_not_copied(model: pm.Model, names):
+    """While open, the `PrivateData` ``names`` of ``model`` hold `_Records` views of their
+    (checked, read-only) values."""
+    variables = [v for v in model.data_vars if v.name in names]
+    values = [v.container.storage[0] for v in variables]
+    try:
+        for variable, value in zip(variables, values, strict=True):
+            variable.container.storage[0] = value.view(_Records)
+        yield
+    finally:
+        for variable, value in zip(variables, values, strict=True):
+            variable.container.storage[0] = value
 
 
 def _refuse_dropped_outputs(model: pm.Model, private_model: pm.Model, private: set[str]) -> None:

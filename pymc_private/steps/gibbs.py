@@ -29,7 +29,7 @@ from pytensor.graph.traversal import ancestors
 from pymc_private.accounting import ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze, interval_of
 from pymc_private.conjugate import CONJUGATE_FAMILIES, draw_conjugate
-from pymc_private.data import datasets_of
+from pymc_private.data import datasets_of, exact_statistics
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.exact import (
     DEFAULT_CELLS,
@@ -666,12 +666,8 @@ def raw_statistics(
         totals = analysis.term(node).totals_statistic()
         for spec in [*analysis.statistics_of(node).values(), *([totals] if totals else [])]:
             specs[spec.name] = spec
-    arrays = {
-        variable.name: variable.get_value(borrow=True)
-        for variable in model.data_vars
-        if variable.name in analysis.private_data
-    }
-    return {name: spec.natural(spec.compute(arrays), exact=exact) for name, spec in specs.items()}
+    exact_values = exact_statistics(model, specs.values())
+    return {name: spec.natural(exact_values[name], exact=exact) for name, spec in specs.items()}
 
 
 def grid_block(

@@ -39,7 +39,7 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 
 from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze, refuse_private_paths, shape_is_public
-from pymc_private.data import check_private_data, datasets_of, private_data
+from pymc_private.data import check_private_data, datasets_of, in_memory_values, private_data
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
@@ -508,7 +508,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             if isinstance(v, SharedVariable) and v not in private
         }
         outputs = graph_replace(outputs, frozen, strict=False)
-        self._data = PrivatePayload([v.get_value() for v in data_inputs])
+        values = in_memory_values(model, [v.name for v in data_inputs], "pmp.PrivateMetropolis")
+        self._data = PrivatePayload([np.array(value) for value in values])
         # Compiled on first use or before the step is pickled to a worker process (once,
         # here), so a run `pmp.sample` refuses for its budget never waits for the compiler.
         self._log_ratio_graph = (
