@@ -31,7 +31,11 @@ draw_conjugate(rng, family, parameters, support, *, name, size=None, current=Non
 
 Methods
 -------
-Scalar families use the inverse CDF on the truncated interval, in whichever tail (lower,
+Scalar families draw from numpy's own (untruncated) sampler and reject draws outside the
+interval when at least half the law lies inside it (the usual case of a posterior inside
+its prior's support: at most two proposals per draw on average, and the interval's
+probability is computed once per parameter set, not per draw). Otherwise they use the
+inverse CDF on the truncated interval, in whichever tail (lower,
 through the CDF, or upper, through the survival function) keeps the interval's
 probabilities small, so that far-tail truncations keep their precision. When the interval's
 probability underflows or is too small relative to its endpoints' for the inverse CDF to
@@ -105,6 +109,9 @@ __all__ = [
 # and above the smallest probability that keeps full precision.
 _RELATIVE_MASS = 1e-6
 _SMALLEST_MASS = 1e-280
+# With at least half the law inside the interval, a draw survives this many rounds of
+# untruncated proposals with probability below 2⁻³²; the few that do use the inverse CDF.
+_DIRECT_ROUNDS = 32
 # Rejection gives up after this many proposals per draw (acceptance below ~1e-5).
 MAX_PROPOSALS = 100_000
 # Sweeps (of d or K moves) from the support's centre for an independent draw that gave up.
@@ -261,6 +268,7 @@ class _Scalar:
     ppf: Callable
     isf: Callable
     terms: Callable
+    sample: Callable
 
 
 def _beta_terms(alpha, beta):
@@ -299,6 +307,7 @@ _BETA = _Scalar(
     ppf=lambda p, a, b: special.betaincinv(a, b, p),
     isf=lambda q, a, b: special.betainccinv(a, b, q),
     terms=_beta_terms,
+    sample=lambda rng, a, b, size=None: rng.beta(a, b, size),
 )
 _GAMMA = _Scalar(
     cdf=lambda x, a, b: special.gammainc(a, b * x),
@@ -306,6 +315,7 @@ _GAMMA = _Scalar(
     ppf=lambda p, a, b: special.gammaincinv(a, p) / b,
     isf=lambda q, a, b: special.gammainccinv(a, q) / b,
     terms=_gamma_terms,
+    sample=lambda rng, a, b, size=None: rng.gamma(a, 1.0 / b, size),
 )
 _NORMAL = _Scalar(
     cdf=lambda x, m, s: special.ndtr((x - m) / s),
@@ -313,6 +323,7 @@ _NORMAL = _Scalar(
     ppf=lambda p, m, s: m + s * special.ndtri(p),
     isf=lambda q, m, s: m - s * special.ndtri(q),
     terms=_normal_terms,
+    sample=lambda rng, m, s, size=None: rng.normal(m, s, size),
 )
 
 
@@ -372,28 +383,58 @@ def _truncated_scalar(
     size,
     name: str,
 ) -> np.ndarray:
-    if size is None:
-        arrays = np.broadcast_arrays(*params, lower, upper)
-    else:
-        shape = _batch_shape(size, ())
-        arrays = [np.broadcast_to(a, shape) for a in (*params, lower, upper)]
-    shape = arrays[0].shape
-    *params_flat, low, high = (a.reshape(-1) for a in arrays)
+    base = np.broadcast_arrays(*params, lower, upper)
+    shape = base[0].shape if size is None else _batch_shape(size, ())
+    # The interval's probability, in the better tail, once per distinct parameter set.
+    *params_base, low_base, high_base = base
     with np.errstate(all="ignore"):
-        cdf_low, cdf_high = family.cdf(low, *params_flat), family.cdf(high, *params_flat)
-        sf_low, sf_high = family.sf(low, *params_flat), family.sf(high, *params_flat)
+        cdf_low, cdf_high = family.cdf(low_base, *params_base), family.cdf(high_base, *params_base)
+        sf_low, sf_high = family.sf(low_base, *params_base), family.sf(high_base, *params_base)
         lower_tail = cdf_high <= sf_low
         p_low = np.where(lower_tail, cdf_low, sf_high)
         p_high = np.where(lower_tail, cdf_high, sf_low)
         mass = p_high - p_low
         usable = (mass >= _RELATIVE_MASS * p_high) & (mass > _SMALLEST_MASS)
-        v = p_low + rng.uniform(size=low.shape) * mass
-        inverse = np.where(lower_tail, family.ppf(v, *params_flat), family.isf(v, *params_flat))
-    out = np.clip(inverse, low, high)
-    if not usable.all():
-        rest = ~usable
-        out[rest] = _envelope_draws(
-            rng, family, [p[rest] for p in params_flat], low[rest], high[rest], name
+        direct = usable & (mass >= 0.5)
+    # One untruncated draw of every entry at once (numpy broadcasts the parameters), kept
+    # where it is inside and at least half the law is; the rest is redrawn entry by entry,
+    # each entry reading its parameters at ``base[i]``.
+    first = family.sample(rng, *params_base, size=shape)
+    kept = direct & (first >= low_base) & (first <= high_base)
+    out = np.array(first, dtype=np.float64).reshape(-1)
+    pending = np.flatnonzero(~kept.reshape(-1))
+    base = np.broadcast_to(np.arange(low_base.size).reshape(low_base.shape), shape)
+    base = base.reshape(-1)[pending] if pending.size else pending
+    params_flat = [p.reshape(-1) for p in params_base]
+    low, high = low_base.reshape(-1), high_base.reshape(-1)
+    tail, p_low, mass = lower_tail.reshape(-1), p_low.reshape(-1), mass.reshape(-1)
+    usable, direct = usable.reshape(-1), direct.reshape(-1)
+    retry = np.flatnonzero(direct[base])  # positions in ``pending``
+    for _ in range(_DIRECT_ROUNDS):
+        if not retry.size:
+            break
+        at = base[retry]
+        x = family.sample(rng, *(p[at] for p in params_flat))
+        inside = (x >= low[at]) & (x <= high[at])
+        out[pending[retry[inside]]] = x[inside]
+        retry = retry[~inside]
+    inverse = np.concatenate([np.flatnonzero(usable[base] & ~direct[base]), retry])
+    with np.errstate(all="ignore"):
+        for in_tail, quantile in (
+            (tail[base[inverse]], family.ppf),
+            (~tail[base[inverse]], family.isf),
+        ):
+            rows = inverse[in_tail]
+            at = base[rows]
+            v = p_low[at] + rng.uniform(size=rows.size) * mass[at]
+            out[pending[rows]] = np.clip(
+                quantile(v, *(p[at] for p in params_flat)), low[at], high[at]
+            )
+    rest = np.flatnonzero(~usable[base])
+    if rest.size:
+        at = base[rest]
+        out[pending[rest]] = _envelope_draws(
+            rng, family, [p[at] for p in params_flat], low[at], high[at], name
         )
     return out.reshape(shape)
 

@@ -31,7 +31,12 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
-from pymc_private.privatize import POTENTIAL_SUFFIX, privatised_route, term_statistics
+from pymc_private.privatize import (
+    POTENTIAL_SUFFIX,
+    Privatisation,
+    privatised_route,
+    term_statistics,
+)
 from pymc_private.release import LEDGER_ATTR, seal
 from pymc_private.steps.base import checked_secure, checked_temperature
 from pymc_private.steps.gibbs import (
@@ -199,11 +204,11 @@ def sample_posterior(
     ledger.record(release)
     nodes = sorted({term.node for block in blocks for term, _, _ in block.updates})
     if privatised:
-        statistics = {
-            node: term_statistics(analysis, privatisation.statistics, node) for node in nodes
-        }
         posterior = {
-            block.name: _conjugate_draws(block, statistics, temperature, rng, n) for block in blocks
+            name: draws[np.newaxis]
+            for name, draws in _independent_draws(
+                analysis, privatisation.statistics, blocks, temperature, rng, n
+            ).items()
         }
     else:
         exact = raw_statistics(model, analysis, nodes, exact=True)
@@ -213,25 +218,63 @@ def sample_posterior(
             parameters = block.posterior(statistics, {}, Fraction(temperature), exact=True)
             draws = [grids[block.name].draw(parameters, secure=secure, rng=rng) for _ in range(n)]
             posterior[block.name] = np.stack(draws)[np.newaxis]
-    return _inference_data(model, posterior, epsilon, n, ledger, temperature)
+    attrs = {"sampler": "sample_posterior (BAPS, exact draws)", "temperature": temperature}
+    return inference_data(model, posterior, epsilon, ledger, attrs)
 
 
-def _conjugate_draws(block, statistics, temperature: float, rng, n: int) -> np.ndarray:
-    """n exact float draws of a block given privatised statistics (post-processing)."""
-    batch = block.support.lower.shape
-    if block.family in ("dirichlet", "mvnormal"):
-        batch = batch[:-1]
-    draws = draw_conjugate(
-        rng,
-        block.family,
-        block.conditional(statistics, {}, temperature),
-        block.support,
-        name=block.name,
-        size=(n, *batch),
-        current="centre",
-        sweeps=CENTRE_SWEEPS,
+def _independent_draws(
+    analysis: PrivacyAnalysis,
+    released: Mapping[str, np.ndarray],
+    blocks: list[ConjugateBlock],
+    temperature: float,
+    rng: np.random.Generator,
+    n: int,
+) -> dict[str, np.ndarray]:
+    """n independent exact float draws of every block given privatised statistics
+    (post-processing), each block's n draws in one vectorised call."""
+    nodes = sorted({term.node for block in blocks for term, _, _ in block.updates})
+    statistics = {node: term_statistics(analysis, released, node) for node in nodes}
+    draws = {}
+    for block in blocks:
+        batch = block.support.lower.shape
+        if block.family in ("dirichlet", "mvnormal"):
+            batch = batch[:-1]
+        draws[block.name] = draw_conjugate(
+            rng,
+            block.family,
+            block.conditional(statistics, {}, temperature),
+            block.support,
+            name=block.name,
+            size=(n, *batch),
+            current="centre",
+            sweeps=CENTRE_SWEEPS,
+        )
+    return draws
+
+
+def batched_posterior(
+    model: pm.Model, privatisation: Privatisation, chains: int, draws: int, random_seed
+) -> dict[str, np.ndarray] | None:
+    """``chains × draws`` independent exact draws of a privatised (plug-in) model whose
+    posterior is a product of conjugate blocks, by variable with dims (chain, draw, ...), as
+    `pmp.sample` returns them without ``step``; None for a model that is not one
+    (noise-aware, or not a product of blocks), which `pm.sample` samples instead.
+
+    Post-processing of the released statistics: free. Each block is drawn for every chain
+    and draw at once (`pymc_private.conjugate.draw_conjugate`), so the cost per draw does
+    not depend on n, and the draws are independent (no burn-in, no autocorrelation).
+    """
+    if privatisation.noise_aware:
+        return None
+    try:
+        blocks = product_of_blocks(model, privatisation.analysis, privatised=True)
+    except UnsupportedModelError:
+        return None
+    rng = checked_rng(random_seed)
+    independent = _independent_draws(
+        privatisation.analysis, privatisation.statistics, blocks, 1.0, rng, chains * draws
     )
-    return draws[np.newaxis]
+    return {name: d.reshape(chains, draws, *d.shape[1:]) for name, d in independent.items()}
 
 
 def _checked_count(n: Any) -> int:
@@ -310,31 +353,29 @@ def _check_budget(budget: Budget, ledger: PrivacyLedger, release: Release, n: in
         ) from None
 
 
-def _inference_data(
+def inference_data(
     model: pm.Model,
     posterior: dict[str, np.ndarray],
     epsilon: float,
-    n: int,
     ledger: PrivacyLedger,
-    temperature: float,
+    attrs: Mapping[str, Any],
 ) -> az.InferenceData:
+    """The InferenceData of independent draws (dims chain, draw, ...) that cost ``epsilon``
+    each: the model's coords, dims and Deterministics, ``sample_stats["privacy_epsilon"]``,
+    the ledger as JSON and ``attrs``; sealed."""
     coords = {name: values for name, values in model.coords.items() if values is not None}
     dims = {
         name: list(model.named_vars_to_dims[name])
         for name in posterior
         if name in model.named_vars_to_dims
     }
+    chains, draws = next(iter(posterior.values())).shape[:2]
     idata = az.from_dict(
         posterior=posterior,
-        sample_stats={"privacy_epsilon": np.full((1, n), epsilon)},
+        sample_stats={"privacy_epsilon": np.full((chains, draws), epsilon)},
         coords=coords,
         dims=dims,
-        attrs={
-            "inference_library": "pymc_private",
-            "sampler": "sample_posterior (BAPS, exact draws)",
-            "temperature": temperature,
-            LEDGER_ATTR: ledger.to_json(),
-        },
+        attrs={"inference_library": "pymc_private", **attrs, LEDGER_ATTR: ledger.to_json()},
     )
     if model.deterministics:
         idata.posterior = pm.compute_deterministics(

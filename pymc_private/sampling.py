@@ -26,6 +26,7 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
+from pymc_private.posterior import batched_posterior, inference_data
 from pymc_private.privatize import Privatisation, privatised_route
 from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
 from pymc_private.steps.base import PrivateStep
@@ -53,8 +54,14 @@ def sample(
 
     - a model that reads only released statistics (returned by `pmp.privatize`, or a copy
       or `pm.do` of one) depends on privatised statistics only, so any step method is
-      post-processing and every draw costs ε = 0; without ``step`` PyMC assigns
-      `pmp.PrivateGibbs` to the conjugate variables and NUTS to the others;
+      post-processing and every draw costs ε = 0. Without ``step``, a plug-in model
+      (``noise_aware=False``) whose posterior is a product of conjugate blocks (naive Bayes,
+      Beta–Bernoulli, Gamma–Poisson, a Normal mean, regression weights with σ known) gets
+      ``chains × draws`` independent exact draws, each block drawn for all of them in one
+      vectorised call (no tuning: ``tune`` is not used; the InferenceData is the same as
+      `pm.sample`'s, with chains of independent draws); any other privatised model is
+      sampled by `pm.sample`, where PyMC assigns `pmp.PrivateGibbs` to the conjugate
+      variables and NUTS to the others;
     - a model that reads raw `pmp.PrivateData` (a privatised model extended with raw data
       included) must be sampled entirely by private step methods (`pmp.PrivateGibbs`,
       `pmp.PrivateMetropolis`), each draw charged its stated ε.
@@ -144,6 +151,13 @@ def sample(
     # Charged before the data is touched: a run that fails part-way has still released
     # whatever it released (an error, draws kept by a callback), so it is never undercounted.
     ledger.record_all(planned)
+    if privatisation is not None and not steps:
+        batched = batched_posterior(model, privatisation, chains, draws, random_seed)
+        if batched is not None:
+            attrs = {"sampler": "independent exact draws given the privatised statistics"}
+            idata = inference_data(model, batched, 0.0, ledger, attrs)
+            idata.add_groups(constant_data=_constant_data(privatisation))
+            return seal(idata)
 
     # The run samples with copies marked prepaid: the caller's step objects keep charging
     # whatever they draw outside this run (in a callback, another thread).
@@ -367,16 +381,21 @@ def _released(
             )
         groups["sample_stats"] = stats
     if privatisation is not None:
-        groups["constant_data"] = xr.Dataset(
-            {
-                name: xr.DataArray(value, dims=[f"{name}_dim_{i}" for i in range(value.ndim)])
-                for name, value in privatisation.statistics.items()
-            }
-        )
+        groups["constant_data"] = _constant_data(privatisation)
     # Copies: `seal` keeps only the public attributes of each group.
     released = az.InferenceData(**{name: group.copy() for name, group in groups.items()})
     released.attrs = {key: idata.attrs[key] for key in PUBLIC_ATTRS if key in idata.attrs}
     return released
+
+
+def _constant_data(privatisation: Privatisation) -> xr.Dataset:
+    """The privatised statistics, as the InferenceData's ``constant_data``."""
+    return xr.Dataset(
+        {
+            name: xr.DataArray(value, dims=[f"{name}_dim_{i}" for i in range(value.ndim)])
+            for name, value in privatisation.statistics.items()
+        }
+    )
 
 
 def ledger_of(idata: az.InferenceData) -> PrivacyLedger:

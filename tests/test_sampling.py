@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import warnings
@@ -11,16 +12,20 @@ import matplotlib
 import numpy as np
 import pymc as pm
 import pytest
+from scipy import stats
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.data import PrivateData
+from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import (
     BudgetExceededError,
     ConvergenceWarning,
     PrivacyError,
     UnsupportedModelError,
 )
+from pymc_private.posterior import batched_posterior
 from pymc_private.priors import TruncatedBeta
+from pymc_private.privatize import privatisation_of, privatize
 from pymc_private.report import plot_privacy, privacy_report
 from pymc_private.sampling import ledger_of, sample
 from pymc_private.steps.metropolis import PrivateMetropolis
@@ -309,3 +314,51 @@ def test_import_is_light_and_pytensor_blas_warning_is_silenced():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+# The batched route: a plug-in privatised model whose posterior is a product of conjugate
+# blocks gets independent exact draws, all chains and draws of a block in one call.
+
+
+@pytest.fixture(scope="module")
+def plug_in() -> pm.Model:
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 2, 300)
+    features = (rng.random((300, 3)) < np.where(labels[:, None] == 1, 0.7, 0.3)).astype(int)
+    model = naive_bayes_model(labels, features, a=0.05)
+    return privatize(model, 1.0, noise_aware=False, secure=False, random_seed=2)
+
+
+def test_plug_in_conjugate_models_get_independent_exact_draws(plug_in, tmp_path):
+    spent = ledger_for(plug_in).epsilon()
+    idata = sample(3000, chains=3, model=plug_in, random_seed=5, progressbar=False)
+    assert dict(idata.posterior.sizes) == {"chain": 3, "draw": 3000, "cls": 2, "feature": 3}
+    assert idata.attrs["sampler"].startswith("independent exact draws")
+    assert (idata.sample_stats["privacy_epsilon"] == 0.0).all()
+    assert ledger_for(plug_in).epsilon() == spent
+    (ones,) = np.asarray(idata.constant_data["counts(y_obs)"])
+    # pi given the released count is Beta(1 + ones, 1 + n − ones) on [0.05, 0.95]
+    law = stats.beta(1 + ones, 301 - ones)
+    low, high = law.cdf([0.05, 0.95])
+    pi = idata.posterior["pi"].values
+    assert stats.kstest(pi.ravel(), lambda x: (law.cdf(x) - low) / (high - low)).pvalue > 1e-3
+    # independent draws: no autocorrelation within a chain
+    lag = [np.corrcoef(chain[:-1], chain[1:])[0, 1] for chain in pi]
+    assert np.max(np.abs(lag)) < 0.06
+    again = sample(3000, chains=3, model=plug_in, random_seed=5, progressbar=False)
+    np.testing.assert_array_equal(again.posterior["theta"], idata.posterior["theta"])
+    assert az.summary(idata)["r_hat"].max() < 1.01
+    az.plot_trace(idata, var_names=["pi"])
+    idata.to_netcdf(tmp_path / "draws.nc")
+    assert ledger_of(az.from_netcdf(tmp_path / "draws.nc")).epsilon() == spent
+
+
+def test_models_that_are_not_products_of_blocks_go_to_pm_sample(plug_in):
+    privatisation = privatisation_of(plug_in)
+    assert batched_posterior(plug_in, privatisation, 2, 5, 0)["pi"].shape == (2, 5)
+    noise_aware = dataclasses.replace(privatisation, noise_aware=True)
+    assert batched_posterior(plug_in, noise_aware, 2, 5, 0) is None
+    extended = plug_in.copy()
+    with extended:
+        pm.Potential("nudge", 0.1 * extended["pi"])
+    assert batched_posterior(extended, privatisation, 2, 5, 0) is None
