@@ -137,6 +137,8 @@ class ElementDomain:
 _GRID_LEVELS = 2**25
 _STATISTIC_CAPACITY = 2**62
 _SENSITIVITY_CAPACITY = 2**52
+# Records per block of a float32 count: every partial sum stays an integer below 2²⁴.
+_FLOAT32_EXACT_ROWS = 2**24
 # A float grid must resolve the declared range into at least this many steps.
 _MIN_GRID_STEPS = 2**10
 
@@ -551,20 +553,31 @@ class StatisticSpec:
         return _group_sum(m * m if self.kind == "sum_squares" else m, group, self.n_groups)
 
     def _counts(self, values: np.ndarray, group: np.ndarray | None) -> np.ndarray:
-        """Counts of categories ``first..K−1`` per cell (and group), by one ``bincount`` of
-        each record's cell index: the category beyond the last cell collects category 0
-        when it is derived."""
+        """Counts of categories ``first..K−1`` per group and cell: for each category k ≥ 1 a
+        product (group indicator)ᵀ · (value = k indicator) in float32, exact because every
+        partial sum is an integer below 2²⁴ (blocks of at most 2²⁴ records); category 0,
+        when released, is the group's size minus the others."""
         first = 1 if self.derived_first else 0
-        width = self.n_categories - first
+        groups = self.n_groups or 1
         cells = int(np.prod(values.shape[1:], dtype=np.int64))
-        size = cells * width * (self.n_groups or 1)
-        category = values.reshape(values.shape[0], cells).astype(np.int64) - first
-        index = category + np.arange(cells, dtype=np.int64) * width
-        if group is not None:
-            index += (group.astype(np.int64) * (cells * width))[:, None]
-        index[category < 0] = size
-        counts = np.bincount(index.ravel(), minlength=size + 1)[:size]
-        return counts.reshape(self.shape).astype(np.int64, copy=False)
+        values = values.reshape(values.shape[0], cells)
+        counts = np.zeros((groups, cells, self.n_categories), dtype=np.int64)
+        step = _FLOAT32_EXACT_ROWS
+        for start in range(0, values.shape[0], step):
+            block = values[start : start + step]
+            if group is None:
+                members = np.ones((1, block.shape[0]), dtype=np.float32)
+            else:
+                labels = group[start : start + step]
+                members = (labels == np.arange(groups)[:, None]).astype(np.float32)
+            here = np.zeros_like(counts)
+            for k in range(1, self.n_categories):
+                indicator = (block == k).astype(np.float32)
+                here[:, :, k] = np.rint(members @ indicator).astype(np.int64)
+            sizes = members.sum(axis=1, dtype=np.int64)
+            here[:, :, 0] = sizes[:, None] - here[:, :, 1:].sum(axis=2)
+            counts += here
+        return counts[..., first:].reshape(self.shape)
 
     def natural(self, values, *, exact: bool = False) -> np.ndarray:
         """Released-form integer values in natural units: ``unit · values``.

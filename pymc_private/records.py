@@ -347,19 +347,35 @@ def _block_statistics(
     keys = DIGEST_KEYS  # the caller's, not the worker's
 
     def reduce(*blocks):
-        arrays, findings = {}, {}
-        for name, check, block in zip(names, checks, blocks, strict=True):
-            block = np.asarray(block)
-            if check is None:
-                arrays[name] = block
-                continue
-            found = check.chunk(block, None, start, keys)
-            arrays[name] = found.values
-            findings[name] = found._replace(values=None)
-        if any(f.missing is not None or f.outside is not None for f in findings.values()):
-            return {}, findings
-        window = slice(start, start + len(next(iter(arrays.values()))))
-        return {spec.name: spec.compute(arrays, rows=window) for spec in specs}, findings
+        blocks = [np.asarray(block) for block in blocks]
+        size = len(blocks[0])
+        width = max(int(np.prod(block.shape[1:], dtype=np.int64)) for block in blocks)
+        rows = rows_per_chunk(width * max(len(specs), 1))
+        statistics = {spec.name: np.zeros(spec.shape, np.int64) for spec in specs}
+        findings = {
+            name: Checked(None, None, None, False, np.zeros(2, np.uint64))
+            for name, check in zip(names, checks, strict=True)
+            if check is not None
+        }
+        failed = False
+        for first in range(0, size, rows):
+            window = slice(first, min(first + rows, size))
+            arrays = {}
+            for name, check, block in zip(names, checks, blocks, strict=True):
+                if check is None:
+                    arrays[name] = block[window]
+                    continue
+                found = check.chunk(block[window], None, start + first, keys)
+                arrays[name] = found.values
+                findings[name] = findings[name].merged(found)
+            failed = failed or any(
+                f.missing is not None or f.outside is not None for f in findings.values()
+            )
+            if not failed:  # statistics only of records that passed their checks
+                rows_now = slice(start + window.start, start + window.stop)
+                for spec in specs:
+                    statistics[spec.name] += spec.compute(arrays, rows=rows_now)
+        return ({} if failed else statistics), findings
 
     return reduce
 
