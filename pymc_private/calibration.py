@@ -127,8 +127,7 @@ def coverage_study(
             truth, data = simulate(rng)
             pm.set_data({name: data}, model=template)
             check_private_data(template)
-        arrays = {name: template[name].get_value(borrow=True)}
-        released = release_statistics(analysis, arrays, epsilon, secure=False, rng=rng)
+        released = release_statistics(analysis, template, epsilon, secure=False, rng=rng)
         values = released.noisy if noise_aware else released.statistics
         pm.set_data(dict(values), model=private)
         density = np.asarray(log_density(grid_values))

@@ -8,6 +8,11 @@ and the record count n they are everything the privacy analysis may know about t
 
 Neighbouring data sets differ by replacing one record (bounded DP): n is public. A record is
 one row across every `PrivateData` array of a model, so all of them share n.
+
+The records are read by `pymc_private.records` alone, in chunks, whatever holds them (numpy,
+pandas, polars, pyarrow, Dask): the same checks, the same data-set id (the ledger key) and the
+same sufficient statistics for the same records, and the same refusals. A checked in-memory
+value is made read-only and is not checked again until it is replaced.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pymc_private.records import (
     column_label,
     dataset_identity,
     is_dask,
+    placeholder,
     statistics_pass,
 )
 
@@ -105,7 +111,6 @@ class PrivateDataSpec:
 
 
 _SPEC_TAG = "pymc_private_spec"
-_CHECKED_TAG = "pymc_private_checked"
 SOURCE_TAG = "pymc_private_source"
 """The tag of a `PrivateData` declared from a Dask collection: its `Source`."""
 RELEASED_TAG = "pymc_private_released"
@@ -164,7 +169,19 @@ def PrivateData(
         Array-like of real numbers with at least one dimension; axis 0 indexes records. Integer
         or boolean input keeps an integer domain (labels, counts); booleans become 0/1. Float
         input is stored as float64, so float types wider than float64 (``np.longdouble``) are
-        refused. A `numpy.ma.MaskedArray` is accepted when nothing is masked.
+        refused. A `numpy.ma.MaskedArray` is accepted when nothing is masked. A pandas
+        DataFrame or Series, a polars DataFrame or Series, or a pyarrow Table or Array is
+        converted to numpy at this boundary (columns in order; missing entries are refused
+        like NaN). A Dask array, DataFrame or Series (``pip install "pymc-private[dask]"``)
+        stays where it is: its chunks are checked and hashed here, as a Dask computation
+        on Dask's current scheduler (a `dask.distributed` client when one is active), and
+        again with the sufficient statistics when a route reads them (`pmp.privatize`,
+        `pmp.sample_posterior`, `pmp.PrivateGibbs`, `pmp.private_map`), which refuses the
+        data if its records changed since; only statistics come back. The model's graph
+        then holds a placeholder of the data's shape that takes no memory (NaN, or the
+        dtype's least integer, so that a sampler that reads it by mistake fails at its
+        first evaluation), and routes that read records one by one
+        (`pmp.PrivateMetropolis`, ``release="fourier"``) refuse it.
     bounds
         ``(lower, upper)``: scalars or arrays broadcastable to one record's shape
         (``value.shape[1:]``), finite, with ``lower <= upper``, each exactly a float64 (an
@@ -215,8 +232,8 @@ def PrivateData(
     dtype = _stored_dtype(integer, lower, upper)
     check = RecordCheck(name, lower, upper, dtype, out_of_bounds, dims)
     if is_dask(array):
-        found = statistics_pass([], {name: Source(array, check)}, n).findings[name]
-        stored = _placeholder(check.dtype, array.shape)
+        found = statistics_pass([], {name: Source(array, check)}).findings[name]
+        stored = placeholder(check.dtype, array.shape)
     else:
         stored, found = check.checked(array, missing)
         check.refuse(found)
@@ -224,8 +241,12 @@ def PrivateData(
     # array is copied, so that later changes to it cannot reach the model.
     variable = _registered(model, name, stored, dims, borrow=stored is not array)
     if is_dask(array):
-        setattr(variable.tag, SOURCE_TAG, Source(array, check))
-    _mark_checked(variable)
+        # The filter of a shared variable stores a plain view; keep the Placeholder itself,
+        # whose deep copies and pickles do not materialise it.
+        variable.container.storage[0] = stored
+        setattr(variable.tag, SOURCE_TAG, Source(array, check, stored))
+    else:
+        _mark_checked(variable)
     spec = PrivateDataSpec(
         name=variable.name,
         lower=lower,
@@ -283,9 +304,12 @@ def check_private_data(model: pm.Model | None = None) -> None:
         if spec is None:
             continue
         current = variable.get_value(borrow=True)
-        if _unchanged(variable, current):
+        source = getattr(variable.tag, SOURCE_TAG, None)
+        if source is not None and current is source.placeholder:
+            continue  # Dask-backed: checked as it is read
+        if source is None and _unchanged(variable, current):
             continue
-        if getattr(variable.tag, SOURCE_TAG, None) is not None:
+        if source is not None:
             raise DataBoundsError(
                 f"PrivateData `{spec.name}` was declared from a Dask collection and its value "
                 "was replaced (pm.set_data?); declare the new data with pmp.PrivateData."
@@ -313,45 +337,46 @@ def check_private_data(model: pm.Model | None = None) -> None:
 
 
 def record_sources(model: pm.Model, names) -> dict[str, Source]:
-    """Where the records of the `PrivateData` ``names`` are, for
-    `pymc_private.records.statistics_pass`: the checked in-memory value, or the Dask
-    collection (checked as it is read). Call `check_private_data` first."""
+    """Where the records of the `PrivateData` ``names`` are, each with its declaration's
+    checks, for `pymc_private.records.statistics_pass`: the in-memory value, or the Dask
+    collection."""
     sources = {}
     for variable in model.data_vars:
         if variable.name in names:
             lazy = getattr(variable.tag, SOURCE_TAG, None)
-            sources[variable.name] = lazy or Source(variable.get_value(borrow=True))
+            if lazy is None:
+                spec = declaration(variable)
+                dtype = np.dtype(variable.dtype)
+                check = RecordCheck(
+                    spec.name, spec.lower, spec.upper, dtype, spec.out_of_bounds, spec.dims
+                )
+                lazy = Source(variable.get_value(borrow=True), check)
+            sources[variable.name] = lazy
     return sources
 
 
 def exact_statistics(model: pm.Model, specs) -> dict[str, np.ndarray]:
     """s(D) of every statistic of ``specs`` (`pymc_private.families.StatisticSpec`) as
     exact int64, from every `PrivateData` of ``model`` in one pass
-    (`pymc_private.records.statistics_pass`). Call `check_private_data` first. Dask-backed
-    data is checked again as it is read (the same refusals as at its declaration), and
-    refused if its records are no longer those declared (files changed on disk), whose
-    ledger was checked: private, for a mechanism only."""
-    specs = list(specs)
+    (`pymc_private.records.statistics_pass`): private, for a mechanism only. Call
+    `check_private_data` first (it identifies the data sets whose ledgers the caller
+    checks). Every record is checked again as it is read, with the declaration's refusals,
+    and the data is refused if it no longer holds the records identified then (a value
+    changed in place, files of a Dask collection changed on disk): the ledger checked was
+    not theirs."""
     declared = private_data(model)
-    sources = record_sources(model, declared)
-    result = statistics_pass(specs, sources, private_record_count(model))
-    for name, found in result.findings.items():
-        spec = declared[name]
-        if dataset_identity(found.digest, (spec.n, *spec.record_shape)) != spec.dataset:
-            raise DataBoundsError(
-                f"PrivateData `{name}` (a Dask collection) no longer holds the records it was "
-                "declared with (its files or graph changed), so the ledger checked for it is "
-                "not theirs; declare the data again with pmp.PrivateData."
-            )
+    result = statistics_pass(list(specs), record_sources(model, declared))
+    _check_identity(declared, result.findings)
     return result.statistics
 
 
 def in_memory_values(model: pm.Model, names, route: str) -> list[np.ndarray]:
     """The in-memory values of the `PrivateData` ``names`` for a route that reads records
-    one by one (``route`` names it); a Dask-backed `PrivateData` is refused, since only
-    sufficient statistics are computed from it."""
+    one by one (``route`` names it), checked again as `exact_statistics` does; a
+    Dask-backed `PrivateData` is refused, since only sufficient statistics are computed
+    from it."""
     sources = record_sources(model, names)
-    lazy = [name for name, source in sources.items() if source.check is not None]
+    lazy = [name for name, source in sources.items() if source.placeholder is not None]
     if lazy:
         raise UnsupportedModelError(
             f"PrivateData `{lazy[0]}` is a Dask collection, from which pymc-private computes "
@@ -359,29 +384,40 @@ def in_memory_values(model: pm.Model, names, route: str) -> list[np.ndarray]:
             f"pmp.PrivateGibbs, pmp.private_map); {route} reads the records one by one. "
             "Declare it from an in-memory array (collection.compute()) for this route."
         )
+    _check_identity(private_data(model), statistics_pass([], sources).findings)
     return [sources[name].values for name in names]
 
 
+def _check_identity(declared: dict[str, PrivateDataSpec], findings) -> None:
+    for name, found in findings.items():
+        spec = declared[name]
+        if dataset_identity(found.digest, (spec.n, *spec.record_shape)) != spec.dataset:
+            raise DataBoundsError(
+                f"PrivateData `{name}` no longer holds the records it was checked with (a "
+                "value changed in place, or the files of a Dask collection changed), so the "
+                "ledger checked for it is not theirs: call pmp.check_private_data(model) "
+                "after changing data, or declare it again with pmp.PrivateData."
+            )
+
+
+# Values `check_private_data` checked, by (variable, value) id: a value that is still the
+# same read-only object is not checked again there (every release checks its records as it
+# reads them anyway). Kept outside the variable's tag, so that models pickle.
+_CHECKED: dict[tuple[int, int], weakref.ref] = {}
+
+
 def _mark_checked(variable) -> None:
-    """Record that the value the variable holds now was checked, and make it read-only so
-    that it stays what was checked: `check_private_data` skips it until it is replaced."""
+    """Record that the value the variable holds now was checked, and make it read-only."""
     value = variable.get_value(borrow=True)
     if value.flags.writeable:
         value.setflags(write=False)
-    setattr(variable.tag, _CHECKED_TAG, weakref.ref(value))
+    key = (id(variable), id(value))
+    _CHECKED[key] = weakref.ref(value, lambda _, key=key: _CHECKED.pop(key, None))
 
 
 def _unchanged(variable, current) -> bool:
-    checked = getattr(variable.tag, _CHECKED_TAG, None)
+    checked = _CHECKED.get((id(variable), id(current)))
     return checked is not None and checked() is current and not current.flags.writeable
-
-
-def _placeholder(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-    """What the graph holds for Dask-backed data: no memory (a zero-strided view), and a
-    value no likelihood of the data's kind accepts (NaN, or the dtype's least integer), so
-    that a sampler reading it by mistake fails at its first evaluation."""
-    fill = np.nan if dtype.kind == "f" else np.iinfo(dtype).min
-    return np.broadcast_to(np.array(fill, dtype=dtype), shape)
 
 
 def declaration(variable) -> PrivateDataSpec | None:
@@ -481,29 +517,59 @@ def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray | None]:
 
 def _from_frame(value):
     """pandas, polars and pyarrow inputs as numpy (missing entries masked), Dask dataframes
-    as Dask arrays with known chunk sizes; anything else as it is. Only dtypes, shapes,
-    row counts and missingness are read here; values are checked by `RecordCheck`."""
+    as Dask arrays converted partition by partition by the same rule (a masked Dask array
+    when a column can hold missing entries); anything else as it is. Only dtypes, shapes and
+    row counts are read here; values are checked by `RecordCheck`."""
     module = type(value).__module__.split(".")[0]
     if module == "dask":
         if hasattr(value, "to_dask_array"):
-            # Optimised first: the lengths of the partitions the array will have.
-            value = value.optimize().to_dask_array(lengths=True)
+            value = _dask_records(value)
         if any(np.isnan(length) for length in value.shape):
             value = value.compute_chunk_sizes()
         return value
     if module in ("polars", "pyarrow"):
+        if not hasattr(value, "to_pandas"):
+            raise DataBoundsError(
+                f"PrivateData cannot read a {type(value).__name__}: pass a polars DataFrame or "
+                "Series (collect() a LazyFrame first), or a pyarrow Table or Array."
+            )
         value = value.to_pandas()
         module = "pandas"
     if module != "pandas" or not hasattr(value, "isna"):
         return value
-    dtypes = value.dtypes if hasattr(value, "columns") else [value.dtype]
+    return _pandas_records(value)
+
+
+def _pandas_records(value):
+    """A pandas object as numpy: the common numeric dtype of its columns (nullable ones by
+    their numpy dtype), missing entries masked; non-numeric columns keep their dtype (and
+    are refused by it)."""
+    dtypes = list(value.dtypes) if hasattr(value, "columns") else [value.dtype]
     numeric = [getattr(dtype, "numpy_dtype", dtype) for dtype in dtypes]
     if not all(isinstance(dtype, np.dtype) and dtype.kind in "biuf" for dtype in numeric):
-        return value.to_numpy()  # refused by dtype, with the usual message
-    dtype = np.result_type(*numeric)
-    mask = value.isna().to_numpy()
-    values = value.to_numpy(dtype=dtype, na_value=0)
+        return np.asarray(value)
+    dtype = np.result_type(*numeric) if numeric else np.dtype(np.float64)
+    mask = np.asarray(value.isna())
+    values = np.asarray(value.to_numpy(dtype=dtype, na_value=0))
     return np.ma.masked_array(values, mask) if mask.any() else values
+
+
+def _dask_records(frame):
+    """A Dask DataFrame or Series as a Dask array, each partition converted by
+    `_pandas_records` (so that a column type is read as pandas reads it), with the
+    partitions' lengths (row counts are public)."""
+    import dask
+    import dask.array as da
+
+    frame = frame.optimize()
+    meta = _pandas_records(frame._meta)
+    lengths = frame.map_partitions(len).compute()
+    shape, convert = meta.shape[1:], dask.delayed(_pandas_records)
+    parts = [
+        da.from_delayed(convert(part), shape=(int(rows), *shape), dtype=meta.dtype, meta=meta[:0])
+        for part, rows in zip(frame.to_delayed(), lengths, strict=True)
+    ]
+    return da.concatenate(parts) if parts else da.from_array(meta)
 
 
 def _checked_dims(name: str, dims, ndim: int) -> tuple[str, ...] | None:

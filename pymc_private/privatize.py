@@ -50,7 +50,7 @@ from pymc_private.families import StatisticSpec, complete_statistic
 from pymc_private.fourier import FourierPlan, fourier_plan
 from pymc_private.mechanisms import integer_release, planned_release
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
-from pymc_private.records import Source, statistics_pass
+from pymc_private.records import Placeholder, Source, statistics_pass
 from pymc_private.steps.base import checked_secure
 
 __all__ = [
@@ -422,8 +422,13 @@ def release_statistics(
         if model is not None:
             exact = exact_statistics(model, specs)
         else:
+            if any(isinstance(values, Placeholder) for values in data.values()):
+                raise UnsupportedModelError(
+                    "release_statistics was handed the placeholder of Dask-backed PrivateData "
+                    "as records: pass the model, whose records are read where they are."
+                )
             sources = {name: Source(np.asarray(values)) for name, values in data.items()}
-            exact = statistics_pass(specs, sources, analysis.n_records).statistics
+            exact = statistics_pass(specs, sources).statistics
         noisy, releases, noise = _noised(exact, plan, mechanism, delta, secure, rng)
     statistics = _projected(analysis, noisy, noise)
     noisy = {name: np.array(value) for name, value in noisy.items()}

@@ -37,11 +37,13 @@ from pymc_private.errors import DataBoundsError
 
 __all__ = [
     "CHUNK_ELEMENTS",
+    "Placeholder",
     "RecordCheck",
     "Source",
     "column_label",
     "dataset_identity",
     "is_dask",
+    "placeholder",
     "record_digest",
     "rows_per_chunk",
     "statistics_pass",
@@ -136,6 +138,9 @@ class RecordCheck:
         non-finite entry, the first entry outside the bounds (raise mode), whether any was
         clipped, and the records' digest (of the stored values, under ``keys``: the
         process's `DIGEST_KEYS`, sent along to Dask workers, whose own keys differ)."""
+        if missing is None and self._within(array):  # the usual case: two reductions
+            stored = array.astype(self.dtype, copy=False)
+            return Checked(stored, None, None, False, record_digest(stored, keys))
         bad = missing
         if array.dtype.kind == "f":
             finite = ~np.isfinite(array)
@@ -168,6 +173,22 @@ class RecordCheck:
         if first_missing is None:
             digest = record_digest(stored, keys)
         return Checked(stored, first_missing, first_outside, clipped, digest)
+
+    def _within(self, array: np.ndarray) -> bool:
+        """Whether every value is finite and within the bounds, from each column's least
+        and largest value (NaN propagates into both; empty blocks are within)."""
+        if not array.shape[0] or (array.dtype.kind == "u" and array.dtype.itemsize == 8):
+            return not array.shape[0]
+        if not array.size:
+            return True
+        low, high = self.lower, self.upper
+        if array.dtype.kind in "biu":  # integers compared as integers (2⁵³ + 1 > 2⁵³)
+            low, high = low.astype(np.int64), high.astype(np.int64)
+        lowest, highest = array.min(), array.max()  # fast; per column only if needed
+        if lowest >= low.max() and highest <= high.min():
+            return True
+        lowest, highest = array.min(axis=0), array.max(axis=0)
+        return bool(np.all(lowest >= low) and np.all(highest <= high))
 
     def refuse(self, found: Checked) -> None:
         """Raise `DataBoundsError` for the first problem ``found`` (missing values first,
@@ -267,23 +288,25 @@ def _keys(keys: np.ndarray, width: int, lane: int) -> np.ndarray:
 
 
 def record_digest(records: np.ndarray, keys: np.ndarray = DIGEST_KEYS) -> np.ndarray:
-    """The order-free digest of some records: two uint64 lanes, each the sum mod 2⁶⁴ over
-    the records of a keyed hash of the record's values as float64 (a keyed linear
-    combination of the value's bits, mixed by splitmix64) (so the digest of a union
+    """The order-free digest of some records: two uint64 lanes, the sums mod 2⁶⁴ over the
+    records of h and of h², h a keyed hash of the record's values as float64 (a keyed
+    linear combination of the values' bits, mixed by splitmix64) (so the digest of a union
     of blocks is the sum of theirs, whatever the order, chunking or dtype). Not a
     cryptographic hash: two data sets with the same digest share a ledger, which charges
     each for the other's releases (conservative), while the same records always get the
     same digest."""
-    words = (np.asarray(records, dtype=np.float64) + 0.0).reshape(records.shape[0], -1)
-    words = words.view(np.uint64)
-    width = words.shape[1]
-    per_record = np.zeros(words.shape[0], dtype=np.uint64)
+    width = int(np.prod(records.shape[1:], dtype=np.int64))
+    # Column-major: each column is one contiguous run, so that every step is a fast loop.
+    values = np.array(records.reshape(records.shape[0], width).T, dtype=np.float64, order="C")
+    if records.dtype.kind == "f":
+        values += 0.0  # -0.0 and 0.0 are the same value
+    words = values.view(np.uint64)
     offsets, weights = _keys(keys, width, 0), _keys(keys, width, 1) | np.uint64(1)
-    for j in range(width):
-        per_record += (words[:, j] ^ offsets[j]) * weights[j]
-    first = _mix(per_record ^ keys[2, 0])
-    second = _mix(per_record ^ keys[3, 0])
-    return np.array([first.sum(dtype=np.uint64), second.sum(dtype=np.uint64)], dtype=np.uint64)
+    np.bitwise_xor(words, offsets[:, None], out=words)
+    np.multiply(words, weights[:, None], out=words)
+    per_record = words.sum(axis=0, dtype=np.uint64)
+    mixed = _mix(per_record ^ keys[2, 0])
+    return np.array([mixed.sum(dtype=np.uint64), (mixed * mixed).sum(dtype=np.uint64)])
 
 
 def dataset_identity(digest: np.ndarray, shape: tuple[int, ...]) -> str:
@@ -302,11 +325,34 @@ def dataset_identity(digest: np.ndarray, shape: tuple[int, ...]) -> str:
 
 
 class Source(NamedTuple):
-    """Where the records of one `PrivateData` are: an in-memory array, or a Dask array
-    whose chunks are checked (``check``) as they are read."""
+    """Where the records of one `PrivateData` are: an in-memory array or a Dask array, with
+    the declaration's checks (``check``), applied to every chunk as it is read, or None for
+    arrays the caller checked (simulations); for Dask, the `Placeholder` the model's graph
+    holds instead of the records."""
 
     values: Any
     check: RecordCheck | None = None
+    placeholder: np.ndarray | None = None
+
+
+class Placeholder(np.ndarray):
+    """What a model's graph holds in place of Dask-backed records: a zero-strided,
+    read-only array of their shape (no memory), which deep copies of the model share and
+    pickles rebuild without materialising it (so copies and pickles stay out of memory)."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (placeholder, (self.dtype.str, self.shape))
+
+
+def placeholder(dtype, shape: tuple[int, ...]) -> Placeholder:
+    """The `Placeholder` of records of ``dtype`` and ``shape``: NaN, or the dtype's least
+    integer, values outside every declared bound."""
+    dtype = np.dtype(dtype)
+    fill = np.nan if dtype.kind == "f" else np.iinfo(dtype).min
+    return np.broadcast_to(np.array(fill, dtype=dtype), shape).view(Placeholder)
 
 
 class Pass(NamedTuple):
@@ -317,28 +363,29 @@ class Pass(NamedTuple):
     findings: dict[str, Checked]
 
 
-def statistics_pass(specs: Sequence[Any], sources: Mapping[str, Source], n: int) -> Pass:
-    """Every statistic of ``specs`` (`pymc_private.families.StatisticSpec`) over the ``n``
-    records of ``sources`` (by `PrivateData` name), exactly in int64, in one pass.
+def statistics_pass(specs: Sequence[Any], sources: Mapping[str, Source]) -> Pass:
+    """Every statistic of ``specs`` (`pymc_private.families.StatisticSpec`) over the records
+    of ``sources`` (by `PrivateData` name), exactly in int64, in one pass.
 
-    In-memory arrays (already checked by their declaration) are read in chunks of
-    `rows_per_chunk` records. When some source is a Dask array, every source is cut into the
-    same row blocks and each block is checked against its declaration, then reduced to
-    statistics, as one Dask task; the blocks' statistics and findings are summed in a tree
-    and computed on Dask's current scheduler. A problem in any block raises the same
-    `DataBoundsError` a numpy array would (the first offending row), and no statistic is
-    returned."""
+    The records are read in blocks of consecutive rows, the same for every source; each
+    block of a source with a ``check`` is checked against its declaration (and hashed)
+    before anything is computed from it, and statistics are computed only while every block
+    so far passed. In memory the blocks are chunks of `rows_per_chunk` records. When some
+    source is a Dask array, every source is cut into the same Dask row blocks and each is
+    checked and reduced (in such chunks) as one Dask task; the blocks' statistics and
+    findings are summed in a tree and computed on Dask's current scheduler. A problem in any
+    block raises the same `DataBoundsError` for every container (the first offending row;
+    missing values before values out of bounds), and no statistic is returned. The
+    findings carry each checked source's digest, for the caller to compare with the data
+    set its ledger was checked for."""
     if any(is_dask(source.values) for source in sources.values()):
         return _dask_pass(specs, sources)
-    width = max(int(np.prod(s.values.shape[1:], dtype=np.int64)) for s in sources.values())
-    rows = rows_per_chunk(width * max(len(specs), 1))
-    totals: dict[str, np.ndarray] = {spec.name: np.zeros(spec.shape, np.int64) for spec in specs}
-    for start in range(0, n, rows):
-        window = slice(start, min(start + rows, n))
-        arrays = {name: source.values[window] for name, source in sources.items()}
-        for spec in specs:
-            totals[spec.name] += spec.compute(arrays, rows=window)
-    return Pass(totals, {})
+    names = list(sources)
+    reduce = _block_statistics(specs, names, [sources[name].check for name in names], 0)
+    statistics, findings = reduce(*(sources[name].values for name in names))
+    for name, found in findings.items():
+        sources[name].check.refuse(found)
+    return Pass(statistics, findings)
 
 
 def _block_statistics(
@@ -347,7 +394,8 @@ def _block_statistics(
     keys = DIGEST_KEYS  # the caller's, not the worker's
 
     def reduce(*blocks):
-        blocks = [np.asarray(block) for block in blocks]
+        masks = [np.ma.getmaskarray(b) if np.ma.isMaskedArray(b) else None for b in blocks]
+        blocks = [np.asarray(np.ma.getdata(block)) for block in blocks]
         size = len(blocks[0])
         width = max(int(np.prod(block.shape[1:], dtype=np.int64)) for block in blocks)
         rows = rows_per_chunk(width * max(len(specs), 1))
@@ -361,11 +409,12 @@ def _block_statistics(
         for first in range(0, size, rows):
             window = slice(first, min(first + rows, size))
             arrays = {}
-            for name, check, block in zip(names, checks, blocks, strict=True):
+            for name, check, block, mask in zip(names, checks, blocks, masks, strict=True):
                 if check is None:
                     arrays[name] = block[window]
                     continue
-                found = check.chunk(block[window], None, start + first, keys)
+                missing = None if mask is None else mask[window]
+                found = check.chunk(block[window], missing, start + first, keys)
                 arrays[name] = found.values
                 findings[name] = findings[name].merged(found)
             failed = failed or any(

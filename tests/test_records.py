@@ -4,11 +4,16 @@ chunks that failed their checks."""
 
 from __future__ import annotations
 
+import copy as copy_module
+
+import cloudpickle
 import numpy as np
 import pymc as pm
+import pytensor
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pymc.model.fgraph import clone_model
 
 import pymc_private as pmp
 from pymc_private import families
@@ -264,7 +269,7 @@ def test_parquet_files_changed_after_declaration(records, tmp_path, monkeypatch)
 
     part.loc[part.index[3], "f1"] = 1 - features[row, 1]
     part.to_parquet(tmp_path / "part-2.parquet")
-    with pytest.raises(DataBoundsError, match="no longer holds the records it was declared"):
+    with pytest.raises(DataBoundsError, match="no longer holds the records it was checked with"):
         pmp.privatize(model, 1.0)
     assert pmp.ledger_for(model).epsilon() == 0.0
 
@@ -294,3 +299,130 @@ def test_local_distributed_cluster(records):
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value)
     assert set(pmp.privatised_statistics(private)) == set(expected)
+
+
+# Found by the attacker review of the records pass: each was a counterexample script.
+
+
+def test_values_changed_in_place_after_their_check_are_refused_at_release(records):
+    """A checked value is not checked again by check_private_data while it is the same
+    read-only object, but it can still change (a writable base, a PyTensor update in
+    place): every release checks and identifies the records as it reads them."""
+    labels, features = records
+    model = naive_bayes_model(labels, features)
+    base = features.astype(np.int32)
+    model["x_obs"].set_value(base[:], borrow=True)
+    pmp.check_private_data(model)
+    base[:] = 1000  # out of bounds, behind the read-only view's back
+    with pytest.raises(DataBoundsError, match="row 0, column 0 lies outside"):
+        pmp.privatize(model, 1.0)
+    base[:] = features
+    base[7, 0] = 1 - base[7, 0]  # in bounds, but a neighbouring data set: its own ledger
+    with pytest.raises(DataBoundsError, match="no longer holds the records it was checked"):
+        pmp.privatize(model, 1.0)
+    with model, pytest.raises(DataBoundsError, match="no longer holds the records"):
+        PrivateMetropolis(temperature=10.0)
+    assert pmp.ledger_for(model).epsilon() == 0.0
+    pmp.privatize(naive_bayes_model(labels, features), 1.0)  # the data as declared: fine
+
+
+def test_a_pytensor_update_in_place_is_refused_at_release(records):
+    labels, features = records
+    model = naive_bayes_model(labels, features)
+    x = model["x_obs"]
+    pytensor.function([], [], updates={x: x * 1000 + 7})()
+    with pytest.raises(DataBoundsError, match="lies outside the declared bounds"):
+        pmp.privatize(model, 1.0)
+
+
+def test_empty_chunks_masks_and_nullable_columns_behave_as_in_numpy(records):
+    labels, features = records
+    expected = statistics(naive_bayes_model(labels, features))
+    y = da.concatenate(
+        [da.from_array(labels[:300]), da.zeros(0, dtype=labels.dtype), da.from_array(labels[300:])]
+    )
+    filtered = dd.from_pandas(pd.DataFrame(features), npartitions=4)
+    filtered = filtered.loc[:449].repartition(npartitions=6)
+    rest = dd.from_pandas(pd.DataFrame(features[450:]), npartitions=2)
+    got = statistics(naive_bayes_model(y, dd.concat([filtered, rest])))
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name], value)
+    masked = np.ma.masked_array(features, np.zeros_like(features, dtype=bool))
+    masked[44, 1] = np.ma.masked
+    message = refusal(lambda: naive_bayes_model(labels, masked))
+    assert refusal(lambda: naive_bayes_model(labels, da.from_array(masked, 100))) == message
+    nullable = pd.DataFrame(features).astype("Int64")
+    same = statistics(naive_bayes_model(labels, dd.from_pandas(nullable, npartitions=3)))
+    np.testing.assert_array_equal(same["counts(x_obs | y_obs)"], expected["counts(x_obs | y_obs)"])
+    nullable.iloc[44, 1] = pd.NA
+    message = refusal(lambda: naive_bayes_model(labels, nullable))
+    assert "row 44, column 1 is missing" in message
+    lazy = dd.from_pandas(nullable, npartitions=3)
+    assert refusal(lambda: naive_bayes_model(labels, lazy)) == message
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        lambda x: pd.Index(x[:, 0]),
+        lambda x: pd.array(x[:, 0], dtype="Int64"),
+        lambda x: pd.DataFrame(x).astype("category"),
+        lambda x: pl.DataFrame(x).lazy(),
+        lambda x: pd.DataFrame(index=range(len(x))),
+    ],
+    ids=["index", "extension array", "categorical", "lazy frame", "no columns"],
+)
+def test_other_frame_inputs_are_read_or_refused_with_a_typed_error(records, value):
+    _, features = records
+    with pm.Model():
+        try:
+            PrivateData("x", value(features), bounds=(0, 1))
+        except DataBoundsError as error:
+            assert "`x`" in str(error) or "collect()" in str(error)
+
+
+def test_dask_backed_models_copy_and_pickle_without_loading_the_records(records):
+    labels, features = records
+    model = naive_bayes_model(da.from_array(labels, 97), da.from_array(features, (131, D)))
+    ids = set(pmp.data.datasets_of(model))
+    for copy in (
+        clone_model(model),
+        pm.do(model, {}),
+        copy_module.deepcopy(model),
+        cloudpickle.loads(cloudpickle.dumps(model)),
+    ):
+        stored = copy["x_obs"].get_value(borrow=True)
+        assert stored.strides == (0, 0)
+        assert set(pmp.data.datasets_of(copy)) == ids
+        np.testing.assert_array_equal(
+            statistics(copy)["counts(y_obs)"], statistics(model)["counts(y_obs)"]
+        )
+    in_memory = naive_bayes_model(labels, features)
+    again = cloudpickle.loads(cloudpickle.dumps(in_memory))
+    assert set(pmp.data.datasets_of(again)) == set(pmp.data.datasets_of(in_memory)) == ids
+
+
+def test_coverage_studies_read_the_records_not_the_placeholder():
+    from pymc_private.calibration import coverage_study
+
+    def build(data):
+        with pm.Model() as model:
+            x = PrivateData("x_obs", data, bounds=(0, 1))
+            pm.Bernoulli("x", pmp.TruncatedBeta("theta", 1, 1, lower=0.01, upper=0.99), observed=x)
+        return model
+
+    truth = np.r_[np.ones(60, int), np.zeros(140, int)]
+    grid = np.linspace(0.01, 0.99, 99)
+    results = [
+        coverage_study(
+            build,
+            lambda rng, data=data: (0.3, data),
+            "theta",
+            1.0,
+            repetitions=1,
+            grid=grid,
+            seed=3,
+        )
+        for data in (truth, da.from_array(truth, chunks=64))
+    ]
+    assert results[0].width == pytest.approx(results[1].width)
