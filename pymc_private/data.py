@@ -365,8 +365,9 @@ def exact_statistics(model: pm.Model, specs) -> dict[str, np.ndarray]:
     changed in place, files of a Dask collection changed on disk): the ledger checked was
     not theirs."""
     declared = private_data(model)
-    result = statistics_pass(list(specs), record_sources(model, declared))
-    _check_identity(declared, result.findings)
+    sources = record_sources(model, declared)
+    result = statistics_pass(list(specs), sources)
+    _check_identity(declared, sources, result.findings)
     return result.statistics
 
 
@@ -384,14 +385,18 @@ def in_memory_values(model: pm.Model, names, route: str) -> list[np.ndarray]:
             f"pmp.PrivateGibbs, pmp.private_map); {route} reads the records one by one. "
             "Declare it from an in-memory array (collection.compute()) for this route."
         )
-    _check_identity(private_data(model), statistics_pass([], sources).findings)
+    _check_identity(private_data(model), sources, statistics_pass([], sources).findings)
     return [sources[name].values for name in names]
 
 
-def _check_identity(declared: dict[str, PrivateDataSpec], findings) -> None:
+def _check_identity(declared: dict[str, PrivateDataSpec], sources, findings) -> None:
+    """Refuse records that are not those whose ledger was checked: another digest, or an
+    in-memory value that needed clipping (it was stored clipped when it was checked, so it
+    changed in place since, and what reads it raw would see values out of bounds)."""
     for name, found in findings.items():
         spec = declared[name]
-        if dataset_identity(found.digest, (spec.n, *spec.record_shape)) != spec.dataset:
+        moved = found.clipped and sources[name].placeholder is None
+        if moved or dataset_identity(found.digest, (spec.n, *spec.record_shape)) != spec.dataset:
             raise DataBoundsError(
                 f"PrivateData `{name}` no longer holds the records it was checked with (a "
                 "value changed in place, or the files of a Dask collection changed), so the "

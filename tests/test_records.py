@@ -326,6 +326,22 @@ def test_values_changed_in_place_after_their_check_are_refused_at_release(record
     pmp.privatize(naive_bayes_model(labels, features), 1.0)  # the data as declared: fine
 
 
+def test_clipped_data_changed_in_place_is_refused_by_routes_that_read_records(records):
+    """Clip mode stores clipped values; a value that needs clipping at release changed in
+    place since (its clipped digest may not show it), and a route reading records raw would
+    see it: refused."""
+    labels, features = records
+    model = naive_bayes_model(labels, features, out_of_bounds="clip")
+    base = features.astype(np.int32)
+    model["x_obs"].set_value(base[:], borrow=True)
+    pmp.check_private_data(model)
+    base[base == 1] = 1_000_000  # clips back to 1: the same clipped records
+    for release in (lambda: pmp.privatize(model, 1.0), lambda: PrivateMetropolis(temperature=10)):
+        with model, pytest.raises(DataBoundsError, match="no longer holds the records"):
+            release()
+    assert pmp.ledger_for(model).epsilon() == 0.0
+
+
 def test_a_pytensor_update_in_place_is_refused_at_release(records):
     labels, features = records
     model = naive_bayes_model(labels, features)
