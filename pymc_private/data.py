@@ -285,6 +285,12 @@ def check_private_data(model: pm.Model | None = None) -> None:
     clones, which carry the same declaration), sees the clipped values from then on; values
     within the bounds are left exactly as they are, so the check is idempotent.
 
+    A checked value is made read-only, and a value that is still the same read-only object
+    is not checked again (a cheap call on large data). Changes that keep the object (a
+    writable base, a PyTensor update in place) are caught where it matters: every release
+    checks and identifies the records as it reads them (`exact_statistics`,
+    `in_memory_values`). Dask-backed data is checked as it is read, at every release.
+
     Parameters
     ----------
     model
