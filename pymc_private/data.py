@@ -490,7 +490,7 @@ def private_record_count(model: pm.Model | None = None) -> int:
 def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray | None]:
     """The input as an array of a real dtype (a Dask array for Dask input, never
     computed), and which of its entries are masked (None when none can be)."""
-    value = _from_frame(value)
+    value = _from_frame(name, value)
     missing = None
     try:
         if is_dask(value):
@@ -526,7 +526,7 @@ def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray | None]:
     return array, missing
 
 
-def _from_frame(value):
+def _from_frame(name: str, value):
     """pandas, polars and pyarrow inputs as numpy (missing entries masked), Dask dataframes
     as Dask arrays converted partition by partition by the same rule (a masked Dask array
     when a column can hold missing entries); anything else as it is. Only dtypes, shapes and
@@ -534,38 +534,48 @@ def _from_frame(value):
     module = type(value).__module__.split(".")[0]
     if module == "dask":
         if hasattr(value, "to_dask_array"):
-            value = _dask_records(value)
+            value = _dask_records(name, value)
         if any(np.isnan(length) for length in value.shape):
             value = value.compute_chunk_sizes()
         return value
     if module in ("polars", "pyarrow"):
         if not hasattr(value, "to_pandas"):
             raise DataBoundsError(
-                f"PrivateData cannot read a {type(value).__name__}: pass a polars DataFrame or "
+                f"PrivateData `{name}` cannot read a {type(value).__name__}: pass a polars "
+                "DataFrame or "
                 "Series (collect() a LazyFrame first), or a pyarrow Table or Array."
             )
         value = value.to_pandas()
         module = "pandas"
     if module != "pandas" or not hasattr(value, "isna"):
         return value
-    return _pandas_records(value)
+    return _pandas_records(value, name)
 
 
-def _pandas_records(value):
+def _pandas_records(value, name: str):
     """A pandas object as numpy: the common numeric dtype of its columns (nullable ones by
-    their numpy dtype), missing entries masked; non-numeric columns keep their dtype (and
-    are refused by it)."""
+    their numpy dtype, categorical ones by their categories' values), missing entries
+    masked. A column of another type is refused by name."""
     dtypes = list(value.dtypes) if hasattr(value, "columns") else [value.dtype]
-    numeric = [getattr(dtype, "numpy_dtype", dtype) for dtype in dtypes]
-    if not all(isinstance(dtype, np.dtype) and dtype.kind in "biuf" for dtype in numeric):
-        return np.asarray(value)
+    columns = list(value.columns) if hasattr(value, "columns") else [getattr(value, "name", 0)]
+    numeric = []
+    for column, dtype in zip(columns, dtypes, strict=True):
+        categories = getattr(dtype, "categories", None)
+        base = getattr(dtype, "numpy_dtype", None) or getattr(categories, "dtype", dtype)
+        if not (isinstance(base, np.dtype) and base.kind in "biuf"):
+            raise DataBoundsError(
+                f"PrivateData `{name}`: column {column!r} has dtype {dtype}; pass real numbers "
+                "(encode labels and strings as integers first, e.g. (s == 'benign').astype(int); "
+                "categorical columns are read by their values, not their codes)."
+            )
+        numeric.append(base)
     dtype = np.result_type(*numeric) if numeric else np.dtype(np.float64)
     mask = np.asarray(value.isna())
     values = np.asarray(value.to_numpy(dtype=dtype, na_value=0))
     return np.ma.masked_array(values, mask) if mask.any() else values
 
 
-def _dask_records(frame):
+def _dask_records(name: str, frame):
     """A Dask DataFrame or Series as a Dask array, each partition converted by
     `_pandas_records` (so that a column type is read as pandas reads it), with the
     partitions' lengths (row counts are public)."""
@@ -573,11 +583,13 @@ def _dask_records(frame):
     import dask.array as da
 
     frame = frame.optimize()
-    meta = _pandas_records(frame._meta)
+    meta = _pandas_records(frame._meta, name)
     lengths = frame.map_partitions(len).compute()
     shape, convert = meta.shape[1:], dask.delayed(_pandas_records)
     parts = [
-        da.from_delayed(convert(part), shape=(int(rows), *shape), dtype=meta.dtype, meta=meta[:0])
+        da.from_delayed(
+            convert(part, name), shape=(int(rows), *shape), dtype=meta.dtype, meta=meta[:0]
+        )
         for part, rows in zip(frame.to_delayed(), lengths, strict=True)
     ]
     return da.concatenate(parts) if parts else da.from_array(meta)

@@ -394,7 +394,17 @@ def test_other_frame_inputs_are_read_or_refused_with_a_typed_error(records, valu
         try:
             PrivateData("x", value(features), bounds=(0, 1))
         except DataBoundsError as error:
-            assert "`x`" in str(error) or "collect()" in str(error)
+            assert "`x`" in str(error)
+
+
+def test_a_column_that_is_not_numbers_is_refused_by_name_in_every_frame(records):
+    labels, features = records
+    frame = pd.DataFrame({"f0": features[:, 0], "name": np.where(labels == 1, "a", "b")})
+    expected = "column 'name' has dtype .*encode labels and strings as integers"
+    lazy = dd.from_pandas(frame, npartitions=3)
+    for value in (frame, pl.from_pandas(frame), pa.Table.from_pandas(frame), lazy):
+        with pm.Model(), pytest.raises(DataBoundsError, match=expected):
+            PrivateData("x", value, bounds=(0, 1))
 
 
 def test_dask_backed_models_copy_and_pickle_without_loading_the_records(records):
