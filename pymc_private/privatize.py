@@ -50,7 +50,7 @@ from pymc_private.families import StatisticSpec, complete_statistic
 from pymc_private.fourier import FourierPlan, fourier_plan
 from pymc_private.mechanisms import integer_release, planned_release
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
-from pymc_private.records import Placeholder, Source, statistics_pass
+from pymc_private.records import Placeholder, SharedRecords, Source, statistics_pass
 from pymc_private.steps.base import checked_secure
 
 __all__ = [
@@ -867,24 +867,17 @@ def _model_on_statistics(
     return private_model
 
 
-class _Records(np.ndarray):
-    """A read-only view of checked records that deep copies share: the copy of the model
-    `fgraph_from_model` makes drops the private data anyway, so copying n records (or
-    materialising a Dask placeholder) would cost time and memory for nothing."""
-
-    def __deepcopy__(self, memo):
-        return self
-
-
 @contextlib.contextmanager
 def _records_not_copied(model: pm.Model, names):
-    """While open, the `PrivateData` ``names`` of ``model`` hold `_Records` views of their
-    (checked, read-only) values."""
+    """While open, the `PrivateData` ``names`` of ``model`` hold `SharedRecords` views of
+    their values: the copy `fgraph_from_model` makes drops the private data anyway, so
+    copying n records (or materialising a Dask placeholder) would cost time and memory for
+    nothing."""
     variables = [v for v in model.data_vars if v.name in names]
     values = [v.container.storage[0] for v in variables]
     try:
         for variable, value in zip(variables, values, strict=True):
-            variable.container.storage[0] = value.view(_Records)
+            variable.container.storage[0] = value.view(SharedRecords)
         yield
     finally:
         for variable, value in zip(variables, values, strict=True):

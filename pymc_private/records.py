@@ -39,6 +39,7 @@ __all__ = [
     "CHUNK_ELEMENTS",
     "Placeholder",
     "RecordCheck",
+    "SharedRecords",
     "Source",
     "column_label",
     "dataset_identity",
@@ -335,13 +336,19 @@ class Source(NamedTuple):
     placeholder: np.ndarray | None = None
 
 
-class Placeholder(np.ndarray):
-    """What a model's graph holds in place of Dask-backed records: a zero-strided,
-    read-only array of their shape (no memory), which deep copies of the model share and
-    pickles rebuild without materialising it (so copies and pickles stay out of memory)."""
+class SharedRecords(np.ndarray):
+    """A read-only view of records that deep copies share instead of copying: a checked
+    value cannot change through it, so a copy of the model (`clone_model`, `pm.do`,
+    `fgraph_from_model`) needs no copy of n records."""
 
     def __deepcopy__(self, memo):
         return self
+
+
+class Placeholder(SharedRecords):
+    """What a model's graph holds in place of Dask-backed records: a zero-strided,
+    read-only array of their shape (no memory), which deep copies of the model share and
+    pickles rebuild without materialising it (so copies and pickles stay out of memory)."""
 
     def __reduce__(self):
         return (placeholder, (self.dtype.str, self.shape))
