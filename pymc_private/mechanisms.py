@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -38,7 +39,12 @@ from opendp.measures import zero_concentrated_divergence
 from opendp.metrics import l1_distance, l2_distance, linf_distance
 from opendp.mod import enable_features
 
-from pymc_private.accounting import Release, zcdp_epsilon
+from pymc_private.accounting import (
+    Release,
+    unit_shift_epsilon,
+    unit_shift_scale,
+    zcdp_epsilon,
+)
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
@@ -51,6 +57,8 @@ __all__ = [
     "integer_release",
     "laplace",
     "planned_release",
+    "planned_unit_shift_gaussian",
+    "unit_shift_gaussian",
 ]
 
 enable_features("contrib")
@@ -266,6 +274,85 @@ def integer_release(
         exact, sensitivity_l1, share, rng=rng, secure=secure, statistic=statistic
     )
     return values, release, sensitivity_l1 / release.epsilon
+
+
+def unit_shift_gaussian(
+    counts: Mapping[str, np.ndarray],
+    shifts: int,
+    epsilon: float,
+    delta: float,
+    *,
+    rng: RandomState,
+    secure: bool,
+) -> tuple[dict[str, np.ndarray], Release, float]:
+    """The discrete Gaussian on count statistics one record moves by at most 1 per cell, in at
+    most ``shifts`` = K cells in all, at the σ of their exact privacy profile: one release.
+
+    Every cell of every statistic in ``counts`` (name → exact int64 counts) gets independent
+    N_ℤ(0, σ²) noise with σ = `accounting.unit_shift_scale`(ε, δ, K), the smallest σ whose
+    (ε, δ) profile, `accounting.unit_shift_epsilon` (the K-fold composition of the unit-shift
+    discrete Gaussian, proved the worst case there), is within (ε, δ). The statistics are one
+    vector release, so they are recorded as one `Release` stating that profile's ε at δ, with
+    ρ = K/(2σ²) as OpenDP's privacy map gives it at Δ₂ = `ceil_sqrt`(K) (the same noise is
+    ρ-zCDP, which the ledger's Rényi route composes; `accounting.Release`). Compared with the
+    zCDP calibration of `discrete_gaussian` (σ = √(K/2ρ), ρ = `zcdp_rho`(ε, δ)) it is about
+    7 % less noise at ε = 1, δ = 10⁻⁶.
+
+    ``secure=True`` draws with OpenDP's ``make_gaussian`` on integer vectors at scale σ (the
+    exact sampler of Canonne, Kamath & Steinke 2020); ``secure=False`` rounds numpy normals of
+    sd σ (the continuous Gaussian of L2 sensitivity √K, whose analytic profile, Balle & Wang
+    2018, is below the discrete one's at the same σ over the reals), marked not secure.
+
+    Returns the noisy counts by name, the release and σ. The caller has validated ε, δ and
+    checked that ``shifts`` bounds the moved cells (`pymc_private.privatize`); σ comes from
+    `planned_unit_shift_gaussian`'s rule, so that a budget check sees the release recorded.
+    """
+    release = planned_unit_shift_gaussian(list(counts), shifts, epsilon, delta, secure)
+    sigma = unit_shift_scale(epsilon, delta, shifts)
+    values = {
+        name: _check_values("counts", value, integer=True).astype(np.int64)
+        for name, value in counts.items()
+    }
+    if secure:
+        measurement = _opendp_gaussian_at("int", sigma)
+        noisy = {
+            name: np.asarray(measurement(value.ravel().tolist()), dtype=np.int64).reshape(
+                value.shape
+            )
+            for name, value in values.items()
+        }
+    else:
+        generator = np.random.default_rng(rng)
+        noisy = {
+            name: value + np.rint(generator.normal(0.0, sigma, value.shape)).astype(np.int64)
+            for name, value in values.items()
+        }
+    return noisy, release, sigma
+
+
+def planned_unit_shift_gaussian(
+    statistics: Sequence[str], shifts: int, epsilon: float, delta: float, secure: bool
+) -> Release:
+    """The one `Release` `unit_shift_gaussian` records for these statistics (a budget check
+    before any noise): ε = `accounting.unit_shift_epsilon`(σ, K, δ) ≤ ``epsilon`` at δ, and ρ
+    from OpenDP's map of the vector Gaussian at scale σ and Δ₂ = √K."""
+    sigma = unit_shift_scale(epsilon, delta, shifts)
+    sensitivity = ceil_sqrt(shifts)
+    rho = float(_opendp_gaussian_at("int", sigma).map(sensitivity))
+    source = "OpenDP make_gaussian (int), exact sampler" if secure else "numpy normal rounded"
+    return Release(
+        "discrete_gaussian",
+        unit_shift_epsilon(sigma, shifts, delta),
+        delta=delta,
+        rho=rho,
+        sensitivity=sensitivity,
+        statistic=", ".join(statistics),
+        secure=secure,
+        note=(
+            f"{source}, scale={sigma!r}: one record moves at most {shifts} cells by 1; ε from "
+            "the exact privacy profile (dp-accounting PLD)" + ("" if secure else ": not secure")
+        ),
+    )
 
 
 def ceil_sqrt(value: int) -> float:
@@ -733,6 +820,13 @@ def _opendp_gaussian(kind: str, sensitivity: float, rho: float):
         scale = math.nextafter(scale, math.inf)
         measurement = measurements.make_gaussian(*space, scale=scale)
     return measurement, scale, float(measurement.map(sensitivity))
+
+
+@functools.lru_cache(maxsize=256)
+def _opendp_gaussian_at(kind: str, scale: float):
+    """OpenDP's vector Gaussian at exactly this scale (its map gives the ρ)."""
+    atom = atom_domain(T="i64") if kind == "int" else atom_domain(T=float, nan=False)
+    return measurements.make_gaussian(vector_domain(atom), l2_distance(T=float), scale=scale)
 
 
 @functools.lru_cache(maxsize=256)

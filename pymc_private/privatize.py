@@ -41,6 +41,7 @@ from pymc_private.accounting import (
     checked_budget,
     checked_delta,
     ledger_for,
+    unit_shift_scale,
     zcdp_rho,
 )
 from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
@@ -48,7 +49,12 @@ from pymc_private.data import RELEASED_TAG, datasets_of, exact_statistics, in_me
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import StatisticSpec, complete_statistic
 from pymc_private.fourier import FourierPlan, fourier_plan
-from pymc_private.mechanisms import integer_release, planned_release
+from pymc_private.mechanisms import (
+    integer_release,
+    planned_release,
+    planned_unit_shift_gaussian,
+    unit_shift_gaussian,
+)
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood
 from pymc_private.records import Placeholder, SharedRecords, Source, statistics_pass
 from pymc_private.steps.base import checked_secure
@@ -221,6 +227,13 @@ def privatize(
     add, and the ledger composes them as Rényi DP, so the release is (ε, δ)-DP. Each release
     records its own (ε_j, δ) and ρ_j as OpenDP's privacy map returns it (≤ its share).
 
+    When every noised statistic is a count (cells move by at most 1; Δ₁ = K cells in all),
+    the zCDP conversion is replaced by the exact privacy profile of K unit shifts
+    (`accounting.unit_shift_epsilon`, proved the worst case there; dp-accounting's PLD):
+    every cell gets σ = `accounting.unit_shift_scale`(ε, δ, K), about 7 % below Δ₂/√(2ρ) at
+    ε = 1, δ = 10⁻⁶, and the statistics are recorded as one vector release
+    (`mechanisms.unit_shift_gaussian`) whose ε is that profile's at δ, ≤ ε.
+
     Projection Π (post-processing, free of privacy cost): counts (category 0 derived) are
     projected onto {v ≥ 0, Σ_k v_k = N} in Euclidean distance and rounded to integers with
     the same total (N = n, or the privatised group size), so each lies in [0, N] and agrees
@@ -317,6 +330,9 @@ def privatize(
     ledger = ledger_for(model)
     if fourier is not None:
         planned = [fourier.planned_release(epsilon, delta, mechanism, secure)]
+    elif (shifts := _unit_shift_plan(analysis, epsilon, delta, mechanism)) is not None:
+        names = [spec.name for spec in analysis.statistics if spec.sensitivity > 0]
+        planned = [planned_unit_shift_gaussian(names, shifts, epsilon, delta, secure)]
     else:
         planned = [
             planned_release(spec.name, share, delta, mechanism, secure)
@@ -429,7 +445,13 @@ def release_statistics(
                 )
             sources = {name: Source(np.asarray(values)) for name, values in data.items()}
             exact = statistics_pass(specs, sources).statistics
-        noisy, releases, noise = _noised(exact, plan, mechanism, delta, secure, rng)
+        shifts = _unit_shift_plan(analysis, epsilon, delta, mechanism)
+        if shifts is None:
+            noisy, releases, noise = _noised(exact, plan, mechanism, delta, secure, rng)
+        else:
+            noisy, releases, noise = _unit_shift_noised(
+                exact, specs, shifts, epsilon, delta, secure, rng
+            )
     statistics = _projected(analysis, noisy, noise)
     noisy = {name: np.array(value) for name, value in noisy.items()}
     for value in (*statistics.values(), *noisy.values()):
@@ -494,6 +516,44 @@ def _noised(
     return noisy, releases, noise
 
 
+def _unit_shift_noised(exact_values, specs, shifts, epsilon, delta, secure, rng):
+    """`_noised` for a plan of counts that `_unit_shift_plan` accepts: every noised statistic
+    gets the discrete Gaussian of the exact profile (`mechanisms.unit_shift_gaussian`), one
+    release for all of them, noise law N(0, σ²) per cell (counts: unit 1)."""
+    noised = [spec for spec in specs if spec.sensitivity > 0]
+    counts, release, sigma = unit_shift_gaussian(
+        {spec.name: exact_values[spec.name] for spec in noised},
+        shifts,
+        epsilon,
+        delta,
+        rng=rng,
+        secure=secure,
+    )
+    noisy = {spec.name: spec.natural(exact_values[spec.name]) for spec in specs}
+    noisy.update({spec.name: spec.natural(counts[spec.name]) for spec in noised})
+    noise = {spec.name: NoiseLaw("gaussian", sigma) for spec in noised}
+    return noisy, [release], noise
+
+
+def _unit_shift_plan(
+    analysis: PrivacyAnalysis, epsilon: float, delta: float, mechanism: str
+) -> int | None:
+    """K, when the Gaussian release is calibrated by its exact privacy profile
+    (`accounting.unit_shift_epsilon`) instead of zCDP: every noised statistic is a count whose
+    cells one record moves by at most 1 (Δ∞ = 1, unit 1), so the record moves at most
+    K = Σ_j Δ₁_j cells by 1 each in all (each moved cell adds at least 1 to Δ₁_j), and the
+    profile's σ is below the zCDP one (`accounting.unit_shift_scale`). None otherwise."""
+    if mechanism != "gaussian":
+        return None
+    noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
+    if not noised or any(
+        spec.kind != "counts" or spec.unit != 1 or spec.sensitivity_linf != 1 for spec in noised
+    ):
+        return None
+    shifts = sum(spec.sensitivity for spec in noised)
+    return shifts if unit_shift_scale(epsilon, delta, shifts) is not None else None
+
+
 def _checked_mechanism(mechanism, delta: float) -> str:
     if mechanism not in ("auto", "laplace", "gaussian"):
         raise InvalidPrivacyParameterError(
@@ -541,6 +601,9 @@ def chosen_mechanism(
     l2_squared = float(_l2_weights(analysis)[1]) if fourier is None else fourier.size
     laplace = 2.0 * (l1 / epsilon) ** 2
     gaussian = l2_squared / (2.0 * zcdp_rho(epsilon, delta))
+    shifts = None if fourier is not None else _unit_shift_plan(analysis, epsilon, delta, "gaussian")
+    if shifts is not None:
+        gaussian = unit_shift_scale(epsilon, delta, shifts) ** 2
     return "gaussian" if gaussian < laplace else "laplace"
 
 

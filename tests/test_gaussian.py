@@ -26,6 +26,8 @@ from pymc_private.accounting import (
     Release,
     ZcdpEvent,
     ledger_for,
+    unit_shift_epsilon,
+    unit_shift_scale,
     zcdp_epsilon,
     zcdp_rho,
 )
@@ -34,7 +36,13 @@ from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
-from pymc_private.mechanisms import ceil_sqrt, discrete_gaussian, gaussian
+from pymc_private.mechanisms import (
+    ceil_sqrt,
+    discrete_gaussian,
+    gaussian,
+    planned_unit_shift_gaussian,
+    unit_shift_gaussian,
+)
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedGamma,
@@ -112,6 +120,98 @@ def test_audit_passes_the_gaussian_and_catches_it_at_half_scale(epsilon):
     # Half the scale is four times the ρ, recorded as ρ: the auditor must see through it.
     under = epsilon_lower_bound(_vectorised(4 * rho), 0, 1, random_seed=3, **audit)
     assert under.epsilon_lower_bound > claim
+
+
+# --------------------------------------------------------------------------------------
+# Counts calibrated by their exact privacy profile (K cells moved by at most 1 each)
+# --------------------------------------------------------------------------------------
+
+
+def _convolved_delta(sigma: float, shifts: int, epsilon: float) -> float:
+    """δ(ε) of K cells shifted by 1 under N_ℤ(0, σ²) noise, by direct convolution: the loss
+    is (K − 2S)/2σ² with S the sum of K discrete Gaussians (independent of dp-accounting)."""
+    bound = math.ceil(14 * sigma)
+    z = np.arange(-bound, bound + 1)
+    pmf = np.exp(-(z**2) / (2 * sigma**2))
+    pmf /= pmf.sum()
+    total = np.ones(1)
+    for _ in range(shifts):
+        total = np.convolve(total, pmf)
+    s = np.arange(total.size) - shifts * bound
+    loss = (shifts - 2 * s) / (2 * sigma**2)
+    return float(np.sum(total * np.clip(1 - np.exp(epsilon - loss), 0, None)))
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "shifts"), [(1.0, 1e-6, 7), (0.3, 1e-5, 3), (4, 1e-6, 9)]
+)
+def test_unit_shift_profile_is_the_exact_curve_and_beats_zcdp(epsilon, delta, shifts):
+    sigma = unit_shift_scale(epsilon, delta, shifts)
+    claimed = unit_shift_epsilon(sigma, shifts, delta)
+    assert claimed <= epsilon
+    # The direct convolution: the claim holds, and is within 0.5 % of the exact ε.
+    assert _convolved_delta(sigma, shifts, claimed) <= delta
+    assert _convolved_delta(sigma, shifts, 0.995 * claimed) > delta
+    # Less noise than the zCDP calibration, never below the analytic Gaussian's σ.
+    zcdp_sigma = math.sqrt(shifts / (2 * zcdp_rho(epsilon, delta)))
+    assert sigma < 0.97 * zcdp_sigma
+    assert _convolved_delta(0.99 * sigma, shifts, epsilon) > delta
+
+
+def _unit_shift_mechanism(shifts: int, scale_factor: float, epsilon: float):
+    """The privatize release of K count cells, on the pair that moves every cell by 1,
+    seen through the sum of the cells (the pair's likelihood ratio depends on nothing else);
+    ``scale_factor`` < 1 under-noises it."""
+    sigma = unit_shift_scale(epsilon, AUDIT_DELTA, shifts)
+
+    def mechanism(which, rng, size):
+        counts = np.full((size, shifts), 5 + which, dtype=np.int64)
+        noise = np.rint(rng.normal(0.0, scale_factor * sigma, counts.shape)).astype(np.int64)
+        return (counts + noise).sum(axis=1)
+
+    return mechanism, unit_shift_epsilon(sigma, shifts, AUDIT_DELTA)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_audit_unit_shift_release_on_its_worst_pair_and_catch_half_scale(epsilon):
+    audit = dict(n=1_000_000, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)
+    mechanism, claim = _unit_shift_mechanism(2, 1.0, epsilon)
+    correct = epsilon_lower_bound(mechanism, 0, 1, random_seed=6, **audit)
+    assert correct.epsilon_lower_bound <= claim
+    under, _ = _unit_shift_mechanism(2, 0.5, epsilon)
+    assert epsilon_lower_bound(under, 0, 1, random_seed=7, **audit).epsilon_lower_bound > claim
+
+
+def test_audit_secure_unit_shift_release_stays_below_its_claim():
+    """The secure OpenDP path of `unit_shift_gaussian` itself, on the worst pair of K = 2."""
+    claim = planned_unit_shift_gaussian(["c"], 2, 1.0, AUDIT_DELTA, True).epsilon
+
+    def mechanism(which, rng, size):
+        counts = {"c": np.full((size, 2), 5 + which, dtype=np.int64)}
+        noisy, release, _ = unit_shift_gaussian(counts, 2, 1.0, AUDIT_DELTA, rng=None, secure=True)
+        assert release.epsilon == claim
+        return noisy["c"].sum(axis=1)
+
+    result = epsilon_lower_bound(
+        mechanism, 0, 1, n=60_000, alpha=0.01, random_seed=8, vectorized=True, delta=AUDIT_DELTA
+    )
+    assert result.epsilon_lower_bound <= claim
+
+
+def test_unit_shift_budget_check_sees_the_release_it_records():
+    """The planned release is the recorded one: a Budget of exactly what one privatisation
+    costs at δ admits it once and refuses the second before any noise."""
+    rng = np.random.default_rng(11)
+    labels = rng.integers(0, 2, 60)
+    model = naive_bayes_model(labels, (rng.random((60, 4)) < 0.5).astype(int))
+    budget = Budget(1.0, delta=1e-6)
+    private = privatize(model, 1.0, delta=1e-6, budget=budget, noise_aware=False)
+    (release,) = privatisation_of(private).releases
+    assert release.note.endswith("(dp-accounting PLD)") and release.epsilon <= 1.0
+    before = ledger_for(model).releases
+    with pytest.raises(BudgetExceededError):
+        privatize(model, 1.0, delta=1e-6, budget=budget, noise_aware=False)
+    assert ledger_for(model).releases == before
 
 
 @settings(max_examples=40, deadline=None)
@@ -354,21 +454,23 @@ def nb_model():
 
 
 def test_auto_picks_the_gaussian_for_naive_bayes_and_the_ledger_holds_epsilon(nb_model):
-    # d = 30: Δ₁ = 61, Δ₂ = √61; at (1, 1e-6) Laplace sd 86, Gaussian σ = √61/√(2ρ) ≈ 35.
+    # d = 30: Δ₁ = 61, Δ₂ = √61; at (1, 1e-6) Laplace sd 86, the zCDP Gaussian σ =
+    # √61/√(2ρ) ≈ 35.4, the exact profile of 61 unit shifts σ ≈ 33.1.
     analysis = analyze(nb_model)
     assert chosen_mechanism(analysis, 1.0, 1e-6, "auto") == "gaussian"
     assert chosen_mechanism(analysis, 1.0, 0.0, "auto") == "laplace"
     private = privatize(nb_model, 1.0, delta=1e-6, noise_aware=False)
-    releases = privatisation_of(private).releases
-    assert {r.mechanism for r in releases} == {"discrete_gaussian"}
-    assert sum(r.rho for r in releases) <= zcdp_rho(1.0, 1e-6)
+    (release,) = privatisation_of(private).releases  # one vector release of both statistics
+    assert release.mechanism == "discrete_gaussian"
+    assert release.statistic == "counts(y_obs), counts(x_obs | y_obs)"
+    sigma = unit_shift_scale(1.0, 1e-6, 61)
+    assert release.epsilon == unit_shift_epsilon(sigma, 61, 1e-6) <= 1.0
+    assert release.rho == pytest.approx(61 / (2 * sigma**2), rel=1e-9)
     assert ledger_for(nb_model).composition(1e-6).epsilon <= 1.0
-    laws = privatisation_of(private).noise
-    sigma = math.sqrt(61) / math.sqrt(2 * zcdp_rho(1.0, 1e-6))
-    for law in laws.values():
-        assert law.kind == "gaussian"
-        assert law.scale == pytest.approx(sigma, rel=1e-6)
-    assert sigma < math.sqrt(2) * 61 / 2
+    for law in privatisation_of(private).noise.values():
+        assert law.kind == "gaussian" and law.scale == sigma
+    zcdp_sigma = math.sqrt(61) / math.sqrt(2 * zcdp_rho(1.0, 1e-6))
+    assert 0.9 * zcdp_sigma < sigma < 0.95 * zcdp_sigma < math.sqrt(2) * 61 / 2
 
 
 def test_explicit_laplace_with_delta_and_refusals_leave_the_ledger_alone(nb_model):
