@@ -59,7 +59,7 @@ def mse(weights, x, target):
     return float(np.mean((target - (CENTRE_Y + SCALE_Y * (x @ weights))) ** 2))
 
 
-def main(privatisations: int, delta: float, draws: int) -> None:
+def main(privatisations: int, delta: float, draws: int, epsilons) -> None:
     logging.getLogger("pymc").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     x, y, x_test, target_test = load()
@@ -69,7 +69,7 @@ def main(privatisations: int, delta: float, draws: int) -> None:
     print(f"{len(y)} private training rows, {len(target_test)} test rows, 10 features + intercept")
     print(f"test MSE: predict the training mean {baseline:.0f}; OLS on raw rows {ols:.0f}")
     options = {"delta": delta} if delta > 0 else {}
-    for epsilon in EPSILONS:
+    for epsilon in epsilons:
         errors, failures, start = [], 0, time.perf_counter()
         for k in range(privatisations):
             try:
@@ -107,5 +107,6 @@ if __name__ == "__main__":
     parser.add_argument("--privatisations", type=int, default=20)
     parser.add_argument("--delta", type=float, default=1e-6)
     parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--epsilons", type=float, nargs="+", default=EPSILONS)
     args = parser.parse_args()
-    main(args.privatisations, args.delta, args.draws)
+    main(args.privatisations, args.delta, args.draws, args.epsilons)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
@@ -594,6 +594,57 @@ class StatisticSpec:
         if self.unit == 1.0:
             return values
         return values.astype(np.float64) * self.unit
+
+
+def regression_group(specs: Sequence[StatisticSpec]) -> tuple[StatisticSpec, ...]:
+    """The statistics of ``specs`` that are one regression's released moments: its Gram
+    matrix XᵀX, its Xᵀy and, when present, its yᵀy (empty when ``specs`` holds no Gram
+    matrix with one matching cross product). `regression_l2_squared` bounds them jointly."""
+    grams = [spec for spec in specs if spec.kind == "gram"]
+    if len(grams) != 1:
+        return ()
+    (gram,) = grams
+    crosses = [spec for spec in specs if spec.kind == "cross" and spec.data[0] == gram.data[0]]
+    if len(crosses) != 1 or any(spec.kind == "cross" for spec in specs if spec not in crosses):
+        return ()
+    (cross,) = crosses
+    squares = [
+        spec
+        for spec in specs
+        if spec.kind == "sum_squares"
+        and spec.data == cross.data[1:]
+        and spec.group_by is None
+        and spec.shape == ()
+    ]
+    return (gram, cross, *squares[:1])
+
+
+def regression_l2_squared(group: Sequence[StatisticSpec]) -> Fraction:
+    """A bound on the squared L2 sensitivity, in natural units, of a regression's released
+    moments taken together (`regression_group`): XᵀX's upper triangle, Xᵀy and yᵀy.
+
+    They are cells of the upper triangle of zzᵀ summed over records, z = (x, y) one record's
+    covariates and response in natural units. Replacing a record a by b moves that triangle by
+    A = aaᵀ − bbᵀ, and Σ_{i≤j} A_ij² = ½(‖A‖_F² + Σ_i A_ii²) with ‖A‖_F² = ‖a‖⁴ + ‖b‖⁴ −
+    2(a·b)² ≤ 2S² and A_ii² = (a_i² − b_i²)² ≤ N_i⁴, where N_i = max|z_i| over the declared
+    bounds (on the grid), S = Σ_i N_i² and Q = Σ_i N_i⁴:
+
+        Δ₂² ≤ S² + Q/2.
+
+    A subset of the cells (no yᵀy when σ is known) moves by no more. Against the sum of the
+    three statistics' own bounds, S_x² + Q_x, (2·N_y·√S_x)² and N_y⁴, this counts the cross
+    terms once: for diabetes (10 features and an intercept in [−1, 1], y in [−2, 2]) 238.5
+    against 324.
+    """
+    cross = group[1]
+    x_grid, y_grid = cross.grids
+    bounds = [
+        Fraction(grid.quantum) * max(abs(low), abs(high))
+        for grid in (x_grid, y_grid)
+        for low, high in _grid_ranges(grid)
+    ]
+    squares = [bound * bound for bound in bounds]
+    return sum(squares, Fraction(0)) ** 2 + sum((m * m for m in squares), Fraction(0)) / 2
 
 
 def _group_sum(t: np.ndarray, group: np.ndarray | None, n_groups: int | None) -> np.ndarray:

@@ -42,14 +42,21 @@ from pymc_private.accounting import (
     checked_delta,
     ledger_for,
     unit_shift_scale,
+    zcdp_epsilon,
     zcdp_rho,
 )
 from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
 from pymc_private.data import RELEASED_TAG, datasets_of, exact_statistics, in_memory_values
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.families import StatisticSpec, complete_statistic
+from pymc_private.families import (
+    StatisticSpec,
+    complete_statistic,
+    regression_group,
+    regression_l2_squared,
+)
 from pymc_private.fourier import FourierPlan, fourier_plan
 from pymc_private.mechanisms import (
+    ceil_float,
     integer_release,
     planned_release,
     planned_unit_shift_gaussian,
@@ -334,11 +341,15 @@ def privatize(
         names = [spec.name for spec in analysis.statistics if spec.sensitivity > 0]
         planned = [planned_unit_shift_gaussian(names, shifts, epsilon, delta, secure)]
     else:
-        planned = [
-            planned_release(spec.name, share, delta, mechanism, secure)
-            for spec, share in _noise_plan(analysis, epsilon, delta, mechanism)
-            if share > 0
-        ]
+        planned = _with_joint_release(
+            analysis,
+            [
+                planned_release(spec.name, share, delta, mechanism, secure)
+                for spec, share in _noise_plan(analysis, epsilon, delta, mechanism)
+                if share > 0
+            ],
+            delta,
+        )
     for limit in ledger.limits(budget):
         limit.check(ledger, planned)
 
@@ -448,6 +459,7 @@ def release_statistics(
         shifts = _unit_shift_plan(analysis, epsilon, delta, mechanism)
         if shifts is None:
             noisy, releases, noise = _noised(exact, plan, mechanism, delta, secure, rng)
+            releases = _with_joint_release(analysis, releases, delta)
         else:
             noisy, releases, noise = _unit_shift_noised(
                 exact, specs, shifts, epsilon, delta, secure, rng
@@ -514,6 +526,33 @@ def _noised(
         releases.append(release)
         noisy[spec.name] = spec.natural(values)
     return noisy, releases, noise
+
+
+def _with_joint_release(analysis: PrivacyAnalysis, releases: list[Release], delta: float):
+    """The Gaussian releases with a regression's moments (`families.regression_group`) merged
+    into one release at their joint ρ (`_joint_rho`, from the ρ_j each records, rounded up),
+    stated at δ; other releases as they are."""
+    noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
+    group = regression_group(noised)
+    names = {spec.name for spec in group}
+    members = [r for r in releases if r.statistic in names and r.rho is not None]
+    if not group or len(members) != len(group):
+        return releases
+    rho = ceil_float(_joint_rho(group, {r.statistic: r.rho for r in members}))
+    joint = Release(
+        members[0].mechanism,
+        zcdp_epsilon(rho, delta),
+        delta=delta,
+        rho=rho,
+        sensitivity=math.sqrt(float(regression_l2_squared(group))),
+        statistic=", ".join(r.statistic for r in members),
+        secure=members[0].secure,
+        note=(
+            "the regression's moments released together, ρ from their joint L2 bound "
+            "(sensitivity in natural units); " + "; ".join(r.note for r in members)
+        ),
+    )
+    return [r for r in releases if r.statistic not in names] + [joint]
 
 
 def _unit_shift_noised(exact_values, specs, shifts, epsilon, delta, secure, rng):
@@ -608,13 +647,40 @@ def chosen_mechanism(
 
 
 def _l2_weights(analysis: PrivacyAnalysis) -> tuple[list[Fraction], Fraction]:
-    """Δ₂_j² of each noised statistic in natural units (exact) and their sum Δ₂²."""
-    weights = [
-        Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared
-        for spec in analysis.statistics
-        if spec.sensitivity > 0
-    ]
-    return weights, sum(weights, Fraction(0))
+    """Δ₂_j² of each noised statistic in natural units (exact) and the Δ₂² of them all: their
+    sum, with a regression's moments counted by their joint bound when it is smaller
+    (`families.regression_l2_squared`)."""
+    noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
+    weights = [Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared for spec in noised]
+    total = sum(weights, Fraction(0))
+    group = regression_group(noised)
+    if group:
+        apart = sum(
+            (w for spec, w in zip(noised, weights, strict=True) if spec in group), Fraction(0)
+        )
+        total -= apart - min(apart, regression_l2_squared(group))
+    return weights, total
+
+
+def _joint_rho(group, shares: Mapping[str, float]) -> Fraction:
+    """The ρ of a regression's moments released together when statistic j is ρ_j-zCDP at its
+    own Δ₂_j: each gets σ_j² ≥ Δ₂_j²/(2ρ_j) (natural units), and the Rényi divergences of the
+    independent cells add, so the release is (Δ₂²/2·min_j σ_j²)-zCDP with Δ₂² the joint bound,
+    at most max_j ρ_j·Δ₂²/Δ₂_j²."""
+    joint = regression_l2_squared(group)
+    return max(
+        Fraction(shares[spec.name])
+        * joint
+        / (Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared)
+        for spec in group
+    )
+
+
+def _spent(noised, shares, group) -> Fraction:
+    """What the shares cost in all: their sum, a regression's moments at their joint ρ."""
+    named = {spec.name: share for spec, share in zip(noised, shares, strict=True)}
+    apart = sum((Fraction(named[spec.name]) for spec in noised if spec not in group), Fraction(0))
+    return apart + (_joint_rho(group, named) if group else 0)
 
 
 def _noise_plan(
@@ -639,7 +705,8 @@ def _noise_plan(
         total = Fraction(analysis.sensitivity_l1)
         budget = epsilon
     shares = [budget * float(weight / total) for weight in weights]
-    while sum(map(Fraction, shares), Fraction(0)) > Fraction(budget):
+    group = regression_group(noised) if mechanism == "gaussian" else ()
+    while _spent(noised, shares, group) > Fraction(budget):
         shares = [math.nextafter(share, 0.0) for share in shares]
     plan = [(spec, 0.0) for spec in analysis.statistics if spec.sensitivity == 0]
     for spec, share in zip(noised, shares, strict=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import hypothesis.strategies as st
 import numpy as np
@@ -36,6 +37,7 @@ from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
+from pymc_private.families import regression_group, regression_l2_squared
 from pymc_private.mechanisms import (
     ceil_sqrt,
     discrete_gaussian,
@@ -49,7 +51,14 @@ from pymc_private.priors import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.privatize import chosen_mechanism, privatisation_of, privatize
+from pymc_private.privatize import (
+    _noise_plan,
+    _noised,
+    _with_joint_release,
+    chosen_mechanism,
+    privatisation_of,
+    privatize,
+)
 from pymc_private.sampling import sample
 
 dp.enable_features("contrib")
@@ -378,6 +387,22 @@ def test_regression_l2_sensitivities_bound_the_brute_force_worst_case(bounds):
         assert gram.sensitivity * gram.sensitivity_linf == 18
     if bounds == (0, 2):  # one-signed covariates: the cell-by-cell bound is exact
         assert gram.sensitivity_l2_squared == worst[gram.name] == 6 * 16
+    # The three moments together (natural units): the joint bound holds and beats the sum.
+    group = regression_group(analysis.statistics)
+    assert [spec.kind for spec in group] == ["gram", "cross", "sum_squares"]
+    joint = 0.0
+    for a, b in itertools.combinations(records, 2):
+        moved = []
+        for spec in group:
+            arrays = [{"x_obs": x.copy(), "y_obs": y.copy()} for _ in range(2)]
+            for arrays_, record in zip(arrays, (a, b), strict=True):
+                arrays_["x_obs"][0], arrays_["y_obs"][0] = record["x_obs"], record["y_obs"]
+            values = [spec.natural(spec.compute(arrays_)).ravel() for arrays_ in arrays]
+            moved.append(values[0] - values[1])
+        joint = max(joint, float(np.sum(np.concatenate(moved) ** 2)))
+    bound = regression_l2_squared(group)
+    separate = sum(Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared for spec in group)
+    assert joint <= bound < separate
 
 
 def test_grouped_sum_l2_sensitivities_bound_the_brute_force_worst_case():
@@ -429,6 +454,59 @@ def test_audit_gram_release_on_its_worst_pair_and_catch_half_scale(epsilon):
     assert correct.epsilon_lower_bound <= claim
     under = epsilon_lower_bound(release(sensitivity / 2), 0, 1, random_seed=5, **audit)
     assert under.epsilon_lower_bound > claim
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_audit_joint_regression_release_on_its_worst_pair_and_catch_half_scale(epsilon):
+    """XᵀX, Xᵀy and yᵀy released together at the ρ of their joint bound (S² + Q/2 = 10.5 for
+    two covariates and y in [−1, 1]), as `privatize` draws and records them, on the pair of
+    records that moves them most (brute force over the corners), seen through the released
+    vector's projection on that move (every cell has the same σ)."""
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", np.array([[1, 1], [0, 1]]), bounds=(-1, 1))
+        w = TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
+        tau = TruncatedGamma("tau", 2.0, 1.0, lower=0.1, upper=50.0)
+        pm.Normal("y", x_obs @ w, tau=tau, observed=PrivateData("y_obs", [1, 0], bounds=(-1, 1)))
+    analysis = analyze(model)
+    group = regression_group(analysis.statistics)
+    assert regression_l2_squared(group) == Fraction(21, 2)
+
+    def moments(record):
+        arrays = {"x_obs": np.array([record[:2], [0, 1]]), "y_obs": np.array([record[2], 0])}
+        return {spec.name: spec.compute(arrays) for spec in analysis.statistics}
+
+    def moved(pair):
+        a, b = (moments(record) for record in pair)
+        return np.concatenate([(a[name] - b[name]).ravel() for name in a]).astype(float)
+
+    corners = list(itertools.product((-1, 0, 1), repeat=3))
+    pair = max(itertools.combinations(corners, 2), key=lambda pair: moved(pair) @ moved(pair))
+    direction = moved(pair) / np.linalg.norm(moved(pair))
+    exact = [moments(record) for record in pair]
+    plan = _noise_plan(analysis, epsilon, AUDIT_DELTA, "gaussian")
+    releases = _noised(exact[0], plan, "gaussian", AUDIT_DELTA, False, np.random.default_rng(0))[1]
+    (release,) = _with_joint_release(analysis, releases, AUDIT_DELTA)
+    assert release.epsilon <= epsilon
+
+    def mechanism(scale):
+        scaled = [(spec, share / scale**2) for spec, share in plan]
+
+        def run(which, rng, size):
+            values = {
+                name: np.broadcast_to(value, (size, *value.shape)).copy()
+                for name, value in exact[which].items()
+            }
+            noisy = _noised(values, scaled, "gaussian", AUDIT_DELTA, False, rng)[0]
+            return np.concatenate([noisy[name].reshape(size, -1) for name in values], 1) @ direction
+
+        return run
+
+    runs = 1_000_000 if epsilon < 0.5 else 300_000  # half scale is subtle only at small ε
+    audit = dict(n=runs, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)
+    correct = epsilon_lower_bound(mechanism(1.0), 0, 1, random_seed=9, **audit)
+    assert correct.epsilon_lower_bound <= release.epsilon
+    under = epsilon_lower_bound(mechanism(0.5), 0, 1, random_seed=10, **audit)
+    assert under.epsilon_lower_bound > release.epsilon
 
 
 def test_bounded_sum_l2_sensitivity_is_its_range():
