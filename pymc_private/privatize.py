@@ -234,6 +234,10 @@ def privatize(
     add, and the ledger composes them as Rényi DP, so the release is (ε, δ)-DP. Each release
     records its own (ε_j, δ) and ρ_j as OpenDP's privacy map returns it (≤ its share).
 
+    A regression's moments XᵀX, Xᵀy and yᵀy count in Δ₂² by their joint bound
+    (`families.regression_l2_squared`), and are recorded as one release at the ρ of that
+    bound (`_joint_rho`).
+
     When every noised statistic is a count (cells move by at most 1; Δ₁ = K cells in all),
     the zCDP conversion is replaced by the exact privacy profile of K unit shifts
     (`accounting.unit_shift_epsilon`, proved the worst case there; dp-accounting's PLD):
