@@ -300,8 +300,10 @@ def unit_shift_gaussian(
 
     ``secure=True`` draws with OpenDP's ``make_gaussian`` on integer vectors at scale σ (the
     exact sampler of Canonne, Kamath & Steinke 2020); ``secure=False`` rounds numpy normals of
-    sd σ (the continuous Gaussian of L2 sensitivity √K, whose analytic profile, Balle & Wang
-    2018, is below the discrete one's at the same σ over the reals), marked not secure.
+    sd σ, marked not secure: the rounded continuous Gaussian is not the discrete one, and its
+    profile is not proved here (it stayed below δ in every case computed in review; the
+    unrounded continuous Gaussian at σ does not), so only the secure release carries the
+    claim.
 
     Returns the noisy counts by name, the release and σ. The caller has validated ε, δ and
     checked that ``shifts`` bounds the moved cells (`pymc_private.privatize`); σ comes from

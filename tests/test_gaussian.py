@@ -167,6 +167,14 @@ def test_unit_shift_profile_is_the_exact_curve_and_beats_zcdp(epsilon, delta, sh
     assert _convolved_delta(0.99 * sigma, shifts, epsilon) > delta
 
 
+def test_unit_shift_profile_is_not_used_where_the_pld_tail_is_rounding_noise():
+    """Review's counterexample: K = 300 at (10, 1e-14) recorded ε = 9.96 against a true 10.02
+    (positive-term convolution). Below δ = 1e-10 the zCDP route serves."""
+    assert unit_shift_epsilon(13.862, 300, 1e-14) == math.inf
+    assert unit_shift_scale(10.0, 1e-14, 300) is None
+    assert unit_shift_scale(10.0, 1e-10, 300) is not None
+
+
 def _unit_shift_mechanism(shifts: int, scale_factor: float, epsilon: float):
     """The privatize release of K count cells, on the pair that moves every cell by 1,
     seen through the sum of the cells (the pair's likelihood ratio depends on nothing else);
