@@ -9,6 +9,7 @@ from pymc_private.audit import AuditResult, epsilon_lower_bound
 from pymc_private.data import PrivateData, check_private_data, private_data
 from pymc_private.errors import (
     BudgetExceededError,
+    CalibrationWarning,
     ConvergenceWarning,
     DataBoundsError,
     InvalidPrivacyParameterError,
@@ -53,6 +54,7 @@ __all__ = [
     "AuditResult",
     "Budget",
     "BudgetExceededError",
+    "CalibrationWarning",
     "Composition",
     "ConvergenceWarning",
     "DataBoundsError",

@@ -17,7 +17,7 @@ tests (a small version). It draws private data, so it is for simulations only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pymc as pm
@@ -25,8 +25,9 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import vectorize_graph
 
 from pymc_private.analysis import analyze
+from pymc_private.augmentation import AugmentedSampler
 from pymc_private.data import check_private_data
-from pymc_private.privatize import privatize, release_statistics
+from pymc_private.privatize import privatisation_of, privatize, release_statistics
 
 __all__ = ["CoverageResult", "coverage_study", "grid_interval"]
 
@@ -74,6 +75,7 @@ def coverage_study(
     level: float = 0.9,
     reference: Callable[[dict, np.ndarray], np.ndarray] | None = None,
     seed: int = 0,
+    sampled: int | None = None,
 ) -> CoverageResult:
     """Coverage of the privatised posterior of one scalar parameter.
 
@@ -102,6 +104,11 @@ def coverage_study(
         released statistics, for the width comparison.
     seed
         Seed of the simulations and of the noise.
+    sampled
+        Read the intervals off ``sampled`` draws per chain (two chains, as many tuning
+        iterations) of the sampler `pmp.sample` uses on the noise-aware model
+        (`pymc_private.augmentation`) instead of the posterior density on ``grid``: the
+        calibration of what a user gets by default.
     """
     rng = np.random.default_rng(seed)
     truth, data = simulate(rng)
@@ -129,9 +136,13 @@ def coverage_study(
             check_private_data(template)
         released = release_statistics(analysis, template, epsilon, secure=False, rng=rng)
         values = released.noisy if noise_aware else released.statistics
-        pm.set_data(dict(values), model=private)
-        density = np.asarray(log_density(grid_values))
-        low, high = grid_interval(grid, density, level)
+        if sampled:
+            fitted = replace(privatisation_of(private), statistics=dict(values))
+            draws = AugmentedSampler(private, fitted).sample(2, sampled, sampled, rng)
+            low, high = np.quantile(draws[variable], [(1 - level) / 2, (1 + level) / 2])
+        else:
+            pm.set_data(dict(values), model=private)
+            low, high = grid_interval(grid, np.asarray(log_density(grid_values)), level)
         hits += low <= truth <= high
         widths.append(high - low)
         if reference is not None:

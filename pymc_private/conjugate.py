@@ -31,12 +31,12 @@ draw_conjugate(rng, family, parameters, support, *, name, size=None, current=Non
 
 Methods
 -------
-Scalar families draw from numpy's own (untruncated) sampler and reject draws outside the
-interval when at least half the law lies inside it (the usual case of a posterior inside
-its prior's support: at most two proposals per draw on average, and the interval's
-probability is computed once per parameter set, not per draw). Otherwise they use the
-inverse CDF on the truncated interval, in whichever tail (lower,
-through the CDF, or upper, through the survival function) keeps the interval's
+Scalar families first draw every entry from numpy's own (untruncated) sampler and keep the
+draws inside the interval (the usual case of a posterior inside its prior's support: no
+special function is evaluated). An entry whose first draw fell outside is redrawn: by
+further rejection when at least half its law lies inside the interval (at most two more
+proposals on average), otherwise by the inverse CDF on the truncated interval, in whichever
+tail (lower, through the CDF, or upper, through the survival function) keeps the interval's
 probabilities small, so that far-tail truncations keep their precision. When the interval's
 probability underflows or is too small relative to its endpoints' for the inverse CDF to
 resolve it (a far tail beyond double precision, or a very narrow interval), they fall back
@@ -385,56 +385,53 @@ def _truncated_scalar(
 ) -> np.ndarray:
     base = np.broadcast_arrays(*params, lower, upper)
     shape = base[0].shape if size is None else _batch_shape(size, ())
-    # The interval's probability, in the better tail, once per distinct parameter set.
     *params_base, low_base, high_base = base
+    # One untruncated draw of every entry at once (numpy broadcasts the parameters), kept
+    # where it is inside: a first rejection proposal. Keeping it is exact whatever the
+    # interval's probability m: P(A) = m·P_I(A) + (1 − m)·P_I(A) when the entries it missed
+    # are drawn from the truncated law below. Those are redrawn entry by entry, each reading
+    # its parameters at ``base[i]``.
+    first = family.sample(rng, *params_base, size=shape)
+    with np.errstate(invalid="ignore"):
+        kept = (first >= low_base) & (first <= high_base)
+    out = np.array(first, dtype=np.float64).reshape(-1)
+    pending = np.flatnonzero(~kept.reshape(-1))
+    if not pending.size:
+        return out.reshape(shape)
+    base = np.broadcast_to(np.arange(low_base.size).reshape(low_base.shape), shape)
+    at = base.reshape(-1)[pending]
+    params_flat = [p.reshape(-1)[at] for p in params_base]
+    low, high = low_base.reshape(-1)[at], high_base.reshape(-1)[at]
+    # The interval's probability, in the better tail.
     with np.errstate(all="ignore"):
-        cdf_low, cdf_high = family.cdf(low_base, *params_base), family.cdf(high_base, *params_base)
-        sf_low, sf_high = family.sf(low_base, *params_base), family.sf(high_base, *params_base)
-        lower_tail = cdf_high <= sf_low
-        p_low = np.where(lower_tail, cdf_low, sf_high)
-        p_high = np.where(lower_tail, cdf_high, sf_low)
+        cdf_low, cdf_high = family.cdf(low, *params_flat), family.cdf(high, *params_flat)
+        sf_low, sf_high = family.sf(low, *params_flat), family.sf(high, *params_flat)
+        tail = cdf_high <= sf_low
+        p_low = np.where(tail, cdf_low, sf_high)
+        p_high = np.where(tail, cdf_high, sf_low)
         mass = p_high - p_low
         usable = (mass >= _RELATIVE_MASS * p_high) & (mass > _SMALLEST_MASS)
         direct = usable & (mass >= 0.5)
-    # One untruncated draw of every entry at once (numpy broadcasts the parameters), kept
-    # where it is inside and at least half the law is; the rest is redrawn entry by entry,
-    # each entry reading its parameters at ``base[i]``.
-    first = family.sample(rng, *params_base, size=shape)
-    kept = direct & (first >= low_base) & (first <= high_base)
-    out = np.array(first, dtype=np.float64).reshape(-1)
-    pending = np.flatnonzero(~kept.reshape(-1))
-    base = np.broadcast_to(np.arange(low_base.size).reshape(low_base.shape), shape)
-    base = base.reshape(-1)[pending] if pending.size else pending
-    params_flat = [p.reshape(-1) for p in params_base]
-    low, high = low_base.reshape(-1), high_base.reshape(-1)
-    tail, p_low, mass = lower_tail.reshape(-1), p_low.reshape(-1), mass.reshape(-1)
-    usable, direct = usable.reshape(-1), direct.reshape(-1)
-    retry = np.flatnonzero(direct[base])  # positions in ``pending``
+    retry = np.flatnonzero(direct)  # positions in ``pending``
     for _ in range(_DIRECT_ROUNDS):
         if not retry.size:
             break
-        at = base[retry]
-        x = family.sample(rng, *(p[at] for p in params_flat))
-        inside = (x >= low[at]) & (x <= high[at])
+        x = family.sample(rng, *(p[retry] for p in params_flat))
+        inside = (x >= low[retry]) & (x <= high[retry])
         out[pending[retry[inside]]] = x[inside]
         retry = retry[~inside]
-    inverse = np.concatenate([np.flatnonzero(usable[base] & ~direct[base]), retry])
+    inverse = np.concatenate([np.flatnonzero(usable & ~direct), retry])
     with np.errstate(all="ignore"):
-        for in_tail, quantile in (
-            (tail[base[inverse]], family.ppf),
-            (~tail[base[inverse]], family.isf),
-        ):
+        for in_tail, quantile in ((tail[inverse], family.ppf), (~tail[inverse], family.isf)):
             rows = inverse[in_tail]
-            at = base[rows]
-            v = p_low[at] + rng.uniform(size=rows.size) * mass[at]
+            v = p_low[rows] + rng.uniform(size=rows.size) * mass[rows]
             out[pending[rows]] = np.clip(
-                quantile(v, *(p[at] for p in params_flat)), low[at], high[at]
+                quantile(v, *(p[rows] for p in params_flat)), low[rows], high[rows]
             )
-    rest = np.flatnonzero(~usable[base])
+    rest = np.flatnonzero(~usable)
     if rest.size:
-        at = base[rest]
         out[pending[rest]] = _envelope_draws(
-            rng, family, [p[at] for p in params_flat], low[at], high[at], name
+            rng, family, [p[rest] for p in params_flat], low[rest], high[rest], name
         )
     return out.reshape(shape)
 

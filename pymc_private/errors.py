@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "CalibrationWarning",
     "ConvergenceWarning",
     "DataBoundsError",
     "InvalidPrivacyParameterError",
@@ -49,3 +50,9 @@ class ConvergenceWarning(UserWarning):
     """The released chains have not mixed (R-hat or effective sample size), said once per
     `pmp.sample` call in place of PyMC's convergence warnings, with what a short private chain
     means for the route that drew it."""
+
+
+class CalibrationWarning(UserWarning):
+    """A plug-in posterior (``pmp.privatize(..., noise_aware=False)``) whose released
+    statistics carry noise that is not small next to their own sampling spread: its intervals
+    are too narrow and can sit far from the truth."""

@@ -46,6 +46,7 @@ from scipy.special import gammaln, xlogy
 
 from pymc_private.conjugate import CONJUGATE_FAMILIES
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.latent import MultinomialCounts, PoissonCounts
 
 __all__ = [
     "FAMILIES",
@@ -368,6 +369,12 @@ class LikelihoodTerm:
     def group_can_change(self) -> bool:
         """Whether replacing a record can move it to another group."""
         return self.group_domain is not None and self.group_domain.size > 1
+
+    @property
+    def cell_ndim(self) -> int:
+        """Axes of the node's statistics at element resolution: the group axis (grouped),
+        then the record's (a count's category axis comes after them)."""
+        return (1 if self.group_by is not None else 0) + len(self.record_shape)
 
     def public_totals(self):
         """The records behind each group when that is public: n ungrouped, the group sizes
@@ -703,10 +710,13 @@ def _gram_size(packed: int) -> int:
 
 
 def _expand_totals(totals, ndim: int, grouped: bool):
-    """Totals shaped to broadcast against a statistic of ``ndim`` dimensions."""
+    """Totals shaped to broadcast against a statistic of ``ndim`` dimensions (numpy totals
+    may carry leading batch axes, the chains of `pymc_private.augmentation`)."""
     if not grouped:
         return totals
-    return totals.reshape((-1,) + (1,) * (ndim - 1))
+    if isinstance(totals, pt.TensorVariable):
+        return totals.reshape((-1,) + (1,) * (ndim - 1))
+    return totals.reshape(totals.shape + (1,) * (ndim - 1))
 
 
 def group_counts_statistic(index: str, n_groups: int, domain: ElementDomain) -> StatisticSpec:
@@ -973,6 +983,18 @@ class LikelihoodFamily(ABC):
         matrix is plugged in.
         """
 
+    def count_law(
+        self, term: LikelihoodTerm, values, totals
+    ) -> MultinomialCounts | PoissonCounts | None:
+        """The exact law of the node's released statistic given its parameters, as latent
+        integer counts (`pymc_private.latent`), for the data-augmentation sampler: per
+        element-resolution cell, `MultinomialCounts` of the categories (a Binomial sum as the
+        successes of its trials) or a `PoissonCounts` sum. ``values`` (numpy, with leading
+        batch axes) and ``totals`` (n, or group sizes with the same batch axes) as in
+        `statistic_moments`. None (the default) for a node whose statistics are not integer
+        counts: its noise-aware likelihood is the normal law of `statistic_moments`."""
+        return None
+
     def conjugate_update(
         self,
         term: LikelihoodTerm,
@@ -1098,23 +1120,33 @@ class LikelihoodFamily(ABC):
 
 def _aligned(term: LikelihoodTerm, name: str, value, ndim: int):
     """A parameter (in the op's parameterisation) shaped to broadcast against an
-    element-resolution statistic (see `_shaped`)."""
+    element-resolution statistic (see `entries_to_cells`)."""
     param = term.parameters[name]
     if param.constant is not None:
         value = param.constant
-    return _shaped(param, param.apply_link(value), ndim)
+    return entries_to_cells(param, param.apply_link(value), ndim)
 
 
-def _shaped(param: ParameterTerm, value, ndim: int):
-    """``value`` of ``param``'s shape, reshaped to broadcast against a statistic of ``ndim``
-    dimensions: grouped parameters keep their group axis first; their remaining axes are
-    aligned to the right of the record axes."""
-    if param.group_by is None:
+def entries_to_cells(param: ParameterTerm, value, ndim: int):
+    """``value`` of ``param``'s shape (an entry axis may have length 1), reshaped to
+    broadcast against a statistic of ``ndim`` dimensions: grouped parameters keep their
+    group axis first; their remaining axes are aligned to the right of the record axes. Axes
+    of a numpy ``value`` before ``param``'s shape are batch axes (the chains of
+    `pymc_private.augmentation`), kept in front. The inverse of `reduce_to_entries`."""
+    tensor = isinstance(value, pt.TensorVariable)
+    lead = 0 if tensor else np.ndim(value) - len(param.shape)
+    if param.group_by is None and not lead:
         return value
     missing = ndim - len(param.shape)
     if missing <= 0:
         return value
-    shape = (param.shape[0],) + (1,) * missing + tuple(param.shape[1:])
+    batch, own = (), tuple(param.shape)
+    if not tensor:
+        batch, own = np.shape(value)[:lead], np.shape(value)[lead:]
+    if param.group_by is None:
+        shape = batch + (1,) * missing + own
+    else:
+        shape = batch + own[:1] + (1,) * missing + own[1:]
     return value.reshape(shape)
 
 
@@ -1135,12 +1167,14 @@ def _like(value, reference):
     return as_exact(value) if np.asarray(reference).dtype == object else value
 
 
-def _reduce(statistic, param: ParameterTerm) -> np.ndarray:
+def reduce_to_entries(statistic, param: ParameterTerm, batch: int = 0) -> np.ndarray:
     """Sum an element-resolution statistic over the elements that share one entry of
-    ``param`` (broadcast axes), keeping a grouped parameter's group axis."""
+    ``param`` (broadcast axes), keeping a grouped parameter's group axis and ``batch``
+    leading batch axes."""
     statistic = np.asarray(statistic)
-    lead = 1 if param.group_by is not None else 0
-    shape = param.shape[lead:]
+    grouped = 1 if param.group_by is not None else 0
+    lead = batch + grouped
+    shape = param.shape[grouped:]
     extra = statistic.ndim - lead - len(shape)
     if extra > 0:
         statistic = statistic.sum(axis=tuple(range(lead, lead + extra)))
@@ -1267,12 +1301,17 @@ class Bernoulli(LikelihoodFamily):
         p = _aligned(term, "p", values.get("p"), len(spec.shape) - 1)
         return [_counts_moments(spec, term, _stack([1 - p, p]), statistics["counts"], totals)]
 
+    def count_law(self, term, values, totals):
+        ndim = term.cell_ndim
+        p = _aligned(term, "p", values.get("p"), ndim)
+        return MultinomialCounts(_record_counts(term, _ones(ndim), totals), _stack([1 - p, p]))
+
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         counts = np.asarray(statistics["counts"])
         return {
-            "alpha": _reduce(counts[..., 1], param) / temperature,
-            "beta": _reduce(counts[..., 0], param) / temperature,
+            "alpha": reduce_to_entries(counts[..., 1], param) / temperature,
+            "beta": reduce_to_entries(counts[..., 0], param) / temperature,
         }
 
 
@@ -1341,19 +1380,26 @@ class Binomial(LikelihoodFamily):
         return _sum(total * _log(p) + (trials - total) * _log(1.0 - p))
 
     def statistic_moments(self, term, values, statistics, totals):
-        ndim = len(self.statistics(term)[0].shape)
+        ndim = term.cell_ndim
         p = _aligned(term, "p", values.get("p"), ndim)
         trials = self._trials(term.parameters) * _record_counts(term, _ones(ndim), totals)
         mean, variance = trials * p, trials * p * (1 - p)
         return [(("sum",), _vector(statistics["sum"]), _vector(mean), _vector(_vector(variance)))]
+
+    def count_law(self, term, values, totals):
+        ndim = term.cell_ndim
+        p = _aligned(term, "p", values.get("p"), ndim)
+        m = self._trials(term.parameters)
+        trials = m * _record_counts(term, _ones(ndim), totals)
+        return MultinomialCounts(trials, _stack([1 - p, p]), trials=m)
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
         trials = self._trials(term.parameters) * count
         return {
-            "alpha": _reduce(total, param) / temperature,
-            "beta": _reduce(trials - total, param) / temperature,
+            "alpha": reduce_to_entries(total, param) / temperature,
+            "beta": reduce_to_entries(trials - total, param) / temperature,
         }
 
 
@@ -1399,9 +1445,13 @@ class Categorical(LikelihoodFamily):
         p = _aligned(term, "p", values.get("p"), len(spec.shape))
         return [_counts_moments(spec, term, p, statistics["counts"], totals)]
 
+    def count_law(self, term, values, totals):
+        p = _aligned(term, "p", values.get("p"), term.cell_ndim + 1)
+        return MultinomialCounts(_record_counts(term, _ones(term.cell_ndim), totals), p)
+
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
-        return {"a": _reduce(np.asarray(statistics["counts"]), param) / temperature}
+        return {"a": reduce_to_entries(np.asarray(statistics["counts"]), param) / temperature}
 
 
 class Poisson(LikelihoodFamily):
@@ -1452,18 +1502,23 @@ class Poisson(LikelihoodFamily):
         return _sum(total * _log(lam) - count * lam)
 
     def statistic_moments(self, term, values, statistics, totals):
-        ndim = len(self.statistics(term)[0].shape)
+        ndim = term.cell_ndim
         lam = _aligned(term, "mu", values.get("mu"), ndim)
         count = _record_counts(term, _ones(ndim), totals)
         mean, variance = _vector(count * lam), _vector(_vector(count * lam))
         return [(("sum",), _vector(statistics["sum"]), mean, variance)]
 
+    def count_law(self, term, values, totals):
+        ndim = term.cell_ndim
+        lam = _aligned(term, "mu", values.get("mu"), ndim)
+        return PoissonCounts(_record_counts(term, _ones(ndim), totals) * lam, lam)
+
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
         return {
-            "alpha": _reduce(total, param) / temperature,
-            "beta": _reduce(count, param) / temperature,
+            "alpha": reduce_to_entries(total, param) / temperature,
+            "beta": reduce_to_entries(count, param) / temperature,
         }
 
 
@@ -1513,7 +1568,7 @@ class Exponential(LikelihoodFamily):
         return _sum(-count * _log(scale) - total / scale)
 
     def statistic_moments(self, term, values, statistics, totals):
-        ndim = len(self.statistics(term)[0].shape)
+        ndim = term.cell_ndim
         scale = _aligned(term, "scale", values.get("scale"), ndim)
         count = _record_counts(term, _ones(ndim), totals)
         mean, variance = _vector(count * scale), _vector(_vector(count * scale * scale))
@@ -1523,8 +1578,8 @@ class Exponential(LikelihoodFamily):
         param = self._conjugate_check(term, target)
         total, count = _sum_and_counts(term, statistics, totals)
         return {
-            "alpha": _reduce(count, param) / temperature,
-            "beta": _reduce(total, param) / temperature,
+            "alpha": reduce_to_entries(count, param) / temperature,
+            "beta": reduce_to_entries(total, param) / temperature,
         }
 
 
@@ -1584,7 +1639,7 @@ class _Normal(LikelihoodFamily):
         if sigma.constant is not None:
             value = _like(sigma.constant, reference)
             return 1 / (value * value)
-        value = _shaped(sigma, value, np.ndim(reference))
+        value = entries_to_cells(sigma, value, np.ndim(reference))
         if sigma.link == "inverse_sqrt":
             return value
         if sigma.link == "reciprocal":
@@ -1595,8 +1650,8 @@ class _Normal(LikelihoodFamily):
     def _mu_contribution(param, sum_x, count, precision, temperature):
         """Normal prior on μ: data precision count/σ² and weighted mean Σx/σ², over T."""
         return {
-            "h": _reduce(sum_x * precision, param) / temperature,
-            "J": _reduce(count * precision, param) / temperature,
+            "h": reduce_to_entries(sum_x * precision, param) / temperature,
+            "J": reduce_to_entries(count * precision, param) / temperature,
         }
 
 
@@ -1625,7 +1680,7 @@ class NormalKnownSigma(_Normal):
         return _sum((mu * total - 0.5 * count * mu * mu) / sigma**2)
 
     def statistic_moments(self, term, values, statistics, totals):
-        ndim = len(self.statistics(term)[0].shape)
+        ndim = term.cell_ndim
         mu = _aligned(term, "mu", values.get("mu"), ndim)
         sigma = _aligned(term, "sigma", None, ndim)
         count = _record_counts(term, _ones(ndim), totals)
@@ -1678,7 +1733,7 @@ class NormalFreeSigma(_Normal):
     def statistic_moments(self, term, values, statistics, totals):
         """(Σx, Σx²) per element: mean N(μ, σ² + μ²); covariance N[[σ², 2μσ²], [2μσ²,
         2σ⁴ + 4μ²σ²]] (the moments of x and x² for x ~ Normal(μ, σ))."""
-        ndim = len(self.statistics(term)[0].shape)
+        ndim = term.cell_ndim
         mu = _aligned(term, "mu", values.get("mu"), ndim)
         sigma = _aligned(term, "sigma", values.get("sigma"), ndim)
         count = _record_counts(term, _ones(ndim), totals)
@@ -1704,11 +1759,11 @@ class NormalFreeSigma(_Normal):
         if mu_term.constant is not None:  # a known mean: no state to read
             mu = _like(mu_term.constant, s1)
         else:
-            mu = _shaped(mu_term, np.asarray(state["mu"]), s1.ndim)
+            mu = entries_to_cells(mu_term, np.asarray(state["mu"]), s1.ndim)
         quadratic = np.asarray(statistics["sum_squares"]) - 2 * mu * s1 + count * mu * mu
         return {
-            "alpha": _reduce(count, param) / (2 * temperature),
-            "beta": _reduce(quadratic, param) / (2 * temperature),
+            "alpha": reduce_to_entries(count, param) / (2 * temperature),
+            "beta": reduce_to_entries(quadratic, param) / (2 * temperature),
         }
 
 
@@ -1813,20 +1868,21 @@ class NormalLinearRegression(_Normal):
         w = values["mu"]
         tensor = isinstance(w, pt.TensorVariable)
         gram = statistics["gram"]
-        fitted = (pt.dot if tensor else np.dot)(gram, w)
+        fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w, G symmetric; w may be batched
         sigma_term = term.parameters["sigma"]
         if sigma_term.constant is not None:
             var = float(np.unique(sigma_term.constant)[0]) ** 2
             return [(("cross",), statistics["cross"], fitted, var * gram)]
-        var = sigma_term.apply_link(values["sigma"]) ** 2
-        quadratic = _sum(w * fitted)
+        var = _vector(sigma_term.apply_link(values["sigma"]) ** 2)
+        quadratic = _vector((w * fitted).sum(axis=-1))
         concatenate = pt.concatenate if tensor else np.concatenate
-        mean = concatenate([fitted, _vector(quadratic + totals * var)])
-        corner = _vector(2 * totals * var * var + 4 * var * quadratic)
-        upper = concatenate([var * gram, (2 * var * fitted)[:, None]], axis=1)
-        lower = concatenate([2 * var * fitted, corner])[None, :]
-        observed = concatenate([statistics["cross"], _vector(statistics["sum_squares"])])
-        return [(("cross", "sum_squares"), observed, mean, concatenate([upper, lower], axis=0))]
+        mean = concatenate([fitted, quadratic + totals * var], axis=-1)
+        corner = 2 * totals * var * var + 4 * var * quadratic
+        upper = concatenate([_vector(var) * gram, _vector(2 * var * fitted)], axis=-1)
+        lower = concatenate([2 * var * fitted, corner], axis=-1)[..., None, :]
+        observed = concatenate([statistics["cross"], _vector(statistics["sum_squares"])], axis=-1)
+        cov = concatenate([upper, lower], axis=-2)
+        return [(("cross", "sum_squares"), observed, mean, cov)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         self._conjugate_check(term, target)

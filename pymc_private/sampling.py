@@ -19,6 +19,7 @@ import xarray as xr
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.analysis import refuse_private_paths
+from pymc_private.augmentation import augmented_posterior
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.errors import (
     BudgetExceededError,
@@ -26,12 +27,16 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
-from pymc_private.posterior import batched_posterior, inference_data
+from pymc_private.posterior import batched_posterior, checked_rng, inference_data
 from pymc_private.privatize import Privatisation, privatised_route
 from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
 from pymc_private.steps.base import PrivateStep
 
 __all__ = ["ledger_of", "sample"]
+
+# Tuning iterations of the numpy noise-aware sampler when ``tune`` is not given: it adapts
+# proposal scales and reference Gaussians only, which settle within a few hundred sweeps.
+AUGMENTED_TUNE = 500
 
 
 def sample(
@@ -59,9 +64,14 @@ def sample(
       Beta–Bernoulli, Gamma–Poisson, a Normal mean, regression weights with σ known) gets
       ``chains × draws`` independent exact draws, each block drawn for all of them in one
       vectorised call (no tuning: ``tune`` is not used; the InferenceData is the same as
-      `pm.sample`'s, with chains of independent draws); any other privatised model is
-      sampled by `pm.sample`, where PyMC assigns `pmp.PrivateGibbs` to the conjugate
-      variables and NUTS to the others;
+      `pm.sample`'s, with chains of independent draws); a noise-aware model (the default of
+      `pmp.privatize`) is sampled in numpy, every chain at once and nothing compiled
+      (`pymc_private.augmentation`: exact data augmentation for released counts, elliptical
+      slice sampling on the closed-form likelihood of released sums; ``tune`` iterations
+      adapt it and are discarded); any other privatised model, or a noise-aware one with
+      parts those moves do not cover, is sampled by `pm.sample`, where PyMC assigns
+      `pmp.PrivateGibbs` to the conjugate variables and NUTS to the others (pass
+      ``step=pm.NUTS()`` to use NUTS on a noise-aware model);
     - a model that reads raw `pmp.PrivateData` (a privatised model extended with raw data
       included) must be sampled entirely by private step methods (`pmp.PrivateGibbs`,
       `pmp.PrivateMetropolis`), each draw charged its stated ε.
@@ -88,7 +98,8 @@ def sample(
         A private step method or a list of them covering every free variable.
     tune
         Tuning iterations per chain (charged like draws on the raw-data route). Defaults to
-        0 on the raw-data route and to PyMC's 1000 on a privatised model.
+        0 on the raw-data route, to 500 for the numpy sampler of a noise-aware model and to
+        PyMC's 1000 on any other privatised model.
     chains, cores
         As `pm.sample` (``chains`` defaults to ``max(2, cores)``, ``cores`` to
         ``min(4, cpu count)``): the number of chains must be known to plan the cost.
@@ -114,6 +125,7 @@ def sample(
         refuse_private_paths(model)
     steps = _steps_for(model, step, privatisation)
     private_steps = [s for s in steps if isinstance(s, PrivateStep)]
+    augmented_tune = AUGMENTED_TUNE if tune is None else tune
     if tune is None:
         tune = 1000 if privatisation is not None else 0
     if cores is None:
@@ -153,10 +165,21 @@ def sample(
     ledger.record_all(planned)
     if privatisation is not None and not steps:
         batched = batched_posterior(model, privatisation, chains, draws, random_seed)
+        attrs = {"sampler": "independent exact draws given the privatised statistics"}
+        chained = batched is None  # a Markov chain, whose mixing is worth checking
+        if chained:
+            batched = augmented_posterior(
+                model, privatisation, chains, augmented_tune, draws, checked_rng(random_seed)
+            )
+            attrs = {
+                "sampler": "noise-aware data augmentation (numpy)",
+                "tuning_steps": augmented_tune,
+            }
         if batched is not None:
-            attrs = {"sampler": "independent exact draws given the privatised statistics"}
             idata = inference_data(model, batched, 0.0, ledger, attrs)
             idata.add_groups(constant_data=_constant_data(privatisation))
+            if chained and kwargs.get("compute_convergence_checks", True):
+                _warn_unmixed(idata, per_draw=False)
             return seal(idata)
 
     # The run samples with copies marked prepaid: the caller's step objects keep charging

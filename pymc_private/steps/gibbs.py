@@ -181,9 +181,13 @@ _PRIORS_AS_CONJUGATE: dict[str, tuple[str, Callable]] = {
 }
 
 
-def conjugate_block(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) -> ConjugateBlock:
+def conjugate_block(
+    analysis: PrivacyAnalysis, rv: Variable, model: pm.Model, *, augmented: bool = False
+) -> ConjugateBlock:
     """The conjugate conditional of free variable ``rv`` of ``model`` under ``analysis``'
-    likelihood terms.
+    likelihood terms (given the terms' full statistics: on a noise-aware model, with
+    ``augmented``, the latent true statistics of `pymc_private.augmentation`, whose
+    likelihood Potentials then stand for the terms).
 
     The conditional is ξ(θ_j) times the likelihood terms of ``analysis`` that use θ_j; it is
     the model's full conditional only if no other logp term of ``model`` depends on θ_j, so
@@ -220,7 +224,7 @@ def conjugate_block(analysis: PrivacyAnalysis, rv: Variable, model: pm.Model) ->
         np.all(support.lower >= 0.0) and np.all(support.upper <= 1.0)
     ):
         raise _no_conditional(name, "a uniform prior is conjugate only as a probability")
-    outside = _logp_terms_outside(model, analysis, rv)
+    outside = _logp_terms_outside(model, analysis, rv, augmented)
     if outside:
         raise _no_conditional(
             name,
@@ -323,14 +327,17 @@ def _hyperprior(model: pm.Model, rv: Variable) -> tuple[tuple[str, ...], dict[st
     return hyper, found
 
 
-def _logp_terms_outside(model: pm.Model, analysis: PrivacyAnalysis, rv: Variable) -> str:
+def _logp_terms_outside(
+    model: pm.Model, analysis: PrivacyAnalysis, rv: Variable, augmented: bool = False
+) -> str:
     """The logp terms of ``model`` outside ``analysis.terms`` that depend on ``rv``, as
     text ("" when none): other free variables' priors, Potentials other than the
-    likelihood Potentials of a privatised model, observed nodes without a term."""
+    likelihood Potentials of a privatised model (plug-in, or noise-aware when
+    ``augmented``), observed nodes without a term."""
     nodes = {term.node for term in analysis.terms}
     privatisation = privatised_route(model)
-    plug_in = privatisation is not None and not privatisation.noise_aware
-    likelihoods = {node + POTENTIAL_SUFFIX for node in nodes} if plug_in else set()
+    stands_for_terms = privatisation is not None and (augmented or not privatisation.noise_aware)
+    likelihoods = {node + POTENTIAL_SUFFIX for node in nodes} if stands_for_terms else set()
     found = [
         f"the prior of `{other.name}`"
         for other in model.free_RVs
