@@ -738,8 +738,9 @@ class _Book:
                         raise TypeError(uid)
                 except (TypeError, ValueError, InvalidPrivacyParameterError):
                     raise LedgerIntegrityError(
-                        f"The ledger journal {self.path}, line {line}, holds no valid release; "
-                        "it was not written by pymc-private. Restore the file from a backup."
+                        f"The ledger journal {self.path}, line {line}, holds no valid release: "
+                        "it was not written by this version of pymc-private. Restore the file "
+                        "from a backup."
                     ) from None
                 if uid not in self._uids:
                     self._uids.add(uid)

@@ -159,8 +159,8 @@ def _opened(path: str, flags: int) -> int:
         return os.open(path, flags | os.O_CLOEXEC)
     except FileNotFoundError:
         raise LedgerIntegrityError(
-            f"The ledger journal {path} was removed while this process used it, with the "
-            "releases it held: restore it from a backup. Nothing was released."
+            f"The ledger journal {path} does not exist: it was removed, with the releases it "
+            "held. Restore it from a backup. Nothing was released."
         ) from None
 
 

@@ -41,7 +41,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pymc_private.errors import LedgerIntegrityError, UnsupportedModelError
+from pymc_private.errors import LedgerIntegrityError, LedgerWriteError, UnsupportedModelError
 
 __all__ = [
     "PrivatePayload",
@@ -81,13 +81,22 @@ def directory() -> Path:
 
     Raises
     ------
+    LedgerWriteError
+        The directory could not be created (a full or read-only temporary file system).
     LedgerIntegrityError
         The directory was removed while the session ran: its journals, which held what the
         session released, are gone.
     """
     with _LOCK:
         if _STATE.directory is None:
-            _STATE.directory = Path(tempfile.mkdtemp(prefix="pymc_private-"))
+            try:
+                _STATE.directory = Path(tempfile.mkdtemp(prefix="pymc_private-"))
+            except OSError as error:
+                raise LedgerWriteError(
+                    f"Could not create the session directory in {tempfile.gettempdir()}: "
+                    f"{error.strerror}. Nothing was released; free space there, or point "
+                    "TMPDIR at a writable directory."
+                ) from None
             _STATE.owner = os.getpid()
             atexit.register(_remove, _STATE.directory, _STATE.owner)
         elif not _STATE.directory.is_dir():
@@ -116,7 +125,8 @@ def forked() -> bool:
 
 def reset(folder: Path | None = None) -> None:
     """Forget the session: its views and attachments, and its directory (``folder``, if
-    given, becomes the new one, owned by this process; it is not removed at exit)."""
+    given, becomes the new one, owned by this process; it is not removed at exit). For tests:
+    a session that forgets its ledgers forgets what it released, so its budgets start over."""
     global _STATE
     with _LOCK:
         _STATE = _Session(folder)
@@ -131,7 +141,7 @@ def _before_fork() -> None:
     _LOCK.acquire()
     try:
         directory()
-    except (OSError, LedgerIntegrityError):
+    except (LedgerWriteError, LedgerIntegrityError):
         pass  # the child finds the same failure at its first release
 
 
