@@ -55,7 +55,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
-import hmac
 import json
 import os
 import uuid
@@ -75,7 +74,8 @@ __all__ = ["FORMAT", "LEGACY_FORMAT", "SESSION_KIND", "VERSION", "Journal", "loc
 
 FORMAT = "pymc_private.journal"
 VERSION = 2
-# The header format of ledger files of format 1 (no checksums), which `replace` migrates.
+# The header format of ledger files of format 1 (no checksums), refused until
+# `pymc_private.PrivacyLedger.migrate` rewrites them (with `replace`).
 LEGACY_FORMAT = "pymc_private.odometer"
 # The ``kind`` of the journals of a session directory: appended whole, but not ``fsync``'ed.
 SESSION_KIND = "session"
@@ -117,7 +117,7 @@ def _checked(line: bytes, previous: bytes) -> tuple[dict, bytes] | None:
         expected, chain = _line(value["entry"], previous)
     except ValueError:  # a NaN or an infinity
         return None
-    if not hmac.compare_digest(expected, line + b"\n"):
+    if expected != line + b"\n":
         return None
     return value["entry"], chain
 
