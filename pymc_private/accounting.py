@@ -43,11 +43,14 @@ from __future__ import annotations
 import fcntl
 import html
 import json
+import logging
 import math
 import os
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -59,12 +62,16 @@ from scipy import stats
 from scipy.special import expit
 
 from pymc_private import session
-from pymc_private.data import datasets_of
+from pymc_private.data import checked_source, datasets_of
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
+    LedgerIntegrityError,
+    UncoveredDataWarning,
     UnsupportedModelError,
 )
+from pymc_private.journal import LEGACY_FORMAT, SESSION_KIND, Journal, locked, replace
+from pymc_private.records import source_dataset
 
 __all__ = [
     "Budget",
@@ -306,6 +313,10 @@ _DISCRETE_GAUSSIAN_TRUNCATED_MASS = 1e-30
 # δ ~ 1e-14 and K ≥ 300 they under-stated ε (10.02 true against 9.96 recorded at ε = 10,
 # δ = 1e-14, against a positive-term convolution). At 1e-10 they are 1e-5 of δ.
 _UNIT_SHIFT_MIN_DELTA = 1e-10
+# Above it, the FFT's absolute error in δ(ε) is paid as a margin of this much per shift (K
+# self-compositions): the largest error measured against a positive-term convolution was
+# 1.6e-14 at K = 1000 (3.4e-15 at K = 100), 60 and 30 times below the margin.
+_UNIT_SHIFT_FFT_ERROR_PER_SHIFT = 1e-15
 # The PLD's loss grid: pessimistic rounding to multiples of this (dp-accounting's default).
 _UNIT_SHIFT_PLD_GRID = 1e-4
 # `unit_shift_scale` stops its bisection when the bracket is this narrow (relative): the
@@ -338,10 +349,11 @@ def unit_shift_epsilon(sigma: float, shifts: int, delta: float) -> float:
     noise truncated at ⌈11.6σ⌉, where each coordinate leaves out mass ≤ 10⁻³⁰. The true law
     is within total variation η = K·10⁻³⁰ of that model, and a hockey-stick divergence moves
     by at most (1 + e^ε)·η when both laws move by η. FFT rounding in the composition leaves
-    absolute errors ~1e-15 in its tail, so below δ = 1e-10 (`_UNIT_SHIFT_MIN_DELTA`) the
-    profile is not used (+∞), and an ε whose δ the same distribution does not confirm is
-    refused likewise. So the returned ε is the PLD's at
-    δ − (1 + e^ε₀)·η, ε₀ its ε at δ/2 (+∞ should that slack exceed δ/2).
+    absolute errors in its tail (up to 1.6·10⁻¹⁴ measured at K = 1000), so below δ = 1e-10
+    (`_UNIT_SHIFT_MIN_DELTA`) the profile is not used (+∞), above it a margin φ = K·10⁻¹⁵ is
+    paid for them, and an ε whose δ the same distribution does not confirm is refused
+    likewise. So the returned ε is the PLD's at δ − (1 + e^ε₀)·η − φ, ε₀ its ε at δ/2 (+∞
+    should those slacks exceed δ/2).
 
     Against the zCDP conversion of the same release (ρ = K/2σ², `zcdp_epsilon`), this is the
     exact curve rather than a bound through Rényi divergences: at ε = 1, δ = 10⁻⁶ it allows
@@ -360,8 +372,9 @@ def unit_shift_epsilon(sigma: float, shifts: int, delta: float) -> float:
     composed = loss.self_compose(shifts) if shifts > 1 else loss
     truncated = shifts * _DISCRETE_GAUSSIAN_TRUNCATED_MASS
     # ε₀ at δ/2 bounds the ε returned below (whose δ − slack is ≥ δ/2), so the slack paid at
-    # ε₀ covers the slack at the returned ε.
+    # ε₀ covers the slack at the returned ε; the FFT's error is paid on top.
     slack = (1.0 + math.exp(min(composed.get_epsilon_for_delta(delta / 2), 700.0))) * truncated
+    slack += shifts * _UNIT_SHIFT_FFT_ERROR_PER_SHIFT
     if slack > delta / 2:
         return math.inf
     # The same distribution's δ must confirm the ε: rounding that left negative masses in the
@@ -672,114 +685,86 @@ def _compose(groups: _Groups, delta: float) -> Composition:
     return plain
 
 
-_ODOMETER_FORMAT = "pymc_private.odometer"
-_ODOMETER_VERSION = 1
+# The header fields of a journal made for a ledger that is not a ledger file (`open`), and of
+# the journals of the session directory (not fsync'ed: see `pymc_private.journal`).
+_JOURNAL_HEADER = {"kind": "journal", "budget": None, "source": None}
+_SESSION_HEADER = {**_JOURNAL_HEADER, "kind": SESSION_KIND}
+_ODOMETER = "odometer"
+# The suffix of the copy `PrivacyLedger.migrate` keeps of a format-1 ledger file.
+_FORMAT_1_BACKUP = ".format1"
+_LOG = logging.getLogger("pymc_private")
 
 
-class _Journal:
-    """An append-only file of JSON lines ``{"uid": ..., "release": {...}}``, read from where
-    the last read stopped. Appends are single ``write`` calls on a file opened with
-    ``O_APPEND`` under an exclusive lock, so lines from several processes never interleave.
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
-    A journal made by `PrivacyLedger.open` starts with a header line holding its budget; it
-    is *durable*: every append is flushed to disk (``fsync``) before it returns, and a line
-    torn by a crash (a write that never completed, so a release never returned) is closed
-    off by the next append and skipped by every read, so it cannot swallow the next line."""
 
-    def __init__(self, path) -> None:
-        self.path = str(path)
-        self._offset = 0
-        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+class _Book:
+    """A journal as a ledger reads it: the releases it holds (each uid once, also as an
+    in-memory ledger for its budget check), its budget (the header's, or the last logged
+    `PrivacyLedger.reset_budget`) and the source its header names."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        header = journal.header
+        self.kind = header.get("kind")
+        self.source = header.get("source")
+        self.budget = self._budget(header.get("budget"), 1)
+        self.ledger = PrivacyLedger()
+        self._uids: set[str] = set()
+
+    @property
+    def path(self) -> str:
+        return self.journal.path
+
+    def _budget(self, fields: Any, line: int) -> Budget | None:
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_SH)
-            with open(self.path, "rb") as handle:
-                first = handle.readline()
-        finally:
-            os.close(descriptor)
-        header = _parsed(first) if first.endswith(b"\n") else None
-        self.durable = header is not None and header.get("format") == _ODOMETER_FORMAT
-        budget = header.get("budget") if self.durable else None
-        self.budget = None if budget is None else Budget(budget["epsilon"], budget["delta"])
-        self._known: dict[str, Release] = {}
-        self._known_offset = 0
-
-    def _read(self, offset: int) -> tuple[int, list[tuple[str, Release]]]:
-        with open(self.path, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-        complete = data[: data.rfind(b"\n") + 1]
-        out = []
-        for line in complete.splitlines():
-            entry = _parsed(line)
-            if entry is not None and "uid" in entry:
-                out.append((entry["uid"], Release.from_dict(entry["release"])))
-        return offset + len(complete), out
+            return None if fields is None else Budget(**fields)
+        except (TypeError, InvalidPrivacyParameterError):
+            raise LedgerIntegrityError(
+                f"The ledger journal {self.path}, line {line}, holds no valid budget; it was "
+                "not written by pymc-private. Restore the file from a backup."
+            ) from None
 
     def read_new(self) -> list[tuple[str, Release]]:
-        self._offset, out = self._read(self._offset)
+        """The releases appended since the last call (budget resets are applied)."""
+        out = []
+        for line, entry in self.journal.refresh():
+            if set(entry) == {"uid", "release"}:
+                try:
+                    release = Release.from_dict(dict(entry["release"]))
+                    uid = entry["uid"]
+                    if not isinstance(uid, str):
+                        raise TypeError(uid)
+                except (TypeError, ValueError, InvalidPrivacyParameterError):
+                    raise LedgerIntegrityError(
+                        f"The ledger journal {self.path}, line {line}, holds no valid release: "
+                        "it was not written by this version of pymc-private. Restore the file "
+                        "from a backup."
+                    ) from None
+                if uid not in self._uids:
+                    self._uids.add(uid)
+                    self.ledger.record(release)
+                out.append((uid, release))
+            elif set(entry) == {"budget", "previous", "reason", "time"}:
+                self.budget = self._budget(entry["budget"], line)
+            else:
+                raise LedgerIntegrityError(
+                    f"The ledger journal {self.path}, line {line}, is of a kind this version of "
+                    "pymc-private does not know (a newer version wrote it?): use that version."
+                )
         return out
 
     def check(self, planned: list[Release]) -> None:
         """Refuse ``planned`` if it does not fit the journal's budget with everything the
-        file holds (call under the file's lock for an atomic check-and-append)."""
+        file holds (call under the file's lock, after reading it, for an atomic
+        check-and-append)."""
         if self.budget is None:
             return
-        self._known_offset, new = self._read(self._known_offset)
-        self._known.update(new)
         try:
-            self.budget.check(PrivacyLedger(self._known.values()), planned)
+            self.budget.check(self.ledger, planned)
         except BudgetExceededError as error:
             raise BudgetExceededError(f"The ledger {self.path}: {error}") from None
-
-    def append(self, descriptor: int, lines: str) -> None:
-        """Append ``lines`` through ``descriptor`` (opened by `_locked`, lock held)."""
-        size = os.fstat(descriptor).st_size
-        if size and os.pread(descriptor, 1, size - 1) != b"\n":
-            lines = "\n" + lines  # close off a line torn by a crash
-        os.write(descriptor, lines.encode())
-        if self.durable:
-            os.fsync(descriptor)
-
-
-def _journal_lines(entries: Iterable[tuple[str, Release]]) -> str:
-    """Journal lines of (uid, release) entries."""
-    return "".join(
-        json.dumps({"uid": uid, "release": release.to_dict()}) + "\n" for uid, release in entries
-    )
-
-
-def _parsed(line: bytes) -> dict | None:
-    """A journal line's JSON object, or None for a line torn by a crash."""
-    try:
-        entry = json.loads(line)
-    except ValueError:
-        return None
-    return entry if isinstance(entry, dict) else None
-
-
-class _locked:
-    """Exclusive locks on several journals, taken in path order (no deadlock between
-    processes that lock overlapping sets); yields their descriptors."""
-
-    def __init__(self, journals: list[_Journal]) -> None:
-        self._journals = sorted(journals, key=lambda journal: journal.path)
-        self._descriptors: list[int] = []
-
-    def __enter__(self) -> dict[str, int]:
-        try:
-            for journal in self._journals:
-                descriptor = os.open(journal.path, os.O_RDWR | os.O_APPEND)
-                self._descriptors.append(descriptor)
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
-        except BaseException:
-            self.__exit__()
-            raise
-        return {j.path: d for j, d in zip(self._journals, self._descriptors, strict=False)}
-
-    def __exit__(self, *exc) -> None:
-        for descriptor in self._descriptors:
-            os.close(descriptor)
-        self._descriptors = []
 
 
 def checked_budget(budget: Any) -> Budget | None:
@@ -797,12 +782,13 @@ class PrivacyLedger:
     releases
         Releases to record at once (as `record_all`).
     journals
-        Paths of append-only journal files (JSON lines) to keep the ledger in. Every release
-        recorded is written to each of them before `record_all` returns, and every read
-        (`releases`, `composition`, a `Budget` check, ...) first picks up what any process
-        appended since, so a ledger shared by the worker processes of ``pm.sample`` sees
-        their charges. A ledger over several journals is the union of their releases (each
-        recorded release appears once). Without journals the ledger lives in memory.
+        Paths of append-only journal files to keep the ledger in (created if missing, in the
+        checked format of `pymc_private.journal`). Every release recorded is written whole to
+        each of them and ``fsync``'ed before `record_all` returns, and every read
+        (`releases`, `composition`, a `Budget` check, ...) first picks up and checks what any
+        process appended since, so a ledger shared by the worker processes of ``pm.sample``
+        sees their charges. A ledger over several journals is the union of their releases
+        (each recorded release appears once). Without journals the ledger lives in memory.
 
     Notes
     -----
@@ -812,175 +798,376 @@ class PrivacyLedger:
     """
 
     def __init__(self, releases: Iterable[Release] = (), *, journals: Iterable = ()) -> None:
+        books = [_Book(Journal.open(path, create=_JOURNAL_HEADER)) for path in journals]
+        self._start(books)
+        self.record_all(releases)
+
+    def _start(self, books: list[_Book]) -> None:
         self._releases: list[Release] = []
         self._counts: dict[_Key, int] = {}
-        self._journals = [_Journal(path) for path in journals]
+        self._books = books
         self._seen: set[str] = set()
+        # The data sets of a session's ledger view (`dataset_ledger`), for its coverage check.
+        self._datasets: tuple[str, ...] = ()
+        self._warned = False
         self._sync()
-        self.record_all(releases)
 
     @property
     def journals(self) -> tuple[str, ...]:
         """The journal files of the ledger (empty for an in-memory ledger)."""
-        return tuple(journal.path for journal in self._journals)
+        return tuple(book.path for book in self._books)
 
     @classmethod
-    def open(cls, path, budget: Budget | None = None) -> PrivacyLedger:
+    def open(
+        cls, path, budget: Budget | None = None, *, source: str | None = None
+    ) -> PrivacyLedger:
         """A ledger kept in the file ``path``, across sessions and processes: an odometer.
 
-        The file is created on first use with ``budget`` written into it (mode 0600); later
-        opens, from any process, read the budget back (pass the same one or none: a budget
-        is fixed when the file is created, and a different one is refused). `attach` a model
-        to charge the file with every release from the private data the model reads.
+        The file is created on first use, whole, with ``budget`` and ``source`` in its header
+        (mode 0600); later opens, from any process, read them back (pass the same ones or
+        none). A different budget is refused: change it with `reset_budget`, which keeps every
+        release and logs the change in the file. `attach` a model to charge the file with every
+        release from the private data the model reads.
 
         Every release recorded in the file is checked against its budget and appended in one
         step under an exclusive file lock, so processes sharing the file can never together
-        spend past the budget (`BudgetExceededError`, nothing written), and it is on disk
-        (``fsync``) before the release is returned: a run that crashes has recorded every
-        release it made, since a release is recorded before its output is returned
-        (`pmp.sample` records a run's whole planned spend before it draws). The file holds
-        releases (mechanism, ε, δ, counts), never data.
+        spend past the budget (`BudgetExceededError`, nothing written). Its line is written
+        whole and on disk (``fsync``) before the release is returned; if it cannot be
+        (`LedgerWriteError`: a full disk, a file size limit), the file is cut back and the
+        release is discarded. So a run that crashes has recorded every release it returned
+        (`pmp.sample` records a run's whole planned spend before it draws). Every line carries
+        a checksum chained to the lines before it: a file with a changed, removed or inserted
+        line, or an edited header, is refused (`LedgerIntegrityError`, naming the line), as
+        is an empty file; only a line torn by a crash, the last one, is skipped (see
+        :ref:`accounting-files` for what the file protects against and what it cannot). The
+        file holds releases (mechanism, ε, δ, counts), never data.
+
+        Parameters
+        ----------
+        path
+            The ledger file.
+        budget
+            What every release recorded in the file may cost together (None: no limit).
+        source
+            The data source the file is the ledger of (as declared by
+            ``pmp.PrivateData(..., source=...)``): `attach` then charges every data set of
+            that source, whichever records it holds. None: the file charges the data sets of
+            the models it is attached to.
 
         Raises
         ------
         InvalidPrivacyParameterError
-            ``budget`` not a `Budget` or different from the one the file holds, or
-            ``path`` an existing file that is not a ledger file.
+            ``budget`` not a `Budget` or different from the file's, ``source`` invalid or
+            different from the file's, or ``path`` an existing file that is not a ledger file.
+        LedgerIntegrityError
+            The file fails its checks (see above).
+        LedgerError
+            A ledger file of format 1, written by an earlier pymc-private: `migrate` it.
         """
         if budget is not None and not isinstance(budget, Budget):
             raise InvalidPrivacyParameterError(
                 f"budget must be a pmp.Budget or None, got {type(budget).__name__}."
             )
-        path = os.path.abspath(os.fspath(path))
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
-            if os.fstat(descriptor).st_size == 0:
-                header = {"format": _ODOMETER_FORMAT, "version": _ODOMETER_VERSION}
-                header["budget"] = None if budget is None else asdict(budget)
-                os.write(descriptor, (json.dumps(header) + "\n").encode())
-                os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        ledger = cls(journals=[path])
-        journal = ledger._journals[0]
-        if not journal.durable:
+        source = checked_source(source)
+        header = {"kind": _ODOMETER, "budget": None if budget is None else asdict(budget)}
+        journal = Journal.open(path, create={**header, "source": source})
+        book = _Book(journal)
+        if book.kind != _ODOMETER:
             raise InvalidPrivacyParameterError(
-                f"{path} is not a pymc-private ledger file (its first line is not a ledger "
-                "header): pass the path of a file made by PrivacyLedger.open, or a new path."
+                f"{journal.path} is a ledger journal, not a ledger file made by "
+                "PrivacyLedger.open: pass the path of a file made by PrivacyLedger.open, or a "
+                "new path."
             )
-        if budget is not None and budget != journal.budget:
+        ledger = cls.__new__(cls)
+        ledger._start([book])
+        if budget is not None and budget != book.budget:
             raise InvalidPrivacyParameterError(
-                f"The ledger {path} was created with budget {journal.budget}, not {budget}: a "
-                "budget is fixed when the ledger is created. Open it without budget= to use "
-                "its own, or create a new ledger file."
+                f"The ledger {journal.path} has budget {book.budget}, not {budget}: a budget "
+                "is fixed when the ledger is created. Open it without budget= to use its own; "
+                "to change it, keeping every release it holds, call "
+                "PrivacyLedger.open(path).reset_budget(budget, reason=...), which logs the "
+                "change in the file."
+            )
+        if source is not None and source != book.source:
+            raise InvalidPrivacyParameterError(
+                f"The ledger {journal.path} is the ledger of source {book.source!r}, not "
+                f"{source!r}: a source is fixed when the file is created. Open it without "
+                "source=, or create a ledger file for this source."
             )
         return ledger
+
+    @classmethod
+    def migrate(cls, path) -> PrivacyLedger:
+        """Rewrite a ledger file of format 1 (written by an earlier pymc-private, without
+        checksums) in the current format, with its budget and every release it holds, and
+        open it; the original is kept beside it as ``path + ".format1"``.
+
+        Run it once, while no process uses the file (a process of the earlier version would
+        go on writing to the original). A complete line of the old file that does not parse
+        (a line torn by a crash, which format 1 kept, or damage) cannot be told apart and is
+        not carried over: its line numbers are logged and kept in the new header
+        (``migrated``).
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            ``path`` is not a ledger file of format 1.
+        """
+        path = os.path.abspath(os.fspath(path))
+        with session.releasing():
+            descriptor = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+                with os.fdopen(os.dup(descriptor), "rb") as handle:
+                    lines = handle.read().split(b"\n")
+                header = _legacy(lines[0])
+                if header is None or header.get("format") != LEGACY_FORMAT:
+                    raise InvalidPrivacyParameterError(
+                        f"{path} is not a ledger file of format 1; PrivacyLedger.open reads "
+                        "the current format."
+                    )
+                entries, skipped = [], []
+                for number, line in enumerate(lines[1:-1], start=2):
+                    entry = _legacy(line)
+                    try:
+                        release = Release.from_dict(dict(entry["release"]))
+                        entries.append({"uid": str(entry["uid"]), "release": release.to_dict()})
+                    except (TypeError, KeyError, ValueError, InvalidPrivacyParameterError):
+                        skipped.append(number)
+                fields = {"kind": _ODOMETER, "budget": header.get("budget"), "source": None}
+                fields["migrated"] = {"from_format": 1, "skipped_lines": skipped}
+                replace(path, fields, entries, path + _FORMAT_1_BACKUP)
+            finally:
+                os.close(descriptor)
+        if skipped:
+            _LOG.warning(
+                "Migrating %s: lines %s of the format-1 file did not parse (torn by a crash, or "
+                "damaged) and were not carried over.",
+                path,
+                skipped,
+            )
+        return cls.open(path)
 
     @property
     def budget(self) -> Budget | None:
         """The budget of a ledger made by `open` (None if it was created without one, and
         for other ledgers)."""
         budgets = self.budgets
-        return budgets[0] if len(self._journals) == 1 and budgets else None
+        return budgets[0] if len(self._books) == 1 and budgets else None
 
     @property
     def budgets(self) -> tuple[Budget, ...]:
-        """The budgets of the ledger files this ledger writes to (`open`, `attach`): every
-        release recorded here must fit each of them."""
-        return tuple(journal.budget for journal in self._journals if journal.budget is not None)
+        """The budgets of the ledger files this ledger writes to (`open`, `attach`), as they
+        are now (a `reset_budget` from any process included): every release recorded here must
+        fit each of them."""
+        self._sync()
+        return tuple(book.budget for book in self._books if book.budget is not None)
 
     def limits(self, budget: Budget | None = None) -> tuple[Budget, ...]:
         """What a release from this ledger's data must fit: ``budget`` (a call's own, when
         given) and the budgets of the ledger's files (`budgets`)."""
         return tuple(limit for limit in (budget, *self.budgets) if limit is not None)
 
+    def _odometer(self, action: str) -> _Book:
+        if len(self._books) != 1 or self._books[0].kind != _ODOMETER:
+            raise UnsupportedModelError(
+                f"Only a ledger made by pmp.PrivacyLedger.open(path) can {action}."
+            )
+        return self._books[0]
+
+    def reset_budget(self, budget: Budget, *, reason: str) -> None:
+        """Give the ledger file (made by `open`) a new budget, keeping every release it holds.
+
+        The change is appended to the file as a checked line (new and previous budget, the
+        reason, the time) and logged on the ``pymc_private`` logger; every process using the
+        file checks against the new budget from its next release on.
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            ``budget`` not a `Budget`, or ``reason`` not a non-empty string.
+        UnsupportedModelError
+            The ledger is not a file made by `open`.
+        """
+        book = self._odometer("have its budget reset")
+        if not isinstance(budget, Budget):
+            raise InvalidPrivacyParameterError(
+                f"budget must be a pmp.Budget, got {type(budget).__name__}."
+            )
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidPrivacyParameterError(
+                "reason must say why the budget changes (e.g. who approved it); it is kept "
+                "in the ledger file."
+            )
+        with locked([book.journal]) as held:
+            self._sync()
+            previous = book.budget
+            entry = {"budget": asdict(budget), "previous": previous and asdict(previous)}
+            held.append([(book.journal, [{**entry, "reason": reason, "time": _now()}])])
+            self._sync()
+        _LOG.warning(
+            "The budget of the ledger file %s was reset from %s to %s: %s",
+            book.path,
+            previous,
+            budget,
+            reason,
+        )
+
     def attach(self, model: Any = None) -> None:
         """Charge this ledger (made by `open`) with every release from the private data
         ``model`` reads (the model on the context stack by default), in this process, from
-        now on, and with what was released from it earlier in this session.
+        now on, and with what this session released from it earlier.
 
         Attach once per session, before privatising or sampling. Releases then go to the
         session's ledger of the data set and to this file in one locked step, refused past
         the file's budget; `pmp.ledger_for` and the reports show the file's releases from
-        earlier sessions too.
+        earlier sessions too. A file that names a source (`open`) charges the data sets of
+        that source only, including those declared later in the session (a corrected
+        record, a subset).
+
+        A process forked from one whose session it shares (see `pymc_private.session`) can
+        attach only the files its parent attached: attach in the parent before forking.
 
         Raises
         ------
         UnsupportedModelError
-            The ledger is not a file made by `open`, or the model reads no private data.
+            The ledger is not a file made by `open`; the model reads no private data, or no
+            data of the file's source; or a forked child attaches a file of its own.
         """
-        if len(self._journals) != 1 or not self._journals[0].durable:
-            raise UnsupportedModelError(
-                "Only a ledger made by pmp.PrivacyLedger.open(path) can be attached to a model."
-            )
+        book = self._odometer("be attached to a model")
         datasets = datasets_of(model)
         if not datasets:
             raise UnsupportedModelError(
                 "This model reads no pmp.PrivateData and no privatised statistics: there is "
                 "no private data set to charge to the ledger."
             )
-        journal = self._journals[0]
-        for dataset in datasets:
-            if journal.path in _ATTACHED.setdefault(dataset, []):
-                continue
-            # What this session released from the data set before: into the file, with the
-            # same uids (so each release appears once), without a budget check: it was made.
-            session_journal = _Journal(session.directory() / f"{dataset}.jsonl")
-            with _locked([journal]) as descriptors:
-                in_file = {uid for uid, _ in journal._read(0)[1]}
-                lines = _journal_lines(
-                    (uid, release)
-                    for uid, release in session_journal.read_new()
-                    if uid not in in_file
+        if book.source is not None:
+            if source_dataset(book.source) not in datasets:
+                raise UnsupportedModelError(
+                    f"The ledger {book.path} is the ledger of source {book.source!r}, and this "
+                    "model reads no PrivateData declared with that source: declare it with "
+                    f"pmp.PrivateData(..., source={book.source!r}) if it comes from the same "
+                    "people, or attach a ledger file of its own."
                 )
-                if lines:
-                    journal.append(descriptors[journal.path], lines)
-            _ATTACHED[dataset].append(journal.path)
-            for key, view in _VIEWS.items():
-                if dataset in key and journal.path not in view.journals:
-                    view._journals.append(_Journal(journal.path))
+            datasets = (source_dataset(book.source),)
+        with session.releasing():
+            attached = session.attached()
+            for dataset in datasets:
+                if book.path in attached.get(dataset, {}):
+                    continue
+                if session.forked():
+                    raise UnsupportedModelError(
+                        f"This process was forked from a process whose session it shares, and "
+                        f"{book.path} is not attached there: a forked child records where its "
+                        "parent does. Attach the file in the parent before forking, or start "
+                        "this process with the 'spawn' method (a session of its own)."
+                    )
+                self._copy_session(book, dataset)
+                attached.setdefault(dataset, {})[book.path] = book.journal.header_line
+                for key, view in session.views().items():
+                    if dataset in key and book.path not in view.journals:
+                        view._books.append(_attached_book(book.path, book.journal.header_line))
         self._sync()
 
+    @staticmethod
+    def _copy_session(book: _Book, dataset: str) -> None:
+        """Append to the file what this session released from ``dataset`` and the file does
+        not hold yet, with the same uids (so each release appears once), without a budget
+        check: it was made."""
+        path = session.directory() / f"{dataset}.jsonl"
+        session_book = _Book(Journal.open(path, create=_SESSION_HEADER))
+        file_book = _attached_book(book.path, book.journal.header_line)
+        with locked([session_book.journal, file_book.journal]) as held:
+            in_file = {uid for uid, _ in file_book.read_new()}
+            entries = [
+                {"uid": uid, "release": release.to_dict()}
+                for uid, release in session_book.read_new()
+                if uid not in in_file
+            ]
+            if entries:
+                held.append([(file_book.journal, entries)])
+
     def _sync(self) -> None:
-        """Add what the journals gained since the last read (from any process)."""
-        for journal in self._journals:
-            for uid, release in journal.read_new():
-                if uid not in self._seen:
-                    self._seen.add(uid)
-                    self._releases.append(release)
-                    _add_releases(self._counts, [release])
+        """Add what the journals gained since the last read (from any process), checked."""
+        with session.releasing():
+            for book in self._books:
+                for uid, release in book.read_new():
+                    if uid not in self._seen:
+                        self._seen.add(uid)
+                        self._releases.append(release)
+                        _add_releases(self._counts, [release])
 
     def __getstate__(self) -> dict[str, Any]:
-        if self._journals:
+        if self._books:
             return {"journals": self.journals}
         return {"releases": list(self._releases)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.get("releases", ()), journals=state.get("journals", ()))
 
-    def record(self, release: Release) -> None:
-        """Append one release."""
-        self.record_all([release])
+    def record(self, release: Release, *, budget: Budget | None = None) -> None:
+        """Append one release (see `record_all`)."""
+        self.record_all([release], budget=budget)
 
-    def record_all(self, releases: Iterable[Release]) -> None:
-        """Append every release, or none of them if any is not a `Release`; with journals,
-        written to every journal before this returns, and refused (`BudgetExceededError`,
-        nothing written) if they do not fit the budget of a ledger file among them."""
+    def record_all(self, releases: Iterable[Release], *, budget: Budget | None = None) -> None:
+        """Append every release, or none of them.
+
+        With journals, under the process's release lock and an exclusive lock on every
+        journal: everything the journals hold is read (and checked) first, then the releases
+        are checked against ``budget`` (a call's own, against the whole ledger) and the budget
+        of every ledger file among the journals (against what that file holds), and written
+        whole to every journal and ``fsync``'ed, before this returns. Nothing is written when
+        any of this fails.
+
+        Raises
+        ------
+        TypeError
+            An item is not a `Release`.
+        BudgetExceededError
+            The releases do not fit ``budget`` or a ledger file's budget.
+        LedgerWriteError
+            A journal could not take the lines whole (every journal is cut back).
+        LedgerIntegrityError
+            A journal fails its checks.
+        """
         items = _validated_releases(releases, "releases")
         if not items:
             return
-        if not self._journals:
-            self._releases.extend(items)
-            _add_releases(self._counts, items)
+        with session.releasing():
+            if not self._books:
+                if budget is not None:
+                    budget.check(self, items)
+                self._releases.extend(items)
+                _add_releases(self._counts, items)
+                return
+            entries = [{"uid": uuid.uuid4().hex, "release": item.to_dict()} for item in items]
+            with locked([book.journal for book in self._books]) as held:
+                self._sync()
+                if budget is not None:
+                    budget.check(self, items)
+                for book in self._books:
+                    book.check(items)
+                held.append([(book.journal, entries) for book in self._books])
+                self._sync()
+        self._warn_uncovered()
+
+    def _warn_uncovered(self) -> None:
+        """Warn once if this session's view reads a data set no attached file covers while
+        the session has attached files (`UncoveredDataWarning`)."""
+        attached = session.attached()
+        if self._warned or not attached or all(attached.get(d) for d in self._datasets):
             return
-        lines = _journal_lines((uuid.uuid4().hex, item) for item in items)
-        with _locked(self._journals) as descriptors:
-            for journal in self._journals:
-                journal.check(items)
-            for journal in self._journals:
-                journal.append(descriptors[journal.path], lines)
-        self._sync()
+        self._warned = True
+        warnings.warn(
+            "This release reads a private data set that no ledger file attached in this "
+            "session covers (the attached files cover other data sets): it is charged to this "
+            "session's ledger only, not to a file's budget. If it comes from the same people "
+            "as an attached file's data (a corrected record, a subset of rows or columns, "
+            "another container), declare the same source for both, pmp.PrivateData(..., "
+            "source=...), and attach the file to it; otherwise attach its own ledger file.",
+            UncoveredDataWarning,
+            stacklevel=3,
+        )
 
     @property
     def releases(self) -> tuple[Release, ...]:
@@ -1359,22 +1546,39 @@ class Budget:
         return _largest_fitting(fits, start, first_step=start // 4)
 
 
-_VIEWS: dict[tuple[str, ...], PrivacyLedger] = {}
-# Ledger files (`PrivacyLedger.open`) attached to each data set in this process.
-_ATTACHED: dict[str, list[str]] = {}
+def _attached_book(path: str, header_line: bytes) -> _Book:
+    """A reader of an attached ledger file, which must still be the file attached."""
+    return _Book(Journal.open(path, header_line=header_line))
+
+
+def _legacy(line: bytes) -> dict | None:
+    """A line of a format-1 ledger file as a dict (None if it does not parse as one)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def dataset_ledger(datasets: Iterable[str]) -> PrivacyLedger:
     """The ledger of everything released from the given private data sets (by the ids
-    `pymc_private.data` gives them): the union of their journals in the session directory.
-    A release recorded in it is recorded for each of them."""
+    `pymc_private.data` gives them): the union of their journals in the session directory
+    and of the ledger files attached to them. A release recorded in it is recorded for each
+    of them."""
     key = tuple(sorted(set(datasets)))
-    ledger = _VIEWS.get(key)
-    if ledger is None:
-        folder = session.directory()
-        ledger = _VIEWS[key] = PrivacyLedger(journals=[folder / f"{d}.jsonl" for d in key])
-        for path in dict.fromkeys(p for d in key for p in _ATTACHED.get(d, ())):
-            ledger._journals.append(_Journal(path))
+    with session.releasing():
+        views = session.views()
+        ledger = views.get(key)
+        if ledger is None:
+            folder = session.directory()
+            books = [
+                _Book(Journal.open(folder / f"{d}.jsonl", create=_SESSION_HEADER)) for d in key
+            ]
+            files = {p: h for d in key for p, h in session.attached().get(d, {}).items()}
+            books.extend(_attached_book(p, h) for p, h in files.items())
+            ledger = views[key] = PrivacyLedger.__new__(PrivacyLedger)
+            ledger._start(books)
+            ledger._datasets = key
     return ledger
 
 

@@ -26,7 +26,7 @@ import pymc as pm
 import pytensor
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.records import (
     RecordCheck,
     Source,
@@ -34,6 +34,7 @@ from pymc_private.records import (
     dataset_identity,
     is_dask,
     placeholder,
+    source_dataset,
     statistics_pass,
 )
 
@@ -42,6 +43,7 @@ __all__ = [
     "PrivateData",
     "PrivateDataSpec",
     "check_private_data",
+    "checked_source",
     "datasets_of",
     "exact_statistics",
     "in_memory_values",
@@ -83,8 +85,14 @@ class PrivateDataSpec:
     dims
         The dims the data was registered with, if any.
     dataset
-        The id of the private data set (`pymc_private.records.dataset_identity`): the key
-        of its ledger; the same records give the same id, in any order or container.
+        The id of the private data set, the key of its ledger: the declared source's
+        (`pymc_private.records.source_dataset`) when there is one, else the records'
+        (``records``).
+    records
+        The id of the records (`pymc_private.records.dataset_identity`): the same records
+        give the same id, in any order or container.
+    source
+        The data source declared with ``PrivateData(..., source=...)``, or None.
     """
 
     name: str
@@ -96,6 +104,8 @@ class PrivateDataSpec:
     out_of_bounds: str
     dims: tuple[str, ...] | None = None
     dataset: str = ""
+    records: str = ""
+    source: str | None = None
 
     def element_bounds(self) -> list[tuple[float, float, int]]:
         """The distinct (lower, upper) element domains of one record with their multiplicity."""
@@ -138,6 +148,7 @@ def PrivateData(
     *,
     dims: Sequence[str] | str | None = None,
     out_of_bounds: str = "raise",
+    source: str | None = None,
 ) -> TensorVariable:
     """Register private data with declared public bounds in the current model.
 
@@ -198,6 +209,14 @@ def PrivateData(
         it), so the privacy guarantee holds for the clipped data and the analysis reports that
         clipping was requested. NaN, infinite and masked (missing) values are refused in both
         modes.
+    source
+        The name of the data source these records come from (``"survey-2026"``): the unit
+        the privacy budget protects. Every `PrivateData` declared with the same source is
+        charged to one ledger, whatever records it holds, so a corrected record, a subset of
+        rows or columns, or the same data in another container stays on the same budget, and
+        a ledger file opened with this source (`PrivacyLedger.open`) charges it. Without a
+        source the data set is identified by its records (see
+        :ref:`privacy-model-ledger`).
 
     Returns
     -------
@@ -211,7 +230,10 @@ def PrivateData(
         input; invalid bounds or dims; values outside the bounds (with
         ``out_of_bounds="raise"``); or a record count that differs from the other
         `PrivateData` of the model.
+    InvalidPrivacyParameterError
+        ``source`` not None nor a non-empty string (see `checked_source`).
     """
+    source = checked_source(source)
     if out_of_bounds not in _OUT_OF_BOUNDS:
         raise DataBoundsError(
             f"PrivateData `{name}`: out_of_bounds must be 'raise' or 'clip', got {out_of_bounds!r}."
@@ -247,6 +269,7 @@ def PrivateData(
         setattr(variable.tag, SOURCE_TAG, Source(array, check, stored))
     else:
         _mark_checked(variable)
+    records = dataset_identity(found.digest, array.shape)
     spec = PrivateDataSpec(
         name=variable.name,
         lower=lower,
@@ -256,10 +279,32 @@ def PrivateData(
         integer=integer,
         out_of_bounds=out_of_bounds,
         dims=dims,
-        dataset=dataset_identity(found.digest, array.shape),
+        dataset=source_dataset(source) if source else records,
+        records=records,
+        source=source,
     )
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable
+
+
+def checked_source(source) -> str | None:
+    """Validate an optional data ``source`` name at the boundary: None, or a non-empty
+    string of at most 200 printable characters without leading or trailing spaces."""
+    if source is None:
+        return None
+    if (
+        not isinstance(source, str)
+        or not source
+        or len(source) > 200
+        or not source.isprintable()
+        or source != source.strip()
+    ):
+        raise InvalidPrivacyParameterError(
+            f"source must be None or the name of a data source, a non-empty string of at most "
+            f"200 printable characters without leading or trailing spaces, got {source!r}; "
+            "e.g. source='survey-2026'."
+        )
+    return source
 
 
 def check_private_data(model: pm.Model | None = None) -> None:
@@ -336,10 +381,12 @@ def check_private_data(model: pm.Model | None = None) -> None:
         if found.clipped:
             variable.set_value(stored)
         _mark_checked(variable)
-        dataset = dataset_identity(found.digest, array.shape)
-        if dataset != spec.dataset:
-            # New values (pm.set_data): another data set, charged in its own ledger.
-            setattr(variable.tag, _SPEC_TAG, replace(spec, dataset=dataset))
+        records = dataset_identity(found.digest, array.shape)
+        if records != spec.records:
+            # New values (pm.set_data): other records, charged in their own ledger unless a
+            # source was declared (the same people: the same ledger).
+            dataset = spec.dataset if spec.source else records
+            setattr(variable.tag, _SPEC_TAG, replace(spec, dataset=dataset, records=records))
 
 
 def record_sources(model: pm.Model, names) -> dict[str, Source]:
@@ -402,7 +449,7 @@ def _check_identity(declared: dict[str, PrivateDataSpec], sources, findings) -> 
     for name, found in findings.items():
         spec = declared[name]
         moved = found.clipped and sources[name].placeholder is None
-        if moved or dataset_identity(found.digest, (spec.n, *spec.record_shape)) != spec.dataset:
+        if moved or dataset_identity(found.digest, (spec.n, *spec.record_shape)) != spec.records:
             raise DataBoundsError(
                 f"PrivateData `{name}` no longer holds the records it was checked with (a "
                 "value changed in place, or the files of a Dask collection changed), so the "

@@ -12,8 +12,12 @@ __all__ = [
     "ConvergenceWarning",
     "DataBoundsError",
     "InvalidPrivacyParameterError",
+    "LedgerError",
+    "LedgerIntegrityError",
+    "LedgerWriteError",
     "PrivacyError",
     "UnboundedSensitivityError",
+    "UncoveredDataWarning",
     "UnsupportedModelError",
 ]
 
@@ -44,6 +48,31 @@ class BudgetExceededError(PrivacyError):
 class UnsupportedModelError(PrivacyError):
     """The privacy analysis cannot bound this model (unknown likelihood family, raw data
     observed outside `PrivateData`, a graph shape it does not recognise)."""
+
+
+class LedgerError(PrivacyError):
+    """A ledger's journal cannot be used as its guarantee needs (see its subclasses); nothing
+    was released. Raised as such for a ledger file of an earlier format, with how to migrate
+    it."""
+
+
+class LedgerWriteError(LedgerError):
+    """A release's lines did not land whole in a journal (a full disk, a file size limit, an
+    I/O error): every journal was truncated back to where it was and the release was
+    discarded, its output never returned."""
+
+
+class LedgerIntegrityError(LedgerError):
+    """A journal fails its checks: a line that is not valid and is not a line torn by a crash
+    (a changed, removed or inserted line, an edited header), or a file that was truncated,
+    replaced or removed while this process used it. Every release from its data is refused
+    until the file is restored; the message names the file and the line."""
+
+
+class UncoveredDataWarning(UserWarning):
+    """A release reads a private data set that no ledger file attached in this session
+    covers, while another data set is covered: if both come from the same people (a corrected
+    record, a subset of rows or columns), declare the same ``source`` for both."""
 
 
 class ConvergenceWarning(UserWarning):

@@ -35,6 +35,7 @@ from pymc_private.exact import DEFAULT_CELLS, GridBlock, checked_cells
 from pymc_private.mechanisms import ceil_float
 from pymc_private.posterior import checked_rng, product_of_blocks
 from pymc_private.privatize import checked_epsilon, privatised_route, term_statistics
+from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure
 from pymc_private.steps.gibbs import ConjugateBlock, grid_block, raw_statistics
 
@@ -133,9 +134,10 @@ def private_map(
         ),
     )
     ledger = ledger_for(model)
-    for limit in ledger.limits(budget):
-        limit.check(ledger, [release])
-    ledger.record(release)
+    with releasing():  # one lock across check → record (pymc_private.session)
+        for limit in ledger.limits(budget):
+            limit.check(ledger, [release])
+        ledger.record(release, budget=budget)
     return mechanism.select(mechanism.scores(), secure=secure, rng=rng)
 
 

@@ -38,6 +38,7 @@ from pymc_private.privatize import (
     term_statistics,
 )
 from pymc_private.release import LEDGER_ATTR, seal
+from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure, checked_temperature
 from pymc_private.steps.gibbs import (
     NOISE_AWARE_GIBBS,
@@ -198,10 +199,10 @@ def sample_posterior(
         ),
     )
     ledger = ledger_for(model)
-    for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
-        _check_budget(limit, ledger, release, n)
-
-    ledger.record(release)
+    with releasing():  # one lock across check → record (pymc_private.session)
+        for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
+            _check_budget(limit, ledger, release, n)
+        ledger.record(release, budget=budget)
     nodes = sorted({term.node for block in blocks for term, _, _ in block.updates})
     if privatised:
         posterior = {

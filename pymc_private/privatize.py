@@ -69,6 +69,7 @@ from pymc_private.mechanisms import (
 )
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood, noise_to_spread
 from pymc_private.records import Placeholder, SharedRecords, Source, statistics_pass
+from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure
 
 __all__ = [
@@ -359,20 +360,22 @@ def privatize(
             ],
             delta,
         )
-    for limit in ledger.limits(budget):
-        limit.check(ledger, planned)
-
-    released = release_statistics(
-        analysis,
-        model,
-        epsilon,
-        delta=delta,
-        mechanism=mechanism,
-        release=release,
-        secure=secure,
-        rng=rng,
-    )
-    ledger.record_all(released.releases)
+    with releasing():  # one lock across check → release → record (pymc_private.session)
+        for limit in ledger.limits(budget):
+            limit.check(ledger, planned)
+        released = release_statistics(
+            analysis,
+            model,
+            epsilon,
+            delta=delta,
+            mechanism=mechanism,
+            release=release,
+            secure=secure,
+            rng=rng,
+        )
+        # Checked again under the journals' locks; if it cannot be recorded whole, the noisy
+        # statistics are discarded with the error.
+        ledger.record_all(released.releases, budget=budget)
     privatisation = _released(analysis, released, epsilon, datasets, noise_aware)
     # PyMC's own step assignment must find PrivateGibbs for the conjugate variables of the
     # returned model: importing the step registers it in pm.STEP_METHODS.

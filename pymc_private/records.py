@@ -320,6 +320,12 @@ def dataset_identity(digest: np.ndarray, shape: tuple[int, ...]) -> str:
     return _DATASET_IDS.setdefault(key.digest(), uuid.uuid4().hex)
 
 
+def source_dataset(source: str) -> str:
+    """The ledger key of every data set declared with ``source`` (``pmp.PrivateData(...,
+    source=...)``), whatever records it holds: the same in every process."""
+    return "source-" + hashlib.sha256(source.encode()).hexdigest()[:32]
+
+
 # ---------------------------------------------------------------------------------------
 # Sufficient statistics in one pass
 # ---------------------------------------------------------------------------------------

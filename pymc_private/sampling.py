@@ -30,6 +30,7 @@ from pymc_private.errors import (
 from pymc_private.posterior import batched_posterior, checked_rng, inference_data
 from pymc_private.privatize import Privatisation, privatised_route
 from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
+from pymc_private.session import releasing
 from pymc_private.steps.base import PrivateStep
 
 __all__ = ["ledger_of", "sample"]
@@ -158,11 +159,13 @@ def sample(
     planned = [
         s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps
     ]
-    for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
-        _check_budget(limit, ledger, planned, private_steps, chains=chains, tune=tune)
-    # Charged before the data is touched: a run that fails part-way has still released
-    # whatever it released (an error, draws kept by a callback), so it is never undercounted.
-    ledger.record_all(planned)
+    with releasing():  # one lock across check → record (pymc_private.session)
+        for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
+            _check_budget(limit, ledger, planned, private_steps, chains=chains, tune=tune)
+        # Charged before the data is touched: a run that fails part-way has still released
+        # whatever it released (an error, draws kept by a callback), so it is never
+        # undercounted.
+        ledger.record_all(planned, budget=budget)
     if privatisation is not None and not steps:
         batched = batched_posterior(model, privatisation, chains, draws, random_seed)
         attrs = {"sampler": "independent exact draws given the privatised statistics"}

@@ -1,9 +1,27 @@
-"""The process's private working directory: ledger journals and private payloads.
+"""The process's session: its private working directory, its one release lock, and the
+registries of the data sets' ledgers.
 
 `directory` is created on first use with `tempfile.mkdtemp` (mode 0700, readable by this user
-only) and removed when the process that created it exits. Worker processes that `pm.sample`
-starts (fork or spawn) receive paths inside it and read or append there; nothing in it is a
-release.
+only), under the release lock, so threads racing to their first release share one directory;
+it is removed when the process that created it exits. A directory removed while the session
+runs is not made again (the journals in it held the session's releases): every release then
+fails with `LedgerIntegrityError`. Worker processes that `pm.sample` starts (fork or spawn)
+receive paths inside it and read or append there; nothing in it is a release.
+
+`releasing` is the one lock of the process around check → release → record: every route holds
+it from the budget check, through drawing the noise, to the release's lines being on disk, so
+two threads can never both pass a check that only one of them fits. It is reentrant (a route
+may record through a step that records). Ledger journals are also locked between processes
+(``flock``), and every recording checks the budgets again under those locks.
+
+Forked children. A process forked from this one shares its session: the same directory (made
+before the fork if it was not yet), the same ledgers and the same attached ledger files, so what
+a child releases is recorded where its parent's releases are, checked against the same
+budgets, and seen by the parent. The child gets a fresh release lock (the parent's threads do
+not exist in it), and the fork waits until no thread of the parent holds the lock, so no child
+starts in the middle of a release. A forked child cannot attach a ledger file that its parent
+has not attached to the same data set (`forked`): attach in the parent before forking, or start
+the process with ``spawn``, which begins a session of its own. A spawned process starts afresh.
 
 `PrivatePayload` wraps private values a step method needs in its worker processes (the
 exact statistics of raw data). Pickling it writes the values to a file in this directory
@@ -18,31 +36,129 @@ import os
 import pickle
 import shutil
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
-from pymc_private.errors import UnsupportedModelError
+from pymc_private.errors import LedgerIntegrityError, LedgerWriteError, UnsupportedModelError
 
-__all__ = ["PrivatePayload", "directory"]
+__all__ = [
+    "PrivatePayload",
+    "attached",
+    "directory",
+    "forked",
+    "releasing",
+    "reset",
+    "views",
+]
 
-_DIRECTORY: Path | None = None
-_OWNER: int | None = None
+
+class _Session:
+    """Everything the process remembers about its releases (one instance, `_STATE`)."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.directory = folder
+        self.owner = None if folder is None else os.getpid()
+        # Ledger views by the sorted tuple of data-set ids they cover (`dataset_ledger`).
+        self.views: dict[tuple[str, ...], Any] = {}
+        # Ledger files attached to each data set: path → the file's header line.
+        self.attached: dict[str, dict[str, bytes]] = {}
+
+
+_STATE = _Session()
+_LOCK = threading.RLock()
+
+
+def releasing() -> threading.RLock:
+    """The process's release lock, to hold (``with session.releasing():``) from a budget
+    check through the release to its record."""
+    return _LOCK
 
 
 def directory() -> Path:
-    """The session directory (created on first use, removed at the creating process's exit)."""
-    global _DIRECTORY, _OWNER
-    if _DIRECTORY is None or not _DIRECTORY.exists():
-        _DIRECTORY = Path(tempfile.mkdtemp(prefix="pymc_private-"))
-        _OWNER = os.getpid()
-        atexit.register(_remove, _DIRECTORY, _OWNER)
-    return _DIRECTORY
+    """The session directory (created on first use, removed at the creating process's exit).
+
+    Raises
+    ------
+    LedgerWriteError
+        The directory could not be created (a full or read-only temporary file system).
+    LedgerIntegrityError
+        The directory was removed while the session ran: its journals, which held what the
+        session released, are gone.
+    """
+    with _LOCK:
+        if _STATE.directory is None:
+            try:
+                _STATE.directory = Path(tempfile.mkdtemp(prefix="pymc_private-"))
+            except OSError as error:
+                raise LedgerWriteError(
+                    f"Could not create the session directory in {tempfile.gettempdir()}: "
+                    f"{error.strerror}. Nothing was released; free space there, or point "
+                    "TMPDIR at a writable directory."
+                ) from None
+            _STATE.owner = os.getpid()
+            atexit.register(_remove, _STATE.directory, _STATE.owner)
+        elif not _STATE.directory.is_dir():
+            raise LedgerIntegrityError(
+                f"The session directory {_STATE.directory} was removed while this session ran; "
+                "the ledgers it held are gone, so no release can be counted. Start a new "
+                "Python process (ledger files, PrivacyLedger.open, are not affected)."
+            )
+        return _STATE.directory
+
+
+def views() -> dict[tuple[str, ...], Any]:
+    """The session's ledger views by data-set key (`accounting.dataset_ledger`)."""
+    return _STATE.views
+
+
+def attached() -> dict[str, dict[str, bytes]]:
+    """The ledger files attached to each data set in this session: path → header line."""
+    return _STATE.attached
+
+
+def forked() -> bool:
+    """Whether this process is a forked child of the process whose session it shares."""
+    return _STATE.owner is not None and _STATE.owner != os.getpid()
+
+
+def reset(folder: Path | None = None) -> None:
+    """Forget the session: its views and attachments, and its directory (``folder``, if
+    given, becomes the new one, owned by this process; it is not removed at exit). For tests:
+    a session that forgets its ledgers forgets what it released, so its budgets start over."""
+    global _STATE
+    with _LOCK:
+        _STATE = _Session(folder)
 
 
 def _remove(path: Path, owner: int) -> None:
     if os.getpid() == owner:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _before_fork() -> None:
+    _LOCK.acquire()
+    try:
+        directory()
+    except (LedgerWriteError, LedgerIntegrityError):
+        pass  # the child finds the same failure at its first release
+
+
+def _after_fork_in_parent() -> None:
+    _LOCK.release()
+
+
+def _after_fork_in_child() -> None:
+    global _LOCK
+    _LOCK = threading.RLock()
+
+
+os.register_at_fork(
+    before=_before_fork,
+    after_in_parent=_after_fork_in_parent,
+    after_in_child=_after_fork_in_child,
+)
 
 
 class PrivatePayload:

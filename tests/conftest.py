@@ -32,17 +32,15 @@ def make_naive_bayes():
 
 @pytest.fixture(autouse=True)
 def fresh_ledgers(tmp_path):
-    """Every test starts with empty data-set ledgers: the session's journals live in the
-    test's own directory (ledgers are keyed by the data's values, so fixture models shared
-    across tests would otherwise compose their spends). Restored by hand, not with
-    ``monkeypatch``, so that a test's own ``monkeypatch.undo()`` leaves it in place."""
-    from pymc_private import accounting, session
+    """Every test starts a fresh session: empty data-set ledgers whose journals live in the
+    test's own directory, and no attached ledger files (ledgers are keyed by the data's
+    values, so fixture models shared across tests would otherwise compose their spends)."""
+    from pymc_private import session
 
     folder = tmp_path / "session"
     folder.mkdir()
-    saved = session._DIRECTORY, accounting._VIEWS
-    session._DIRECTORY, accounting._VIEWS = folder, {}
+    session.reset(folder)
     try:
         yield
     finally:
-        session._DIRECTORY, accounting._VIEWS = saved
+        session.reset()

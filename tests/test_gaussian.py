@@ -175,6 +175,26 @@ def test_unit_shift_profile_is_not_used_where_the_pld_tail_is_rounding_noise():
     assert unit_shift_scale(10.0, 1e-10, 300) is not None
 
 
+@pytest.mark.parametrize(
+    ("sigma", "shifts"),
+    [
+        (0.4453114058921689, 1),
+        (0.6419033839451128, 2),
+        (0.9275913509165469, 1),
+        (1.2946678858416065, 8),
+        (2.0, 20),
+    ],
+)
+def test_unit_shift_profile_at_small_delta_pays_a_margin_for_the_fft_error(sigma, shifts):
+    """Scenario 6 of the ledger issue: at δ = 1e-10 the profile's ε had no margin for the
+    FFT's absolute error (up to 1.6e-14 measured at K = 1000); today (0.9276, K = 1) holds
+    by 1e-17 only. The recorded ε holds against the direct convolution with the margin
+    K·1e-15 to spare (the first two give ε ≈ 15.8672, the issue's)."""
+    delta = 1e-10
+    epsilon = unit_shift_epsilon(sigma, shifts, delta)
+    assert _convolved_delta(sigma, shifts, epsilon) <= delta - shifts * 1e-15
+
+
 def _unit_shift_mechanism(shifts: int, scale_factor: float, epsilon: float):
     """The privatize release of K count cells, on the pair that moves every cell by 1,
     seen through the sum of the cells (the pair's likelihood ratio depends on nothing else);

@@ -17,6 +17,7 @@ from fractions import Fraction
 
 import hypothesis.strategies as st
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,8 +31,8 @@ SPEND = Release("laplace", 0.1, statistic="s")
 
 def _releases_in(path) -> list[dict]:
     with open(path) as handle:
-        lines = [json.loads(line) for line in handle if line.strip()]
-    return [line["release"] for line in lines if "uid" in line]
+        entries = [json.loads(line)["entry"] for line in handle if line.strip()]
+    return [entry["release"] for entry in entries if "uid" in entry]
 
 
 def test_open_creates_the_file_with_its_budget_and_reopening_reads_it(tmp_path):
@@ -201,3 +202,75 @@ def test_attach_needs_a_ledger_file_and_private_data(tmp_path, coin_model):
         pm.Normal("x", 0.0, 1.0)
     with pytest.raises(pmp.UnsupportedModelError, match="no private data set"):
         pmp.PrivacyLedger.open(tmp_path / "x.ledger").attach(public)
+
+
+def _survey(values, source="survey-2026") -> pm.Model:
+    declared = {} if source is None else {"source": source}
+    with pm.Model() as model:
+        y = pmp.PrivateData("y", values, bounds=(0, 1), **declared)
+        p = pmp.TruncatedBeta("p", 1.0, 1.0, lower=0.01, upper=0.99)
+        pm.Bernoulli("obs", p, observed=y)
+    return model
+
+
+SURVEY = np.array([0, 1, 1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 0, 1, 1, 0])
+
+
+def test_scenario_5_data_from_the_same_source_is_charged_to_its_ledger_file(tmp_path):
+    path = tmp_path / "survey.ledger"
+    odometer = pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0), source="survey-2026")
+    original = _survey(SURVEY)
+    odometer.attach(original)
+    pmp.privatize(original, 0.6)
+    corrected = SURVEY.copy()
+    corrected[3] = 1
+    # Today a corrected record was another data set: 1.2 released against the file's 1.0.
+    with pytest.raises(BudgetExceededError, match="over the budget ε = 1"):
+        pmp.privatize(_survey(corrected), 0.6)
+    pmp.privatize(_survey(SURVEY[:12]), 0.3)  # a subset of the rows
+    with pytest.raises(BudgetExceededError):
+        pmp.privatize(_survey(pd.Series(SURVEY).astype("Int64")), 0.2)  # another container
+    with original:
+        pm.set_data({"y": corrected.astype(np.int32)})
+    pmp.check_private_data(original)
+    with pytest.raises(BudgetExceededError):
+        pmp.privatize(original, 0.2)
+    assert [r["epsilon"] for r in _releases_in(path)] == [0.6, 0.3]
+    assert pmp.ledger_for(_survey(SURVEY[5:])).epsilon() == pytest.approx(0.9)
+
+
+def test_scenario_5_without_a_source_a_release_on_uncovered_data_warns(tmp_path):
+    odometer = pmp.PrivacyLedger.open(tmp_path / "survey.ledger", budget=pmp.Budget(1.0))
+    odometer.attach(_survey(SURVEY, source=None))
+    corrected = SURVEY.copy()
+    corrected[3] = 1
+    with pytest.warns(pmp.UncoveredDataWarning, match="source="):
+        pmp.privatize(_survey(corrected, source=None), 0.6)
+
+
+def test_a_ledger_file_of_a_source_charges_only_that_source(tmp_path):
+    path = tmp_path / "survey.ledger"
+    odometer = pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0), source="survey-2026")
+    with pytest.raises(pmp.UnsupportedModelError, match="source='survey-2026'"):
+        odometer.attach(_survey(SURVEY, source="census-2020"))
+    with pytest.raises(InvalidPrivacyParameterError, match="source"):
+        pmp.PrivacyLedger.open(path, source="census-2020")
+    assert pmp.PrivacyLedger.open(path, source="survey-2026").budget == pmp.Budget(1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    source=st.one_of(
+        st.just(""),
+        st.text(min_size=201, max_size=210),
+        st.text(min_size=1).map(lambda s: f" {s}"),
+        st.text(alphabet="\n\t\x00", min_size=1),
+        st.integers(),
+        st.binary(min_size=1),
+    )
+)
+def test_an_invalid_source_is_refused_before_anything_is_registered(source):
+    with pm.Model() as model:
+        with pytest.raises(InvalidPrivacyParameterError, match="source"):
+            pmp.PrivateData("y", SURVEY, bounds=(0, 1), source=source)
+    assert not model.data_vars

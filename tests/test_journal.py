@@ -1,0 +1,299 @@
+"""Journals that land whole or fail, and that fail closed (`pymc_private.journal`).
+
+After every scenario the ledger holds at least what was released, and no release is returned
+whose line is not on disk: a full disk (``RLIMIT_FSIZE`` with ``SIGXFSZ`` ignored, which makes
+write(2) fail as on a full disk) makes the release raise, its noise discarded; a changed,
+removed or inserted line, an emptied file or an edited header is refused, naming the line;
+only the line a crash tore, the last one, is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import resource
+import signal
+import sys
+
+import hypothesis.strategies as st
+import numpy as np
+import pymc as pm
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import pymc_private as pmp
+from pymc_private.accounting import Release
+
+SPEND = Release("laplace", 0.3, statistic="s")
+
+
+@pytest.fixture(scope="module")
+def coin_model():
+    with pm.Model() as model:
+        y = pmp.PrivateData("y", np.array([0, 1, 1, 0, 1, 1]), bounds=(0, 1))
+        p = pmp.TruncatedBeta("p", 1.0, 1.0, lower=0.01, upper=0.99)
+        pm.Bernoulli("obs", p, observed=y)
+    return model
+
+
+def _entries(path) -> list[dict]:
+    with open(path, "rb") as handle:
+        return [json.loads(line)["entry"] for line in handle.read().splitlines()]
+
+
+def _spent(path) -> float:
+    return sum(
+        e["release"]["epsilon"] * e["release"]["count"] for e in _entries(path) if "uid" in e
+    )
+
+
+def _in_child(target, *args) -> dict:
+    """Run ``target(*args)`` in a forked child (whose file size limit it may lower) and
+    return what it sends back."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_report, args=(send, target, *args))
+    child.start()
+    send.close()
+    result = receive.recv()
+    child.join(60)
+    return result
+
+
+def _report(send, target, *args) -> None:
+    try:
+        send.send(target(*args))
+    except BaseException as error:  # the test shows it
+        send.send({"error": repr(error)})
+
+
+def _limit_file_size(limit: int) -> None:
+    """Files may not grow past ``limit`` bytes; write(2) then fails with EFBIG (SIGXFSZ
+    ignored), exactly as it fails with ENOSPC on a full disk."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+
+def _privatize_on_a_full_disk(model, path) -> dict:
+    size = os.path.getsize(path)
+    line = size - len(open(path, "rb").readline())  # one release line (the warm-up's)
+    _limit_file_size(size + line + line // 2)  # room for one more line and a half
+    outcomes = []
+    for _ in range(3):
+        try:
+            pmp.privatize(model, 0.4)
+        except Exception as error:
+            outcomes.append(type(error).__name__)
+        else:
+            outcomes.append("returned")
+    _limit_file_size(resource.RLIM_INFINITY)
+    return {
+        "outcomes": outcomes,
+        "file": pmp.PrivacyLedger.open(path).epsilon(),
+        "session": pmp.ledger_for(model).epsilon(),
+    }
+
+
+def test_scenario_1_a_full_disk_refuses_the_release_and_the_file_holds_what_was_returned(
+    tmp_path, coin_model
+):
+    path = tmp_path / "survey.ledger"
+    odometer = pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0))
+    odometer.attach(coin_model)
+    pmp.privatize(coin_model, 0.1)  # warm-up: compiled, one release line in the file
+    result = _in_child(_privatize_on_a_full_disk, coin_model, str(path))
+    assert "error" not in result, result
+    # Today: the second release was returned with a torn line (0.9 released, the file said
+    # 0.5), the third raised a bare OSError after its noise was drawn.
+    assert result["outcomes"] == ["returned", "LedgerWriteError", "LedgerWriteError"]
+    assert result["file"] == pytest.approx(0.5) == result["session"] == _spent(path)
+
+
+def _privatize_with_the_temp_directory_full(model, journal) -> dict:
+    _limit_file_size(os.path.getsize(journal) + 10)
+    outcomes = []
+    for space in (False, True, True):
+        if space:
+            _limit_file_size(resource.RLIM_INFINITY)
+        try:
+            pmp.privatize(model, 0.9, budget=pmp.Budget(1.0))
+        except Exception as error:
+            outcomes.append(type(error).__name__)
+        else:
+            outcomes.append("returned")
+    return {"outcomes": outcomes, "session": pmp.ledger_for(model).epsilon()}
+
+
+def test_scenario_2_the_session_ledger_refuses_a_release_it_cannot_record(coin_model):
+    pmp.privatize(coin_model, 0.05)  # warm-up: the session journal exists
+    journal = pmp.ledger_for(coin_model).journals[0]
+    result = _in_child(_privatize_with_the_temp_directory_full, coin_model, journal)
+    assert "error" not in result, result
+    # Today: returned with the journal full (the ledger said 0.05), and again with space back.
+    assert result["outcomes"] == ["LedgerWriteError", "returned", "BudgetExceededError"]
+    assert result["session"] == pytest.approx(0.95)
+
+
+def _written(path, count: int = 3) -> bytes:
+    ledger = pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0))
+    for _ in range(count):
+        ledger.record(SPEND)
+    return path.read_bytes()
+
+
+def test_scenario_3_a_changed_byte_refuses_open_and_every_release_before_any_noise(
+    tmp_path, coin_model, monkeypatch
+):
+    path = tmp_path / "survey.ledger"
+    _written(path)
+    odometer = pmp.PrivacyLedger.open(path)
+    odometer.attach(coin_model)
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"epsilon":0.3', b'"epsilon":0.1')  # the second release
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(pmp.LedgerIntegrityError, match=r"survey\.ledger, line 3"):
+        pmp.PrivacyLedger.open(path)
+    drawn = []
+    monkeypatch.setattr(
+        sys.modules["pymc_private.mechanisms"], "discrete_laplace", lambda *a, **k: drawn.append(1)
+    )
+    # Today: the file said 0.6 and a fourth 0.3 was accepted against Budget(1.0).
+    with pytest.raises(pmp.LedgerIntegrityError, match="line 3"):
+        pmp.privatize(coin_model, 0.3)
+    assert drawn == []
+
+
+def test_scenario_3_an_unparseable_or_removed_line_is_refused_not_skipped(tmp_path):
+    path = tmp_path / "survey.ledger"
+    lines = _written(path).split(b"\n")
+    path.write_bytes(b"\n".join([*lines[:2], lines[2][:-5] + b"#" + lines[2][-4:], *lines[3:]]))
+    with pytest.raises(pmp.LedgerIntegrityError, match="line 3"):
+        pmp.PrivacyLedger.open(path)
+    path.write_bytes(b"\n".join([lines[0], *lines[2:]]))  # the first release removed
+    with pytest.raises(pmp.LedgerIntegrityError, match="line 2"):
+        pmp.PrivacyLedger.open(path)
+
+
+def test_scenario_3_an_emptied_file_or_an_edited_budget_is_refused(tmp_path):
+    path = tmp_path / "survey.ledger"
+    text = _written(path)
+    path.write_bytes(b"")  # today: silently re-created with the budget passed next
+    with pytest.raises(pmp.LedgerIntegrityError, match="empty"):
+        pmp.PrivacyLedger.open(path, budget=pmp.Budget(5.0))
+    assert path.read_bytes() == b""
+    path.write_bytes(text.replace(b'"epsilon":1.0', b'"epsilon":9.0', 1))
+    with pytest.raises(pmp.LedgerIntegrityError, match="line 1"):
+        pmp.PrivacyLedger.open(path)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(where=st.floats(0, 1, exclude_max=True), byte=st.integers(0, 255))
+def test_any_changed_byte_of_a_ledger_file_is_refused(tmp_path, where, byte):
+    path = tmp_path / f"ledger-{os.urandom(6).hex()}"
+    text = bytearray(_written(path))
+    position = int(where * len(text))
+    if text[position] == byte:
+        return
+    text[position] = byte
+    path.write_bytes(bytes(text))
+    with pytest.raises((pmp.LedgerIntegrityError, pmp.InvalidPrivacyParameterError)):
+        pmp.PrivacyLedger.open(path)
+
+
+def test_a_line_torn_by_a_crash_is_skipped_and_cut_off_by_the_next_append(tmp_path):
+    path = tmp_path / "survey.ledger"
+    text = _written(path, count=2)
+    torn = b'{"chain":"' + b"0" * 30
+    path.write_bytes(text + torn)  # a third append that never completed
+    ledger = pmp.PrivacyLedger.open(path)
+    assert [r.epsilon for r in ledger.releases] == [0.3, 0.3]
+    ledger.record(Release("laplace", 0.2, statistic="s"))
+    assert torn not in path.read_bytes()
+    assert [r.epsilon for r in pmp.PrivacyLedger.open(path).releases] == [0.3, 0.3, 0.2]
+    # A last line that is whole but whose newline was changed was damaged, not torn.
+    path.write_bytes(path.read_bytes()[:-1] + b" ")
+    with pytest.raises(pmp.LedgerIntegrityError, match="last byte"):
+        pmp.PrivacyLedger.open(path)
+
+
+def test_a_file_truncated_or_replaced_while_attached_is_refused(tmp_path, coin_model):
+    path = tmp_path / "survey.ledger"
+    text = _written(path, count=2)
+    odometer = pmp.PrivacyLedger.open(path)
+    odometer.attach(coin_model)
+    assert pmp.ledger_for(coin_model).epsilon() == pytest.approx(0.6)
+    path.write_bytes(text[: text.rfind(b"\n", 0, len(text) - 1) + 1])  # the last line cut off
+    with pytest.raises(pmp.LedgerIntegrityError, match="shorter"):
+        pmp.ledger_for(coin_model).epsilon()
+    path.unlink()
+    pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0))  # a new file at the same path
+    with pytest.raises(pmp.LedgerIntegrityError, match="replaced"):
+        pmp.privatize(coin_model, 0.1)
+
+
+def _record_until_killed(path: str, send) -> None:
+    ledger = pmp.PrivacyLedger.open(path)
+    while True:
+        ledger.record(Release("laplace", 0.001, statistic="s"))
+        send.send(1)  # only after the line is on disk
+
+
+def test_a_process_killed_mid_append_leaves_a_file_the_next_process_reads(tmp_path):
+    path = tmp_path / "survey.ledger"
+    pmp.PrivacyLedger.open(path, budget=pmp.Budget(100.0))
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_record_until_killed, args=(str(path), send))
+    child.start()
+    returned = 0
+    while returned < 200:
+        returned += receive.recv()
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(30)
+    while receive.poll():
+        returned += receive.recv()
+    ledger = pmp.PrivacyLedger.open(path)
+    assert len(ledger.releases) >= returned
+    ledger.record(SPEND)
+    assert len(pmp.PrivacyLedger.open(path).releases) == len(ledger.releases)
+
+
+def test_a_budget_changes_only_by_a_logged_reset_that_keeps_every_release(tmp_path, caplog):
+    path = tmp_path / "survey.ledger"
+    _written(path, count=3)
+    ledger = pmp.PrivacyLedger.open(path)
+    with pytest.raises(pmp.InvalidPrivacyParameterError, match="reset_budget"):
+        pmp.PrivacyLedger.open(path, budget=pmp.Budget(2.0))
+    with pytest.raises(pmp.InvalidPrivacyParameterError, match="reason"):
+        ledger.reset_budget(pmp.Budget(2.0), reason=" ")
+    with caplog.at_level(logging.WARNING, logger="pymc_private"):
+        ledger.reset_budget(pmp.Budget(2.0), reason="approved by the board, 2026-05-04")
+    assert "approved by the board" in caplog.text
+    reopened = pmp.PrivacyLedger.open(path, budget=pmp.Budget(2.0))
+    assert reopened.epsilon() == pytest.approx(0.9)
+    assert _entries(path)[-1]["previous"] == {"epsilon": 1.0, "delta": 0.0}
+    reopened.record(Release("laplace", 1.1, statistic="s"))
+    with pytest.raises(pmp.BudgetExceededError):
+        ledger.record(SPEND)  # the other handle sees the reset and the spend
+
+
+def test_a_ledger_file_of_format_1_is_refused_until_migrated(tmp_path, caplog):
+    path = tmp_path / "old.ledger"
+    header = {"format": "pymc_private.odometer", "version": 1, "budget": {"epsilon": 1.0}}
+    header["budget"]["delta"] = 0.0
+    lines = [json.dumps(header)]
+    lines += [json.dumps({"uid": f"u{i}", "release": SPEND.to_dict()}) for i in range(2)]
+    lines.insert(2, '{"uid": "torn", "release": {"mech')  # closed off by format 1
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(pmp.LedgerError, match=r"PrivacyLedger\.migrate"):
+        pmp.PrivacyLedger.open(path)
+    with caplog.at_level(logging.WARNING, logger="pymc_private"):
+        migrated = pmp.PrivacyLedger.migrate(path)
+    assert "lines [3]" in caplog.text
+    assert migrated.budget == pmp.Budget(1.0) and migrated.epsilon() == pytest.approx(0.6)
+    assert (tmp_path / "old.ledger.format1").read_text() == "\n".join(lines) + "\n"
+    assert pmp.PrivacyLedger.open(path).releases == (SPEND, SPEND)
