@@ -89,6 +89,7 @@ from pymc_private.prior_density import (
     evaluate,
     log_density,
     mvnormal_log_density,
+    prior_spread,
     support_centre,
 )
 from pymc_private.priors import ParameterSupport, parameter_support, prior_parameter_graphs
@@ -1043,15 +1044,28 @@ class _State:
         )
 
     def _joined(self, block: _SliceBlock, values) -> np.ndarray:
-        """The block's members as one array, the members (or a vector's entries) last."""
+        """The block's members as one array, the members (or a vector's entries) last, each
+        scalar member on the real line (`_to_line`: skewed posteriors of precisions and
+        probabilities are closer to Gaussian there)."""
         if block.vector:
             return values[block.members[0]]
-        return np.stack([values[name] for name in block.members], axis=-1)
+        variables = self.plan.variables
+        lines = [
+            _to_line(values[name], variables[name].support.lower, variables[name].support.upper)[0]
+            for name in block.members
+        ]
+        return np.stack(lines, axis=-1)
 
-    def _split(self, block: _SliceBlock, joined: np.ndarray) -> dict[str, np.ndarray]:
+    def _split(self, block: _SliceBlock, joined: np.ndarray):
+        """The members back from `_joined`, and the log Jacobian of the map, per entry."""
         if block.vector:
-            return {block.members[0]: joined}
-        return {name: joined[..., k] for k, name in enumerate(block.members)}
+            return {block.members[0]: joined}, 0.0
+        variables, members, jacobian = self.plan.variables, {}, 0.0
+        for k, name in enumerate(block.members):
+            support = variables[name].support
+            members[name], log_jacobian = _from_line(joined[..., k], support.lower, support.upper)
+            jacobian = jacobian + log_jacobian
+        return members, jacobian
 
     def _slice(self, block: _SliceBlock, iteration: int | None, tune: int) -> None:
         """One elliptical slice sampling update of every entry of ``block`` (Murray, Adams &
@@ -1064,15 +1078,14 @@ class _State:
         entries = current.shape[:-1]
         offset = current - block.centre
         direction = np.einsum("...ij,...j->...i", block.spread, rng.standard_normal(current.shape))
-        height = self._slice_level(block, current, self.values) + np.log(rng.random(entries))
+        height = self._slice_level(block, current) + np.log(rng.random(entries))
         angle = rng.uniform(0.0, 2.0 * np.pi, entries)
         low, high = angle - 2.0 * np.pi, angle.copy()
         result, pending = current.copy(), np.ones(entries, dtype=bool)
         for _ in range(_MAX_SHRINKS):
             turn = angle[..., None]
             proposal = block.centre + offset * np.cos(turn) + direction * np.sin(turn)
-            values = {**self.values, **self._split(block, proposal)}
-            level = self._slice_level(block, proposal, values)
+            level = self._slice_level(block, proposal)
             accepted = pending & (level > height)
             result = np.where(accepted[..., None], proposal, result)
             pending &= ~accepted
@@ -1081,7 +1094,7 @@ class _State:
             low = np.where(pending & (angle < 0.0), angle, low)
             high = np.where(pending & (angle >= 0.0), angle, high)
             angle = rng.uniform(low, high)
-        self.values.update(self._split(block, result))
+        self.values.update(self._split(block, result)[0])
         if iteration is None:
             return
         if iteration >= _REFIT:
@@ -1093,15 +1106,16 @@ class _State:
         if iteration == tune - 1:
             block.history = []
 
-    def _slice_level(self, block: _SliceBlock, joined, values) -> np.ndarray:
-        """log π − log N(·; c, Σ) of the block's entries at ``joined`` (``values`` holds it)."""
+    def _slice_level(self, block: _SliceBlock, joined) -> np.ndarray:
+        """log π − log N(·; c, Σ) of the block's entries at ``joined`` (the target on the
+        transformed scale: its Jacobian included)."""
         offset = (joined - block.centre)[..., None]
-        whitened = np.linalg.solve(
-            np.broadcast_to(block.spread, offset.shape[:-1] + offset.shape[-2:-1]), offset
-        )
+        spread = np.broadcast_to(block.spread, offset.shape[:-1] + offset.shape[-2:-1])
+        whitened = np.linalg.solve(spread, offset)
         reference = -0.5 * (whitened[..., 0] ** 2).sum(axis=-1)
+        members, jacobian = self._split(block, joined)
         with np.errstate(all="ignore"):  # outside the support: −inf, or NaN, read as −inf
-            level = self._block_target(block, values) - reference
+            level = self._block_target(block, {**self.values, **members}) + jacobian - reference
         return np.where(np.isnan(level), -np.inf, level)
 
 
@@ -1148,11 +1162,12 @@ def _slice_blocks(analysis: PrivacyAnalysis, variables: Mapping[str, _SumsVariab
 
 
 def _start_reference(block: _SliceBlock, variables, draws: dict, informed: dict) -> None:
-    """The first reference Gaussian: a weight vector's prior (the reference of plain
-    elliptical slice sampling, right wherever the likelihood is weak: noisy Gram matrices);
-    for each scalar member, the plug-in draws' mean and spread, doubled (``informed``; the
-    noise-aware posterior is wider), else its start with a tenth of the support's width
-    (or 1); independent members."""
+    """The first reference Gaussian, wide rather than narrow (a slice reference narrower than
+    the target moves the chain in small steps; a wider one only costs a few shrinkages): a
+    weight vector's prior (the reference of plain elliptical slice sampling); for each scalar
+    member, centred on the plug-in draws (or its start), with the larger of twice their
+    spread (``informed``; the noise-aware posterior is wider) and its prior's spread;
+    independent members."""
     if block.vector:
         params = variables[block.members[0]].support.params
         block.centre = np.asarray(params["mu"], dtype=np.float64)
@@ -1160,14 +1175,17 @@ def _start_reference(block: _SliceBlock, variables, draws: dict, informed: dict)
         return
     centres, spreads = [], []
     for name in block.members:
+        support = variables[name].support
         pooled = draws[name].reshape(-1, *draws[name].shape[2:])
-        centres.append(pooled.mean(axis=0))
+        lines, _ = _to_line(pooled, support.lower, support.upper)
+        centre = lines.mean(axis=0)
+        centres.append(centre)
+        # The prior's spread carried to the line by the map's slope at the centre.
+        slope = np.exp(-_from_line(centre, support.lower, support.upper)[1])
+        spread = prior_spread(support) * slope
         if informed[name]:
-            spreads.append(2.0 * pooled.std(axis=0))
-        else:
-            support = variables[name].support
-            width = support.upper - support.lower
-            spreads.append(np.where(np.isfinite(width), width, 10.0) / 10.0)
+            spread = np.maximum(spread, 2.0 * lines.std(axis=0))
+        spreads.append(np.minimum(spread, 10.0))
     block.centre = np.stack(centres, axis=-1)
     spread = np.maximum(np.stack(spreads, axis=-1), 1e-9 * np.maximum(np.abs(block.centre), 1e-300))
     block.spread = spread[..., :, None] * np.eye(len(block.members))
@@ -1175,13 +1193,19 @@ def _start_reference(block: _SliceBlock, variables, draws: dict, informed: dict)
 
 def _fit_reference(block: _SliceBlock, history: np.ndarray) -> None:
     """The reference Gaussian of each entry from tuning draws (dims draw, chain, entry...,
-    member), pooled over the chains, its covariance inflated a little."""
+    member), pooled over the chains, its covariance inflated a little, and not below a
+    quarter of the previous one (in trace): a chain still crossing a wide posterior must not
+    narrow its own reference."""
     pooled = history.reshape(-1, *history.shape[2:])
     block.centre = pooled.mean(axis=0)
     offset = pooled - block.centre
     cov = np.einsum("n...i,n...j->...ij", offset, offset) / max(len(pooled) - 1, 1)
     cov = cov * _INFLATION**2
     size = cov.shape[-1]
+    previous = np.einsum("...ij,...kj->...ik", block.spread, block.spread)
+    trace = np.trace(cov, axis1=-2, axis2=-1)
+    floor = 0.25 * np.trace(previous, axis1=-2, axis2=-1)
+    cov = cov * np.maximum(1.0, floor / np.maximum(trace, 1e-300))[..., None, None]
     scale = np.trace(cov, axis1=-2, axis2=-1)[..., None, None] / size
     cov = cov + (1e-9 * scale + 1e-300) * np.eye(size)
     block.spread = np.linalg.cholesky(cov)
@@ -1207,27 +1231,32 @@ def _adaptation_step(iteration: int) -> float:
 
 
 def _to_line(x, lower, upper):
-    """x ∈ (lower, upper) (upper may be inf) to the real line, and log |dx/du|."""
+    """x inside [lower, upper] (either may be infinite) to the real line — the logit of its
+    share of a bounded interval, the log of its distance to a single bound, itself when
+    unbounded — and log |dx/du| there."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        bounded = np.isfinite(upper)
-        width = np.where(bounded, upper - lower, 1.0)
-        u = np.where(bounded, np.log(x - lower) - np.log(upper - x), np.log(x - lower))
+        low, high = np.isfinite(lower), np.isfinite(upper)
+        above = np.log(np.where(low, x - lower, 1.0))
+        below = np.log(np.where(high, upper - x, 1.0))
+        width = np.log(np.where(low & high, upper - lower, 1.0))
+        u = np.where(low & high, above - below, np.where(low, above, np.where(high, -below, x)))
         jacobian = np.where(
-            bounded, np.log(x - lower) + np.log(upper - x) - np.log(width), np.log(x - lower)
+            low & high, above + below - width, np.where(low, above, np.where(high, below, 0.0))
         )
     return u, jacobian
 
 
 def _from_line(u, lower, upper):
     """The inverse of `_to_line`, with log |dx/du| at the new point."""
-    bounded = np.isfinite(upper)
-    width = np.where(bounded, upper - lower, 1.0)
-    with np.errstate(over="ignore"):
+    low, high = np.isfinite(lower), np.isfinite(upper)
+    with np.errstate(over="ignore", invalid="ignore"):
         share = 1.0 / (1.0 + np.exp(-u))
-        x = np.where(bounded, lower + width * share, lower + np.exp(u))
-    x = np.clip(
-        x, np.nextafter(lower, np.inf), np.where(bounded, np.nextafter(upper, -np.inf), np.inf)
-    )
+        x = np.where(
+            low & high,
+            lower + np.where(low & high, upper - lower, 0.0) * share,
+            np.where(low, lower + np.exp(u), np.where(high, upper - np.exp(-u), u)),
+        )
+    x = np.clip(x, np.nextafter(lower, np.inf), np.nextafter(upper, -np.inf))
     _, jacobian = _to_line(x, lower, upper)
     return x, jacobian
 

@@ -32,6 +32,7 @@ __all__ = [
     "evaluate",
     "log_density",
     "mvnormal_log_density",
+    "prior_spread",
     "support_centre",
 ]
 
@@ -189,3 +190,29 @@ def _prior_mean(family: str, params) -> np.ndarray | None:
     if family == "halfnormal":
         return params["sigma"] * np.sqrt(2.0 / np.pi)
     return None
+
+
+def prior_spread(support) -> np.ndarray:
+    """A scalar prior's standard deviation (of its family, before truncation) where its
+    parameters are constants, at most half its support's width; a quarter of that width (or
+    1 on an unbounded support) otherwise."""
+    width = support.upper - support.lower
+    fallback = np.where(np.isfinite(width), width / 4.0, 1.0)
+    params = support.params
+    if any(value is None for value in params.values()):
+        return fallback
+    family = support.family
+    if family in ("normal", "halfnormal"):
+        spread = params["sigma"] * (1.0 if family == "normal" else np.sqrt(1.0 - 2.0 / np.pi))
+    elif family == "gamma":
+        spread = np.sqrt(params["alpha"]) / params["beta"]
+    elif family == "exponential":
+        spread = 1.0 / params["lam"]
+    elif family == "beta":
+        a, b = params["alpha"], params["beta"]
+        spread = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
+    elif family == "uniform":
+        spread = width / np.sqrt(12.0)
+    else:
+        return fallback
+    return np.minimum(spread, np.where(np.isfinite(width), width / 2.0, np.inf))

@@ -97,6 +97,21 @@ def test_noise_aware_intervals_are_calibrated_where_plug_in_ones_are_not():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("model", "n", "epsilon"), [("bernoulli", 10, 0.1), ("normal", 100, 0.01)])
+def test_the_default_sampler_is_calibrated_where_noise_dwarfs_the_data(model, n, epsilon):
+    """n·ε = 1: the intervals of the draws `pmp.sample` makes by default (the numpy sampler)
+    cover 90% ± 3% (one standard error over 100 repetitions): within 82–97%."""
+    build = getattr(study, f"{model}_model")
+    simulate = getattr(study, f"{model}_simulation")(n)
+    grid = GRID if model == "bernoulli" else np.linspace(-2.999, 2.999, 400)
+    variable = "theta" if model == "bernoulli" else "mu"
+    drawn = coverage_study(
+        build, simulate, variable, epsilon, repetitions=100, grid=grid, seed=5, sampled=150
+    )
+    assert 0.82 <= drawn.coverage <= 0.97
+
+
+@pytest.mark.slow
 def test_noise_aware_normal_mean_is_calibrated():
     kwargs = {"repetitions": 100, "grid": np.linspace(-2.999, 2.999, 400), "seed": 4}
     simulate = study.normal_simulation(100)
