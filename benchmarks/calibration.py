@@ -132,36 +132,11 @@ def main(repetitions: int, sampled: int) -> None:
     for name, (build, simulation, reference, variable, grid) in studies.items():
         cells = [(n, epsilon) for n in SIZES for epsilon in EPSILONS] + list(NOISY)
         for n, epsilon in cells:
-            drawn = coverage_study(
-                build,
-                simulation(n),
-                variable,
-                epsilon,
-                repetitions=repetitions,
-                grid=grid,
-                seed=n,
-                sampled=sampled,
-            )
-            aware = coverage_study(
-                build,
-                simulation(n),
-                variable,
-                epsilon,
-                repetitions=repetitions,
-                grid=grid,
-                reference=reference(n, epsilon),
-                seed=n,
-            )
-            plug_in = coverage_study(
-                build,
-                simulation(n),
-                variable,
-                epsilon,
-                repetitions=repetitions,
-                grid=grid,
-                noise_aware=False,
-                seed=n,
-            )
+            common = {"repetitions": repetitions, "grid": grid, "seed": n}
+            study = (build, simulation(n), variable, epsilon)
+            drawn = coverage_study(*study, sampled=sampled, **common)
+            aware = coverage_study(*study, reference=reference(n, epsilon), **common)
+            plug_in = coverage_study(*study, noise_aware=False, **common)
             print(
                 f"{name:16s} {n:6d} {epsilon:5g} {drawn.coverage:8.1%} "
                 f"{aware.coverage:8.1%} {plug_in.coverage:8.1%} "

@@ -60,6 +60,7 @@ from dataclasses import replace as _replace
 
 import numpy as np
 import pymc as pm
+from scipy import special
 
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.conjugate import draw_conjugate
@@ -76,8 +77,10 @@ from pymc_private.latent import (
     MultinomialCounts,
     PoissonCounts,
     add_records,
+    beta_binomial_split,
     binary_split,
     category_pairs,
+    gamma_poisson_split,
     log_factorial,
     poisson_split,
     remove_records,
@@ -109,6 +112,9 @@ _T_DEGREES = 5.0
 _INFLATION = 1.2
 _REFIT = 25
 _MAX_SHRINKS = 200
+# Rounds of rejection (the prior's truncation) of independent exact draws before the Markov
+# chain is used instead (each round keeps a draw with the probability that θ | x is inside).
+_INDEPENDENT_ROUNDS = 64
 # Sweeps of the plug-in conjugate sampler that start the chains near the posterior.
 _START_SWEEPS = 20
 
@@ -261,24 +267,24 @@ def augmented_sampler(model: pm.Model, privatisation) -> AugmentedSampler | None
 
 def augmented_posterior(
     model: pm.Model, privatisation, chains: int, tune: int, draws: int, rng: np.random.Generator
-) -> dict[str, np.ndarray] | None:
+) -> tuple[dict[str, np.ndarray], str] | None:
     """``draws`` draws per chain (dims chain, draw, ...) of a noise-aware privatised model by
-    the numpy sampler after ``tune`` adapting iterations, or None when it does not cover the
-    model (`augmented_sampler`). Post-processing of released statistics: free."""
+    the numpy sampler, and how they were drawn (`AugmentedSampler.method`), or None when it
+    does not cover the model (`augmented_sampler`). Post-processing of released statistics:
+    free."""
     sampler = augmented_sampler(model, privatisation)
     if sampler is None:
         return None
-    _log.info(
-        "Sampling %d chains of %d tuning and %d draws by data augmentation (numpy, no "
-        "compilation).",
-        chains,
-        tune,
-        draws,
-    )
     start = time.perf_counter()
     posterior = sampler.sample(chains, tune, draws, rng)
-    _log.info("Sampling %d chains took %.1f s.", chains, time.perf_counter() - start)
-    return posterior
+    _log.info(
+        "Drew %d chains of %d draws (%s; numpy, nothing compiled) in %.1f s.",
+        chains,
+        draws,
+        sampler.method,
+        time.perf_counter() - start,
+    )
+    return posterior, sampler.method
 
 
 class AugmentedSampler:
@@ -456,7 +462,14 @@ class AugmentedSampler:
         self, chains: int, tune: int, draws: int, rng: np.random.Generator
     ) -> dict[str, np.ndarray]:
         """``draws`` draws of every free variable per chain after ``tune`` adapting ones,
-        with dims (chain, draw, ...) (the latent group shares as the model names them)."""
+        with dims (chain, draw, ...) (the latent group shares as the model names them):
+        independent exact draws when the posterior allows them (`_independent`), else the
+        Markov chain (module docstring). ``method`` says which."""
+        independent = self._independent(chains * draws, rng)
+        if independent is not None:
+            self.method = "independent exact draws"
+            return {name: d.reshape(chains, draws, *d.shape[1:]) for name, d in independent.items()}
+        self.method = f"data augmentation, {tune} tuning iterations"
         state = _State(self, chains, rng)
         kept: dict[str, list] = {}
         for iteration in range(tune + draws):
@@ -466,6 +479,120 @@ class AugmentedSampler:
                 for name, value in state.output().items():
                     kept.setdefault(name, []).append(value)
         return {name: np.stack(values, axis=1) for name, values in kept.items()}
+
+    def _independent(self, count: int, rng: np.random.Generator) -> dict[str, np.ndarray] | None:
+        """``count`` independent exact draws of every variable when the posterior is a
+        product of one-dimensional blocks that a sum over one cell resolves: each free
+        variable the Beta or Gamma parameter of one count node's cells, one cell per entry,
+        public totals, no latent group sizes or sums, and a prior of shape ≥ 1 (so that the
+        predictive of the cell is log-concave). Each cell's statistic x is drawn from
+        p(x | s̃) ∝ p(s̃ | x)·∫p(x | θ)ξ(θ) dθ (`pymc_private.latent.beta_binomial_split`,
+        `gamma_poisson_split`), kept with the probability that θ | x lies in the prior's
+        support (rejection: the truncation), then θ | x from its truncated conjugate law.
+        None when the model is not such a product (then the Markov chain samples it)."""
+        if self.sizes or self.variables or not self.count_blocks:
+            return None
+        found = {}
+        for name, block in self.count_blocks.items():
+            drawn = self._independent_block(name, block, count, rng)
+            if drawn is None:
+                return None
+            found[name] = drawn
+        return found
+
+    def _independent_block(self, name, block: _CountBlock, count: int, rng):
+        conjugate = block.block
+        if conjugate.family not in ("beta", "gamma") or len(block.nodes) != 1:
+            return None
+        node = self.counts[block.nodes[0]]
+        term, support = node.term, conjugate.support
+        prior = {
+            k: np.broadcast_to(np.asarray(v, dtype=np.float64), support.lower.shape)
+            for k, v in conjugate.prior.items()
+        }
+        if np.any(prior["alpha"] < 1) or (conjugate.family == "beta" and np.any(prior["beta"] < 1)):
+            return None
+        values = {name: support_centre(support)}
+        law = term.family.count_law(
+            term, _parameter_values(term, values), self.public_totals[term.node]
+        )
+        cells = np.shape(node.released)[: np.ndim(node.released) - (0 if node.poisson else 1)]
+        if cells != support.lower.shape:  # one cell per entry
+            return None
+        released = np.broadcast_to(node.released, cells + (() if node.poisson else (2,)))
+        size = int(np.prod(cells))
+        alpha = prior["alpha"].reshape(size)
+        if node.poisson:
+            exposure = np.broadcast_to(law.means / law.rates, cells).reshape(size)
+        else:
+            totals = np.broadcast_to(law.totals, cells).reshape(size).astype(np.int64)
+            shown = ~np.isnan(released.reshape(size, 2)[0])
+        kept = np.zeros((size, count))
+        missing = np.ones((size, count), dtype=bool)
+        for _ in range(_INDEPENDENT_ROUNDS):
+            rows = np.flatnonzero(missing.any(axis=1))
+            if not rows.size:
+                break
+            if node.poisson:
+                x = gamma_poisson_split(
+                    rng,
+                    exposure[rows],
+                    alpha[rows],
+                    prior["beta"].reshape(size)[rows],
+                    released.reshape(size)[rows],
+                    node.noise,
+                    count,
+                )
+                shape, rate = (
+                    alpha[rows, None] + x,
+                    prior["beta"].reshape(size)[rows, None] + exposure[rows, None],
+                )
+                inside = special.gammainc(shape, rate * support.upper.reshape(size)[rows, None])
+                inside = inside - special.gammainc(
+                    shape, rate * support.lower.reshape(size)[rows, None]
+                )
+                parameters = {"alpha": shape, "beta": rate}
+            else:
+                flat = released.reshape(size, 2)[rows]
+                x = beta_binomial_split(
+                    rng,
+                    totals[rows],
+                    alpha[rows],
+                    prior["beta"].reshape(size)[rows],
+                    flat[:, 1] if shown[1] else None,
+                    flat[:, 0] if shown[0] else None,
+                    node.noise,
+                    count,
+                )
+                a, b = (
+                    alpha[rows, None] + x,
+                    prior["beta"].reshape(size)[rows, None] + totals[rows, None] - x,
+                )
+                inside = special.betainc(a, b, support.upper.reshape(size)[rows, None])
+                inside = inside - special.betainc(a, b, support.lower.reshape(size)[rows, None])
+                parameters = {"alpha": a, "beta": b}
+            accept = missing[rows] & (rng.random(x.shape) < inside)
+            flat_support = ParameterSupport(
+                support.family,
+                {},
+                np.broadcast_to(support.lower.reshape(size)[rows, None], x.shape),
+                np.broadcast_to(support.upper.reshape(size)[rows, None], x.shape),
+            )
+            theta = draw_conjugate(rng, conjugate.family, parameters, flat_support, name=name)
+            block_rows = kept[rows]
+            block_rows[accept] = theta[accept]
+            kept[rows] = block_rows
+            missing[rows] &= ~accept
+        if missing.any():
+            return None
+        return kept.T.reshape(count, *cells)
+
+
+def _parameter_values(term: LikelihoodTerm, values: Mapping[str, np.ndarray]) -> dict:
+    """The node's parameters (by the family's names) at the free variables' ``values``."""
+    return {
+        name: values[p.free_variable] for name, p in term.parameters.items() if p.constant is None
+    }
 
 
 def _specs(analysis: PrivacyAnalysis, term: LikelihoodTerm) -> tuple[StatisticSpec, ...]:
@@ -646,17 +773,10 @@ class _State:
         name = self.plan.totals[term.node]
         return self.plan.public_totals[term.node] if name is None else self.sizes[name]
 
-    def _parameters(self, term: LikelihoodTerm, values: Mapping[str, np.ndarray]) -> dict:
-        return {
-            name: values[p.free_variable]
-            for name, p in term.parameters.items()
-            if p.constant is None
-        }
-
     def _law(self, term: LikelihoodTerm, values=None, totals=None):
         values = self.values if values is None else values
         totals = self._totals(term) if totals is None else totals
-        law = term.family.count_law(term, self._parameters(term, values), totals)
+        law = term.family.count_law(term, _parameter_values(term, values), totals)
         shape = self.latent[term.node].shape if term.node in self.latent else None
         if shape is None:
             return law
@@ -994,7 +1114,7 @@ class _State:
         values = self.values if values is None else values
         count = self._totals(term) if totals is None else totals
         observations = term_observations(
-            term, specs, self.plan.laws, self._parameters(term, values), full, count, {}
+            term, specs, self.plan.laws, _parameter_values(term, values), full, count, {}
         )
         cells = sum(cell_log_likelihood(o) for o in observations)
         return np.broadcast_to(cells, (self.chains, *np.shape(cells)[1:]))

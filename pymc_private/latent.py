@@ -49,13 +49,16 @@ __all__ = [
     "MultinomialCounts",
     "PoissonCounts",
     "add_records",
+    "beta_binomial_split",
     "binary_split",
     "category_pairs",
+    "gamma_poisson_split",
     "log_factorial",
     "poisson_split",
     "remove_records",
     "resample_pairs",
     "window_draw",
+    "window_sample",
 ]
 
 TAIL = 1e-12
@@ -156,19 +159,58 @@ def window_draw(
     Returns draws (zeros without ``rng``) and log Σ_x f(x) over the window, each of shape
     (V, B).
     """
+    draws = log_mass = None
+    for rows, low, width, weights, log_total in _windows(
+        logpmf, centre, reach, lower, upper, bracket
+    ):
+        if draws is None:
+            draws = np.zeros((weights.shape[0], centre.shape[0]), dtype=np.int64)
+            log_mass = np.zeros((weights.shape[0], centre.shape[0]))
+        log_mass[:, rows] = log_total
+        if rng is not None:
+            variants = weights.reshape(-1, weights.shape[2])
+            offset = _inverse_cdf(variants, rng.random(variants.shape[0]))
+            draws[:, rows] = low + np.minimum(offset.reshape(-1, rows.size), width)
+    return draws, log_mass
+
+
+def window_sample(
+    logpmf: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    centre: np.ndarray,
+    reach: np.ndarray,
+    lower: np.ndarray,
+    upper,
+    rng: np.random.Generator,
+    count: int,
+    bracket: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """``count`` independent draws from each of B log-concave pmfs (one variant), as
+    `window_draw` places their windows; shape (B, count)."""
+    draws = np.zeros((centre.shape[0], count), dtype=np.int64)
+    for rows, low, width, weights, _ in _windows(logpmf, centre, reach, lower, upper, bracket):
+        cumulative = np.cumsum(weights[0], axis=1)
+        for row, start, last, sums in zip(rows, low, width, cumulative, strict=True):
+            picked = np.searchsorted(sums, rng.random(count) * sums[-1], side="right")
+            draws[row] = start + np.minimum(picked, last)
+    return draws
+
+
+def _windows(logpmf, centre, reach, lower, upper, bracket):
+    """The windows of `window_draw`, batch by batch as they close: ``(rows, low, width,
+    weights, log_total)``, each window [low, low + width], the weights relative to each row's
+    peak (V, R, W; zero past the window's end) and the log of their sum."""
     size = centre.shape[0]
     lower = np.broadcast_to(lower, (size,))
     upper = np.broadcast_to(upper, (size,))
     middle = np.clip(np.floor(np.nan_to_num(centre)), lower, upper).astype(np.int64)
     half = np.ceil(np.minimum(np.nan_to_num(reach, nan=10.0), 1e15)).astype(np.int64) + 2
     located = np.zeros(size, dtype=bool)  # windows already moved to the modes
-    draws = log_mass = None
     queue = _buckets(
         np.arange(size), np.minimum(upper, middle + half) - np.maximum(lower, middle - half)
     )
     for _ in range(_MAX_WIDENINGS * 4):
         if not queue:
-            return draws, log_mass
+            return
         rows = queue.pop()
         low = np.maximum(lower[rows], middle[rows] - half[rows])
         high = np.minimum(upper[rows], middle[rows] + 1 + half[rows])
@@ -189,17 +231,10 @@ def window_draw(
             total = weights.sum(axis=2)
             tails = _tail(window[..., 0], values[..., 0], peak, total)
             tails = tails + _tail(edges[..., 0], edges[..., 1], peak, total)
-        if draws is None:
-            draws = np.zeros((values.shape[0], size), dtype=np.int64)
-            log_mass = np.zeros((values.shape[0], size))
         done = (np.isfinite(peak) & (tails <= TAIL)).all(axis=0)
-        finished = rows[done]
-        log_mass[:, finished] = peak[:, done] + np.log(total[:, done])
-        if rng is not None and finished.size:
-            variants = weights[:, done].reshape(-1, weights.shape[2])
-            offset = _inverse_cdf(variants, rng.random(variants.shape[0]))
-            offset = np.minimum(offset.reshape(-1, finished.size), (high - low)[done])
-            draws[:, finished] = low[done] + offset
+        if done.any():
+            log_total = peak[:, done] + np.log(total[:, done])
+            yield rows[done], low[done], (high - low)[done], weights[:, done], log_total
         missed = rows[~done]
         if not missed.size:
             continue
@@ -404,6 +439,76 @@ def _poisson(means: np.ndarray, released: np.ndarray, noise: IntegerNoise):
         np.maximum(np.ceil(modes.max(axis=0)) + 1, 0).astype(np.int64),
     )
     return logpmf, 0.5 * (low + high), 0.5 * (high - low), bracket
+
+
+def beta_binomial_split(
+    rng: np.random.Generator,
+    total: np.ndarray,
+    alpha: np.ndarray,
+    beta: np.ndarray,
+    first: np.ndarray | None,
+    second: np.ndarray | None,
+    noise: IntegerNoise,
+    count: int,
+) -> np.ndarray:
+    """``count`` independent draws per entry (shape (B, count)) of the split x of T trials
+    with the probability summed out under a Beta(α, β) prior: x ∝ C(T, x) B(α + x, β + T − x)
+    ·P(Z = r₁ − x)·P(Z = r₂ − (T − x)), log-concave for α, β ≥ 1 (the beta-binomial is)."""
+    mean = total * alpha / (alpha + beta)
+    variance = np.maximum(
+        total * alpha * beta * (alpha + beta + total) / ((alpha + beta) ** 2 * (alpha + beta + 1)),
+        0.25,
+    )
+
+    def logpmf(x, rows):
+        t, a, b = total[rows][:, None], alpha[rows][:, None], beta[rows][:, None]
+        value = special.gammaln(a + x) + special.gammaln(b + t - x)
+        value += -log_factorial(x) - log_factorial(t - x)
+        if first is not None:
+            value += noise.log_pmf(first[rows][:, None] - x)
+        if second is not None:
+            value += noise.log_pmf(second[rows][:, None] - (t - x))
+        return value[None]
+
+    precision, weighted = 1.0 / variance, mean / variance
+    if first is not None:
+        precision, weighted = precision + 1.0 / noise.variance, weighted + first / noise.variance
+    if second is not None:
+        precision = precision + 1.0 / noise.variance
+        weighted = weighted + (total - second) / noise.variance
+    reach = noise.reach(np.sqrt(1.0 / precision))
+    return window_sample(logpmf, weighted / precision, reach, 0, total, rng, count)
+
+
+def gamma_poisson_split(
+    rng: np.random.Generator,
+    exposure: np.ndarray,
+    alpha: np.ndarray,
+    rate: np.ndarray,
+    released: np.ndarray,
+    noise: IntegerNoise,
+    count: int,
+) -> np.ndarray:
+    """``count`` independent draws per entry of a Poisson(T·λ) sum with λ summed out under a
+    Gamma(α, rate β) prior (a negative binomial) times P(Z = r − x): log-concave for α ≥ 1."""
+    mean = exposure * alpha / rate
+    variance = np.maximum(mean * (1.0 + exposure / rate), 0.25)
+    log_share = np.log(exposure / (rate + exposure))
+
+    def logpmf(x, rows):
+        value = special.gammaln(alpha[rows][:, None] + x) - log_factorial(x)
+        value += x * log_share[rows][:, None] + noise.log_pmf(released[rows][:, None] - x)
+        return value[None]
+
+    precision = 1.0 / variance + 1.0 / noise.variance
+    centre = (mean / variance + released / noise.variance) / precision
+    reach = noise.reach(np.sqrt(1.0 / precision)) + np.abs(centre - mean)
+    modes = np.stack([mean, released])  # the mode lies between the factors' modes
+    bracket = (
+        np.maximum(np.floor(modes.min(axis=0)) - 1, 0).astype(np.int64),
+        np.maximum(np.ceil(modes.max(axis=0)) + 1, 0).astype(np.int64),
+    )
+    return window_sample(logpmf, centre, reach, 0, _LARGEST_SUM, rng, count, bracket)
 
 
 # The largest integer sum a window may reach (far beyond any released statistic's range).

@@ -169,15 +169,17 @@ def sample(
     if privatisation is not None and not steps:
         batched = batched_posterior(model, privatisation, chains, draws, random_seed)
         attrs = {"sampler": "independent exact draws given the privatised statistics"}
-        chained = batched is None  # a Markov chain, whose mixing is worth checking
-        if chained:
-            batched = augmented_posterior(
+        chained = False  # a Markov chain, whose mixing is worth checking
+        if batched is None:
+            augmented = augmented_posterior(
                 model, privatisation, chains, augmented_tune, draws, checked_rng(random_seed)
             )
-            attrs = {
-                "sampler": "noise-aware data augmentation (numpy)",
-                "tuning_steps": augmented_tune,
-            }
+            if augmented is not None:
+                batched, method = augmented
+                chained = not method.startswith("independent")
+                attrs = {"sampler": f"noise-aware: {method} (numpy)"}
+                if chained:
+                    attrs["tuning_steps"] = augmented_tune
         if batched is not None:
             idata = inference_data(model, batched, 0.0, ledger, attrs)
             idata.add_groups(constant_data=_constant_data(privatisation))

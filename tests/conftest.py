@@ -1,4 +1,5 @@
-"""Shared fixtures: seeded generators and the naive Bayes model of the quickstart notebook."""
+"""Shared fixtures: seeded generators, the naive Bayes model of the quickstart notebook and a
+coin-flip model."""
 
 from __future__ import annotations
 
@@ -28,6 +29,18 @@ def make_naive_bayes():
         return naive_bayes_model(labels, features, a=a, **kwargs)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def coin_model() -> pm.Model:
+    """Six coin flips with a truncated Beta prior: the smallest model a ledger charges."""
+    import pymc_private as pmp
+
+    with pm.Model() as model:
+        y = pmp.PrivateData("y", np.array([0, 1, 1, 0, 1, 1]), bounds=(0, 1))
+        p = pmp.TruncatedBeta("p", 1.0, 1.0, lower=0.01, upper=0.99)
+        pm.Bernoulli("obs", p, observed=y)
+    return model
 
 
 @pytest.fixture(autouse=True)

@@ -60,39 +60,53 @@ def _log_sum_binomial(trials, theta, first, second, noise):
     return special.logsumexp(value, axis=0)
 
 
-def bernoulli(x):
+def bernoulli(x, prior=(1.0, 1.0)):
     with pm.Model() as model:
         x_obs = pmp.PrivateData("x_obs", x, bounds=(0, 1))
-        theta = pmp.TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A)
+        theta = pmp.TruncatedBeta("theta", *prior, lower=A, upper=1 - A)
         pm.Bernoulli("x", theta, observed=x_obs)
     return model
 
 
 @pytest.mark.parametrize(
-    ("n", "epsilon", "delta"),
-    [(10, 0.1, 0.0), (100, 0.01, 0.0), (500, 1.0, 0.0), (300, 0.5, 1e-6)],
+    ("n", "epsilon", "delta", "prior", "method"),
+    [
+        (10, 0.1, 0.0, (1.0, 1.0), "independent exact draws"),
+        (100, 0.01, 0.0, (1.0, 1.0), "independent exact draws"),
+        (500, 1.0, 0.0, (2.0, 1.0), "independent exact draws"),
+        (300, 0.5, 1e-6, (1.0, 1.0), "independent exact draws"),
+        # A Beta(½, ½) prior: the cell's predictive is not log-concave, the chain runs.
+        (100, 0.3, 0.0, (0.5, 0.5), "data augmentation"),
+        (20, 0.2, 1e-6, (0.5, 0.5), "data augmentation"),
+    ],
 )
-def test_beta_bernoulli_draws_are_the_exact_noise_aware_posterior(n, epsilon, delta):
-    """n·ε from 1 (noise far above the sampling spread) to 500, Laplace and Gaussian noise:
-    KS against p(θ | s̃) ∝ Σ_x Binomial(x; n, θ)·P(Z = s̃ − x) on [a, 1 − a]."""
+def test_beta_bernoulli_draws_are_the_exact_noise_aware_posterior(n, epsilon, delta, prior, method):
+    """n·ε from 1 (noise far above the sampling spread) to 500, Laplace and Gaussian noise,
+    independent draws and the Markov chain: KS against p(θ | s̃) ∝ ξ(θ) Σ_x Binomial(x; n, θ)
+    ·P(Z = s̃ − x) on [a, 1 − a]."""
     x = np.random.default_rng(n).binomial(1, 0.3, n)
-    private = pmp.privatize(bernoulli(x), epsilon, delta=delta, secure=False, random_seed=n)
+    model = bernoulli(x, prior)
+    private = pmp.privatize(model, epsilon, delta=delta, secure=False, random_seed=n)
     idata = _sample(private, seed=1)
-    assert idata.attrs["sampler"] == "noise-aware data augmentation (numpy)"
+    assert idata.attrs["sampler"].startswith(f"noise-aware: {method}")
     grid = np.linspace(A, 1 - A, GRID)
     released = _released(private, "counts(x_obs)")[0]
     log_density = _log_sum_binomial(n, grid, released, None, _noise(private, "counts(x_obs)"))
+    log_density = log_density + stats.beta.logpdf(grid, *prior)
     assert _ks(idata.posterior["theta"].values, grid, log_density) > 1e-3
 
 
-def test_poisson_rate_draws_are_the_exact_noise_aware_posterior():
+@pytest.mark.parametrize(("shape", "method"), [(2.0, "independent"), (0.8, "data augmentation")])
+def test_poisson_rate_draws_are_the_exact_noise_aware_posterior(shape, method):
+    """Gamma(2, 0.5) on [0.5, 10]: independent draws; Gamma(0.8, 0.5): the chain."""
     k = np.minimum(np.random.default_rng(7).poisson(3.0, 200), 20)
     with pm.Model() as model:
         k_obs = pmp.PrivateData("k_obs", k, bounds=(0, 20))
-        lam = pmp.TruncatedGamma("lam", 2.0, 0.5, lower=0.5, upper=10.0)
+        lam = pmp.TruncatedGamma("lam", shape, 0.5, lower=0.5, upper=10.0)
         pm.Poisson("k", lam, observed=k_obs)
     private = pmp.privatize(model, 0.5, secure=False, random_seed=8)
     idata = _sample(private, seed=2)
+    assert idata.attrs["sampler"].startswith(f"noise-aware: {method}")
     grid = np.linspace(0.5, 10.0, GRID)
     released = _released(private, "sum(k_obs)")[()]
     noise = _noise(private, "sum(k_obs)")
@@ -100,7 +114,7 @@ def test_poisson_rate_draws_are_the_exact_noise_aware_posterior():
     log_likelihood = special.logsumexp(
         stats.poisson.logpmf(sums, 200 * grid[None, :]) + noise.log_pmf(released - sums), axis=0
     )
-    log_density = stats.gamma.logpdf(grid, 2.0, scale=2.0) + log_likelihood
+    log_density = stats.gamma.logpdf(grid, shape, scale=2.0) + log_likelihood
     assert _ks(idata.posterior["lam"].values, grid, log_density) > 1e-3
 
 

@@ -18,8 +18,6 @@ import signal
 import sys
 
 import hypothesis.strategies as st
-import numpy as np
-import pymc as pm
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -27,15 +25,6 @@ import pymc_private as pmp
 from pymc_private.accounting import Release
 
 SPEND = Release("laplace", 0.3, statistic="s")
-
-
-@pytest.fixture(scope="module")
-def coin_model():
-    with pm.Model() as model:
-        y = pmp.PrivateData("y", np.array([0, 1, 1, 0, 1, 1]), bounds=(0, 1))
-        p = pmp.TruncatedBeta("p", 1.0, 1.0, lower=0.01, upper=0.99)
-        pm.Bernoulli("obs", p, observed=y)
-    return model
 
 
 def _entries(path) -> list[dict]:

@@ -133,15 +133,6 @@ def test_a_crash_loses_no_recorded_release_and_a_torn_line_hides_nothing(tmp_pat
         reopened.record(Release("laplace", 0.5, statistic="s"))
 
 
-@pytest.fixture(scope="module")
-def coin_model():
-    with pm.Model() as model:
-        y = pmp.PrivateData("y", np.array([0, 1, 1, 0, 1, 1]), bounds=(0, 1))
-        p = pmp.TruncatedBeta("p", 1.0, 1.0, lower=0.01, upper=0.99)
-        pm.Bernoulli("obs", p, observed=y)
-    return model
-
-
 def test_attach_charges_the_file_with_this_and_earlier_releases_and_its_budget_holds(
     tmp_path, coin_model, monkeypatch
 ):
