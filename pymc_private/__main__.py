@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-FULL = {"draws": 1000, "tune": 200, "chains": 2, "seeds": 6, "n_features": 5}
+FULL = {"draws": 500, "tune": 200, "chains": 2, "seeds": 6, "n_features": 5}
 QUICK = {"draws": 100, "tune": 20, "chains": 1, "seeds": 2, "n_features": 5}
 
 
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
             "report, a posterior summary and a PNG of test accuracy against ε."
         ),
     )
-    demo.add_argument("--draws", type=int, help="draws per chain (default 1000, quick 100)")
+    demo.add_argument("--draws", type=int, help="draws per chain (default 500, quick 100)")
     demo.add_argument("--tune", type=int, help="tuning iterations (default 200, quick 20)")
     demo.add_argument("--chains", type=int, help="chains per fit (default 2, quick 1)")
     demo.add_argument("--seeds", type=int, help="noise seeds per ε (default 6, quick 2)")

@@ -363,7 +363,7 @@ def _print_table(rows: Sequence[UtilityRow], majority_accuracy: float) -> None:
 def run(
     *,
     epsilons: Sequence[float] = EPSILONS,
-    draws: int = 1000,
+    draws: int = 500,
     tune: int = 200,
     chains: int = 2,
     seeds: int = 6,
@@ -441,6 +441,7 @@ def run(
     with _quiet_pymc():
         for epsilon in epsilons:
             accuracies = []
+            print(f"ε = {epsilon:g}: accuracies", end="", flush=True)
             for k in range(seeds):
                 private = privatize(model, epsilon=epsilon)
                 with private:
@@ -454,11 +455,11 @@ def run(
                         compute_convergence_checks=False,
                     )
                 accuracies.append(_accuracy(*_posterior_arrays(idata), data))
+                print(f" {accuracies[-1]:.3f}", end="", flush=True)
                 if epsilon == report_epsilon and reported is None:
                     reported, releases = idata, privatisation_of(private).releases
             rows.append(UtilityRow(float(epsilon), tuple(accuracies), non_private))
-            listed = " ".join(f"{value:.3f}" for value in accuracies)
-            print(f"ε = {epsilon:g}: accuracies {listed} ({time.perf_counter() - start:.0f} s)")
+            print(f" ({time.perf_counter() - start:.0f} s)")
 
     print("\n== Utility: test accuracy of the posterior predictive classifier ==")
     _print_table(rows, majority)
