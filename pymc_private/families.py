@@ -370,6 +370,16 @@ class LikelihoodTerm:
         """Whether replacing a record can move it to another group."""
         return self.group_domain is not None and self.group_domain.size > 1
 
+    def parameters_at(self, values: Mapping[str, object]) -> dict[str, object]:
+        """The node's non-constant parameters, by the family's names, at the free variables'
+        ``values`` (by name): what `LikelihoodFamily.statistic_moments` and ``count_law``
+        read."""
+        return {
+            name: values[p.free_variable]
+            for name, p in self.parameters.items()
+            if p.constant is None
+        }
+
     @property
     def cell_ndim(self) -> int:
         """Axes of the node's statistics at element resolution: the group axis (grouped),
