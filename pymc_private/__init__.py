@@ -16,6 +16,7 @@ from pymc_private.errors import (
     LedgerError,
     LedgerIntegrityError,
     LedgerWriteError,
+    NUTSFallbackWarning,
     PrivacyError,
     UnboundedSensitivityError,
     UncoveredDataWarning,
@@ -66,6 +67,7 @@ __all__ = [
     "LedgerError",
     "LedgerIntegrityError",
     "LedgerWriteError",
+    "NUTSFallbackWarning",
     "ParameterSupport",
     "PosteriorSampleResponder",
     "PrivacyAnalysis",
@@ -109,3 +111,12 @@ __all__ = [
     "sample_posterior",
     "sample_posterior_predictive",
 ]
+
+
+def __getattr__(name: str):
+    """`pmp.demo` without importing it (and its data set) with the package."""
+    if name == "demo":
+        import importlib
+
+        return importlib.import_module("pymc_private.demo")
+    raise AttributeError(f"module 'pymc_private' has no attribute {name!r}")

@@ -62,7 +62,7 @@ from scipy import stats
 from scipy.special import expit
 
 from pymc_private import session
-from pymc_private.data import checked_source, datasets_of
+from pymc_private.data import checked_source, datasets_of, private_data
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
@@ -1023,7 +1023,7 @@ class PrivacyLedger:
         the file's budget; `pmp.ledger_for` and the reports show the file's releases from
         earlier sessions too. A file that names a source (`open`) charges the data sets of
         that source only, including those declared later in the session (a corrected
-        record, a subset).
+        record, a subset), and the same records declared without the source.
 
         A process forked from one whose session it shares (see `pymc_private.session`) can
         attach only the files its parent attached: attach in the parent before forking.
@@ -1049,7 +1049,11 @@ class PrivacyLedger:
                     f"pmp.PrivateData(..., source={book.source!r}) if it comes from the same "
                     "people, or attach a ledger file of its own."
                 )
-            datasets = (source_dataset(book.source),)
+            source = source_dataset(book.source)
+            # The source's records as declared here: the same records declared without the
+            # source (a helper that forgot source=) are charged to the file too.
+            records = {s.records for s in private_data(model).values() if s.dataset == source}
+            datasets = (source, *sorted(records))
         with session.releasing():
             attached = session.attached()
             for dataset in datasets:
@@ -1074,8 +1078,7 @@ class PrivacyLedger:
         """Append to the file what this session released from ``dataset`` and the file does
         not hold yet, with the same uids (so each release appears once), without a budget
         check: it was made."""
-        path = session.directory() / f"{dataset}.jsonl"
-        session_book = _Book(Journal.open(path, create=_SESSION_HEADER))
+        session_book = _Book(Journal.open(session.journal(dataset), create=_SESSION_HEADER))
         file_book = _attached_book(book.path, book.journal.header_line)
         with locked([session_book.journal, file_book.journal]) as held:
             in_file = {uid for uid, _ in file_book.read_new()}
@@ -1155,7 +1158,13 @@ class PrivacyLedger:
         """Warn once if this session's view reads a data set no attached file covers while
         the session has attached files (`UncoveredDataWarning`)."""
         attached = session.attached()
-        if self._warned or not attached or all(attached.get(d) for d in self._datasets):
+
+        def covered(dataset: str) -> bool:
+            # Attached to the data set, or to a source its records were declared with here.
+            by_source = session.sources(dataset).intersection(self._datasets)
+            return bool(attached.get(dataset)) or any(attached.get(s) for s in by_source)
+
+        if self._warned or not attached or all(covered(d) for d in self._datasets):
             return
         self._warned = True
         warnings.warn(
@@ -1570,10 +1579,7 @@ def dataset_ledger(datasets: Iterable[str]) -> PrivacyLedger:
         views = session.views()
         ledger = views.get(key)
         if ledger is None:
-            folder = session.directory()
-            books = [
-                _Book(Journal.open(folder / f"{d}.jsonl", create=_SESSION_HEADER)) for d in key
-            ]
+            books = [_Book(Journal.open(session.journal(d), create=_SESSION_HEADER)) for d in key]
             files = {p: h for d in key for p, h in session.attached().get(d, {}).items()}
             books.extend(_attached_book(p, h) for p, h in files.items())
             ledger = views[key] = PrivacyLedger.__new__(PrivacyLedger)

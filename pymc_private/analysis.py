@@ -526,10 +526,6 @@ def reads_private_data(model: pm.Model | None = None) -> bool:
         # PrivateData it must be declared as such (`analyze` says so), and a privatised model
         # has none of its own.
         return True
-    specs = private_data(model)
-    private = {variable for variable in model.data_vars if variable.name in specs}
-    if not private:
-        return False
     outputs = [
         *model.free_RVs,
         *model.observed_RVs,
@@ -537,7 +533,9 @@ def reads_private_data(model: pm.Model | None = None) -> bool:
         *model.potentials,
         *model.deterministics,
     ]
-    return any(variable in private for variable in ancestors(outputs))
+    # Any `PrivateData`, this model's or another's (a privatised model extended with the raw
+    # model's data reads it as much as its own would).
+    return any(declaration(variable) is not None for variable in ancestors(outputs))
 
 
 def refuse_private_paths(model: pm.Model | None = None) -> None:

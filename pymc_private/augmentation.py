@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from dataclasses import replace as _replace
 
@@ -70,7 +71,7 @@ from scipy import special
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.augmented_chain import AugmentedChain
 from pymc_private.conjugate import draw_conjugate
-from pymc_private.errors import UnsupportedModelError
+from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError
 from pymc_private.families import (
     LikelihoodTerm,
     StatisticSpec,
@@ -146,17 +147,20 @@ class _Uncovered(Exception):
 
 
 def augmented_sampler(model: pm.Model, privatisation) -> AugmentedSampler | None:
-    """The numpy sampler of a noise-aware privatised ``model``, or None when a part of the
-    model is not covered (then NUTS samples it; the reason is logged by PyMC's logger)."""
+    """The numpy sampler of a noise-aware privatised ``model``, or None when it is plug-in or
+    a part of it is not covered (`augmented_posterior` says which)."""
+    built = _built(model, privatisation)
+    return built if isinstance(built, AugmentedSampler) else None
+
+
+def _built(model: pm.Model, privatisation) -> AugmentedSampler | str | None:
+    """The sampler, or why the moves do not cover the model, or None for a plug-in model."""
     if not privatisation.noise_aware:
         return None
     try:
         return AugmentedSampler(model, privatisation)
     except _Uncovered as reason:
-        _log.info(
-            "NUTS samples this noise-aware model: the numpy sampler does not cover it (%s).", reason
-        )
-        return None
+        return str(reason)
 
 
 def augmented_posterior(
@@ -164,10 +168,19 @@ def augmented_posterior(
 ) -> tuple[dict[str, np.ndarray], str] | None:
     """``draws`` draws per chain (dims chain, draw, ...) of a noise-aware privatised model by
     the numpy sampler, and how they were drawn (`AugmentedSampler.method`), or None when it
-    does not cover the model (`augmented_sampler`). Post-processing of released statistics:
-    free."""
-    sampler = augmented_sampler(model, privatisation)
+    does not cover the model (a `NUTSFallbackWarning` says why; the caller runs NUTS).
+    Post-processing of released statistics: free."""
+    sampler = _built(model, privatisation)
     if sampler is None:
+        return None
+    if isinstance(sampler, str):
+        warnings.warn(
+            f"pmp.sample runs NUTS on this noise-aware model, compiled and often 10 to 300 "
+            f"times slower than its numpy sampler, which does not cover it: {sampler}. Remove "
+            "that part to sample in numpy, or pass step=pm.NUTS() to choose NUTS.",
+            NUTSFallbackWarning,
+            stacklevel=3,
+        )
         return None
     start = time.perf_counter()
     posterior = sampler.sample(chains, tune, draws, rng)
@@ -203,6 +216,11 @@ class AugmentedSampler:
         self.released = privatisation.statistics
         self.laws = noise_laws(privatisation)
         analysis = self.analysis
+        free = {rv.name for rv in model.free_RVs}
+        for term in analysis.terms:
+            gone = [name for name in term.free_variables if name not in free]
+            if gone:  # e.g. fixed by pm.do: the analysis' terms no longer describe the model
+                raise _Uncovered(f"`{term.node}` reads `{gone[0]}`, no longer a free variable")
         self.sizes = self._group_sizes()
         size_nodes = {s.node.node for s in self.sizes.values() if s.node is not None}
         self.counts: dict[str, _CountNode] = {}
@@ -294,7 +312,8 @@ class AugmentedSampler:
             try:
                 block = conjugate_block(self.analysis, rv, self.model, augmented=True)
             except UnsupportedModelError as error:
-                raise _Uncovered(str(error)) from None
+                # Its first sentence: why (the rest is advice for PrivateGibbs users).
+                raise _Uncovered(str(error).split(". ")[0]) from None
             if block.hyper:
                 raise _Uncovered(f"{name} has a hyperprior over count parameters")
             collapsible = all(node in self.counts for node in nodes)
@@ -347,8 +366,9 @@ class AugmentedSampler:
         expected = {term.node + "_privatised" for term in self.analysis.terms}
         expected |= {spec.spec.name + "_noise" for spec in self.sizes.values()}
         extra = [p.name for p in self.model.potentials if p.name not in expected]
-        if extra or self.model.observed_RVs:
-            raise _Uncovered("the model has likelihood terms of its own")
+        extra += [rv.name for rv in self.model.observed_RVs]
+        if extra:
+            raise _Uncovered(f"the model's own likelihood term `{extra[0]}`")
 
     # -- sampling -----------------------------------------------------------------------
 
@@ -363,7 +383,12 @@ class AugmentedSampler:
         if independent is not None:
             self.method = "independent exact draws"
             return {name: d.reshape(chains, draws, *d.shape[1:]) for name, d in independent.items()}
-        self.method = f"data augmentation, {tune} tuning iterations"
+        moves = []
+        if self.counts:
+            moves.append("data augmentation of counts")
+        if self.slices:
+            moves.append("elliptical slice sampling")
+        self.method = f"{' and '.join(moves) or 'conjugate Gibbs'}, {tune} tuning iterations"
         state = AugmentedChain(self, chains, rng)
         kept: dict[str, list] = {}
         for iteration in range(tune + draws):

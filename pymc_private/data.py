@@ -26,6 +26,7 @@ import pymc as pm
 import pytensor
 from pytensor.tensor.variable import TensorVariable
 
+from pymc_private import session
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.records import (
     RecordCheck,
@@ -130,13 +131,18 @@ value has a ``datasets`` attribute, the ids of the data sets they were released 
 
 def datasets_of(model: pm.Model | None = None) -> tuple[str, ...]:
     """The ids of the private data sets a model reads: those of its `PrivateData` and those
-    its released statistics (a model returned by `pmp.privatize`) came from."""
+    its released statistics (a model returned by `pmp.privatize`) came from. A `PrivateData`
+    with a declared source counts as its source and as its records, so that the same records
+    declared without the source are charged too."""
     model = pm.modelcontext(model)
     found: list[str] = []
     for variable in model.data_vars:
         spec = getattr(variable.tag, _SPEC_TAG, None)
         released = getattr(variable.tag, RELEASED_TAG, None)
-        ids = [spec.dataset] if spec is not None else list(getattr(released, "datasets", ()))
+        if spec is not None:
+            ids = [spec.dataset, spec.records]
+        else:
+            ids = list(getattr(released, "datasets", ()))
         found.extend(i for i in ids if i not in found)
     return tuple(found)
 
@@ -283,6 +289,8 @@ def PrivateData(
         records=records,
         source=source,
     )
+    if source:
+        session.declare_source(records, spec.dataset)
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable
 
@@ -386,6 +394,8 @@ def check_private_data(model: pm.Model | None = None) -> None:
             # New values (pm.set_data): other records, charged in their own ledger unless a
             # source was declared (the same people: the same ledger).
             dataset = spec.dataset if spec.source else records
+            if spec.source:
+                session.declare_source(records, dataset)
             setattr(variable.tag, _SPEC_TAG, replace(spec, dataset=dataset, records=records))
 
 

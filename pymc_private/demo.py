@@ -440,7 +440,7 @@ def run(
     )
     with _quiet_pymc():
         for epsilon in epsilons:
-            accuracies = []
+            accuracies, begun = [], time.perf_counter()
             print(f"ε = {epsilon:g}: accuracies", end="", flush=True)
             for k in range(seeds):
                 private = privatize(model, epsilon=epsilon)
@@ -459,7 +459,7 @@ def run(
                 if epsilon == report_epsilon and reported is None:
                     reported, releases = idata, privatisation_of(private).releases
             rows.append(UtilityRow(float(epsilon), tuple(accuracies), non_private))
-            print(f" ({time.perf_counter() - start:.0f} s)")
+            print(f" ({time.perf_counter() - begun:.0f} s)")
 
     print("\n== Utility: test accuracy of the posterior predictive classifier ==")
     _print_table(rows, majority)

@@ -81,6 +81,13 @@ class ConvergenceWarning(UserWarning):
     means for the route that drew it."""
 
 
+class NUTSFallbackWarning(UserWarning):
+    """`pmp.sample` runs PyMC (NUTS) on a noise-aware privatised model because the numpy
+    sampler does not cover a part of it (a `pm.Potential`, a likelihood it has no move for):
+    compiled and often 10 to 300 times slower. The message names the part; pass
+    ``step=pm.NUTS()`` to choose NUTS and silence it."""
+
+
 class CalibrationWarning(UserWarning):
     """A plug-in posterior (``pmp.privatize(..., noise_aware=False)``) whose released
     statistics carry noise that is not small next to their own sampling spread: its intervals

@@ -311,8 +311,11 @@ class Journal:
         size = os.fstat(descriptor).st_size
         self._check_unchanged(descriptor, size)
         data = _read_from(descriptor, self._offset, size)
-        end = data.rfind(b"\n") + 1
         chain, number, offset, last, entries = self._chain, self._lines, self._offset, None, []
+        if data[:1] == b"\n" and not self._last.endswith(b"\n"):
+            # The end of a counted line that lacked it (written by the next append).
+            data, offset, last = data[1:], offset + 1, self._last + b"\n"
+        end = data.rfind(b"\n") + 1
         for line in data[:end].split(b"\n")[:-1]:
             number += 1
             checked = _checked(line, chain)
@@ -327,6 +330,16 @@ class Journal:
             raise LedgerIntegrityError(
                 self._damaged(number + 1, "is whole but its last byte is not the end of a line")
             )
+        whole = _checked(tail, chain) if tail else None
+        if whole is not None:
+            # A whole, chained line that lacks only its "\n" (a crash just before it, or a
+            # lost last byte) is counted: over-counting is the safe side. The next append
+            # ends it first.
+            number += 1
+            entry, chain = whole
+            entries.append((number, entry))
+            offset += len(tail)
+            last = tail
         if last is not None:
             self._chain, self._lines, self._offset, self._last = chain, number, offset, last
             self._pending.extend(entries)
@@ -365,7 +378,9 @@ class Journal:
         truncate back to; on failure the file is already truncated back to it."""
         self._read(descriptor)
         start = self._offset
-        chain, lines = self._chain, []
+        chain = self._chain
+        # A counted last line without its "\n" is ended before anything follows it.
+        lines = [] if self._last.endswith(b"\n") else [b"\n"]
         for entry in entries:
             line, chain = _line(entry, chain)
             lines.append(line)

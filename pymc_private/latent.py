@@ -231,6 +231,10 @@ def _windows(logpmf, centre, reach, lower, upper, bracket):
             total = weights.sum(axis=2)
             tails = _tail(window[..., 0], values[..., 0], peak, total)
             tails = tails + _tail(edges[..., 0], edges[..., 1], peak, total)
+        if np.isnan(peak).any():
+            raise RuntimeError(
+                "pymc-private: a latent statistic's pmf is NaN; please report this model."
+            )
         done = (np.isfinite(peak) & (tails <= TAIL)).all(axis=0)
         if done.any():
             log_total = peak[:, done] + np.log(total[:, done])
@@ -493,11 +497,11 @@ def gamma_poisson_split(
     Gamma(α, rate β) prior (a negative binomial) times P(Z = r − x): log-concave for α ≥ 1."""
     mean = exposure * alpha / rate
     variance = np.maximum(mean * (1.0 + exposure / rate), 0.25)
-    log_share = np.log(exposure / (rate + exposure))
+    share = exposure / (rate + exposure)  # 0 for a cell of no records: x = 0 surely
 
     def logpmf(x, rows):
         value = special.gammaln(alpha[rows][:, None] + x) - log_factorial(x)
-        value += x * log_share[rows][:, None] + noise.log_pmf(released[rows][:, None] - x)
+        value += special.xlogy(x, share[rows][:, None]) + noise.log_pmf(released[rows][:, None] - x)
         return value[None]
 
     precision = 1.0 / variance + 1.0 / noise.variance

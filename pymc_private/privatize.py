@@ -12,6 +12,7 @@ are public: any number of draws, chains and step methods (NUTS included) cost no
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import warnings
 from collections.abc import Mapping
@@ -145,10 +146,16 @@ def privatisation_of(model: pm.Model) -> Privatisation | None:
 def privatised_route(model: pm.Model) -> Privatisation | None:
     """The privatisation to sample a model on for free: the one whose released statistics it
     holds, provided it reads no raw private data (`pymc_private.analysis.reads_private_data`:
-    a privatised model extended with raw `PrivateData` pays per draw again). None otherwise."""
+    a privatised model extended with raw `PrivateData` pays per draw again), with the
+    statistics its data variables hold now (the graph decides: a `pm.set_data` since is what
+    every sampler conditions on). None otherwise."""
     if reads_private_data(model):
         return None
-    return privatisation_of(model)
+    privatisation = privatisation_of(model)
+    if privatisation is None:
+        return None
+    held = {name: np.asarray(model[name].get_value()) for name in privatisation.statistics}
+    return dataclasses.replace(privatisation, statistics=held)
 
 
 def has_closed_form_conditional(rv: Variable) -> bool:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -264,10 +263,10 @@ def _fmt(x: float) -> str:
 # The identity of a data set
 # ---------------------------------------------------------------------------------------
 
-# Data sets are identified by a keyed hash of their values (a key drawn per process, so the
-# digests mean nothing outside it and reveal nothing about the data).
+# Data sets are identified by a keyed hash of their values (a key drawn per process and
+# inherited by forked children, so the ids mean nothing outside them and reveal nothing about
+# the data: a keyed hash is indistinguishable from random without its key).
 _DATASET_KEY = os.urandom(32)
-_DATASET_IDS: dict[bytes, str] = {}
 DIGEST_KEYS = np.random.default_rng(list(_DATASET_KEY)).integers(
     0, 2**64, size=(4, 64), dtype=np.uint64, endpoint=False
 )
@@ -312,12 +311,14 @@ def record_digest(records: np.ndarray, keys: np.ndarray = DIGEST_KEYS) -> np.nda
 
 def dataset_identity(digest: np.ndarray, shape: tuple[int, ...]) -> str:
     """The ledger key of the records of ``shape`` (n, then one record's shape) whose
-    `record_digest` summed to ``digest``. Trailing unit axes do not count."""
+    `record_digest` summed to ``digest``: their keyed hash, the same in this process and in
+    the processes it forks (so children that declare the same records share its ledger).
+    Trailing unit axes do not count."""
     width = int(np.prod(shape[1:], dtype=np.int64))
-    key = hashlib.blake2b(key=_DATASET_KEY, digest_size=32)
+    key = hashlib.blake2b(key=_DATASET_KEY, digest_size=16)
     key.update(f"{(int(shape[0]), width)}".encode())
     key.update(np.asarray(digest, dtype=np.uint64).tobytes())
-    return _DATASET_IDS.setdefault(key.digest(), uuid.uuid4().hex)
+    return key.hexdigest()
 
 
 def source_dataset(source: str) -> str:

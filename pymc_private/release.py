@@ -48,7 +48,7 @@ PUBLIC_ATTRS = (
 
 _WHY = {
     "observed_data": "the raw observed values of the private data",
-    "constant_data": "the values of the model's data, raw `PrivateData` included",
+    "constant_data": "the values of the model's data, which may include raw `PrivateData`",
     "log_likelihood": (
         "the log-likelihood of each raw record: a function of that record alone, so it is "
         "not releasable (this is why az.loo, az.waic and az.compare cannot run on a private "
@@ -60,8 +60,11 @@ _WHY = {
     ),
     "predictions": "predictions of the original model; use pmp.sample_posterior_predictive",
     "prior_predictive": "prior predictive draws computed from the model's raw covariates",
-    "posterior": "draws not released by a private route (pm.sample reads the raw data)",
-    "sample_stats": "sampler statistics of a run on raw data (lp, energy, step sizes, ...)",
+    "posterior": (
+        "draws not released by a private route: pm.sample may read raw data, and nothing "
+        "checked what its draws depend on; sample with pmp.sample"
+    ),
+    "sample_stats": "sampler statistics (lp, energy, ...) of a run no private route checked",
 }
 
 

@@ -136,6 +136,7 @@ def sample(
     _check_arguments(
         model,
         draws=draws,
+        privatised=privatisation is not None,
         tune=tune,
         chains=chains,
         cores=cores,
@@ -181,7 +182,10 @@ def sample(
                 if chained:
                     attrs["tuning_steps"] = augmented_tune
         if batched is not None:
+            _warn_unused(kwargs)
             idata = inference_data(model, batched, 0.0, ledger, attrs)
+            if kwargs.get("var_names") is not None:
+                idata.posterior = idata.posterior[list(kwargs["var_names"])]
             idata.add_groups(constant_data=_constant_data(privatisation))
             if chained and kwargs.get("compute_convergence_checks", True):
                 _warn_unmixed(idata, per_draw=False)
@@ -205,10 +209,39 @@ def sample(
         **kwargs,
     )
     released = _released(idata, private_steps, privatisation)
+    names = sorted({type(s).__name__ for s in steps})
+    released.attrs["sampler"] = "pm.sample: " + (
+        ", ".join(names) if names else "PyMC's step methods (NUTS for continuous variables)"
+    )
     if convergence_checks:
         _warn_unmixed(released, per_draw=any(s.touches_raw_data for s in private_steps))
     released.attrs[LEDGER_ATTR] = ledger.to_json()
     return seal(released)
+
+
+# pm.sample keywords the numpy routes of a privatised model have no use for.
+_UNUSED_BY_NUMPY = (
+    "initvals",
+    "init",
+    "n_init",
+    "jitter_max_retries",
+    "discard_tuned_samples",
+    "callback",
+    "nuts_sampler_kwargs",
+    "compile_kwargs",
+)
+
+
+def _warn_unused(kwargs: dict) -> None:
+    """Say which of the caller's `pm.sample` keywords the numpy sampler did not use."""
+    unused = [name for name in _UNUSED_BY_NUMPY if name in kwargs]
+    if unused:
+        warnings.warn(
+            f"pmp.sample drew this privatised model in numpy, without PyMC's samplers, and did "
+            f"not use {', '.join(unused)}: pass step=pm.NUTS() to sample it with pm.sample.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
@@ -220,8 +253,12 @@ def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
         return
     with warnings.catch_warnings(), np.errstate(all="ignore"):  # a chain that never moved
         warnings.simplefilter("ignore", RuntimeWarning)
-        rhat = float(az.rhat(posterior).to_array().max())
-        ess = float(az.ess(posterior).to_array().min())
+        rhats = {name: float(v.max()) for name, v in az.rhat(posterior).data_vars.items()}
+        esses = {name: float(v.min()) for name, v in az.ess(posterior).data_vars.items()}
+    # The worst variable of each (NaN, a chain that never moved, the worst of all).
+    worst_rhat = max(rhats, key=lambda name: np.nan_to_num(rhats[name], nan=math.inf))
+    worst_ess = min(esses, key=lambda name: np.nan_to_num(esses[name], nan=-math.inf))
+    rhat, ess = rhats[worst_rhat], esses[worst_ess]
     if not (rhat > 1.01 or ess < 100 * chains or math.isnan(rhat)):
         return
     if per_draw:
@@ -238,8 +275,9 @@ def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
         )
     warnings.warn(
         f"The {chains} released chains of {draws} draws have not mixed: R-hat up to "
-        f"{rhat:.3g}, bulk effective sample size down to {ess:.0f} (PyMC's thresholds: "
-        f"1.01 and {100 * chains}). {advice} See az.summary(idata).",
+        f"{rhat:.3f} (`{worst_rhat}`), bulk effective sample size down to {ess:.0f} "
+        f"(`{worst_ess}`) (PyMC's thresholds: 1.01 and {100 * chains}). {advice} See "
+        "az.summary(idata).",
         ConvergenceWarning,
         stacklevel=3,
     )
@@ -268,7 +306,10 @@ def _check_keywords(kwargs: dict) -> None:
         )
     unknown = sorted(set(kwargs) - set(inspect.signature(pm.sample).parameters))
     if unknown:
-        raise TypeError(f"pmp.sample got unexpected keyword arguments {unknown}.")
+        raise TypeError(
+            f"pmp.sample got unexpected keyword arguments {unknown}; settings of a step method "
+            "go to the step, e.g. step=pm.NUTS(target_accept=0.9)."
+        )
 
 
 def _count(name: str, value, minimum: int) -> None:
@@ -279,10 +320,11 @@ def _count(name: str, value, minimum: int) -> None:
 
 
 def _check_arguments(
-    model: pm.Model, *, draws, tune, chains, cores, budget, random_seed, kwargs
+    model: pm.Model, *, draws, privatised, tune, chains, cores, budget, random_seed, kwargs
 ) -> None:
-    """Everything `pm.sample` would refuse, refused before anything is charged."""
-    _count("draws", draws, 0)
+    """Everything `pm.sample` would refuse, refused before anything is charged (and no draws
+    from a privatised model: nothing to return)."""
+    _count("draws", draws, 1 if privatised else 0)
     _count("tune", tune, 0)
     _count("chains", chains, 1)
     _count("cores", cores, 1)

@@ -46,10 +46,13 @@ from pymc_private.errors import LedgerIntegrityError, LedgerWriteError, Unsuppor
 __all__ = [
     "PrivatePayload",
     "attached",
+    "declare_source",
     "directory",
     "forked",
+    "journal",
     "releasing",
     "reset",
+    "sources",
     "views",
 ]
 
@@ -64,6 +67,10 @@ class _Session:
         self.views: dict[tuple[str, ...], Any] = {}
         # Ledger files attached to each data set: path → the file's header line.
         self.attached: dict[str, dict[str, bytes]] = {}
+        # The session journals this session used (`journal`).
+        self.journals: set[Path] = set()
+        # The sources each data set's records were declared with (`declare_source`).
+        self.sources: dict[str, set[str]] = {}
 
 
 _STATE = _Session()
@@ -108,6 +115,28 @@ def directory() -> Path:
         return _STATE.directory
 
 
+def journal(dataset: str) -> Path:
+    """The path of a data set's session journal.
+
+    Raises
+    ------
+    LedgerIntegrityError
+        The journal was used in this session and has since been removed (a temporary-file
+        cleaner, say): the releases it held are gone, and a new empty one would admit a
+        budget again.
+    """
+    path = directory() / f"{dataset}.jsonl"
+    with _LOCK:
+        if path in _STATE.journals and not path.exists():
+            raise LedgerIntegrityError(
+                f"The session journal {path} was removed while this session ran; the releases "
+                "it held are gone, so no release from its data can be counted. Start a new "
+                "Python process (ledger files, PrivacyLedger.open, are not affected)."
+            )
+        _STATE.journals.add(path)
+    return path
+
+
 def views() -> dict[tuple[str, ...], Any]:
     """The session's ledger views by data-set key (`accounting.dataset_ledger`)."""
     return _STATE.views
@@ -116,6 +145,19 @@ def views() -> dict[tuple[str, ...], Any]:
 def attached() -> dict[str, dict[str, bytes]]:
     """The ledger files attached to each data set in this session: path → header line."""
     return _STATE.attached
+
+
+def declare_source(records: str, source: str) -> None:
+    """Note that the records ``records`` were declared with the source of id ``source``
+    (`sources`)."""
+    with _LOCK:
+        _STATE.sources.setdefault(records, set()).add(source)
+
+
+def sources(records: str) -> frozenset[str]:
+    """The ids of the sources the records ``records`` were declared with in this session."""
+    with _LOCK:
+        return frozenset(_STATE.sources.get(records, ()))
 
 
 def forked() -> bool:

@@ -5,6 +5,8 @@ NUTS route samples, on a grid), its place in `pmp.sample`, and the models it lea
 
 from __future__ import annotations
 
+import warnings
+
 import arviz as az
 import numpy as np
 import pymc as pm
@@ -68,6 +70,19 @@ def bernoulli(x, prior=(1.0, 1.0)):
     return model
 
 
+def naive_bayes(labels, features):
+    """Binary features given a binary class label, all private, on uniform truncated priors."""
+    with pm.Model() as model:
+        y_obs = pmp.PrivateData("y_obs", labels, bounds=(0, 1))
+        x_obs = pmp.PrivateData("x_obs", features, bounds=(0, 1))
+        pi = pmp.TruncatedBeta("pi", 1, 1, lower=A, upper=1 - A)
+        shape = (2, features.shape[1])
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A, shape=shape)
+        pm.Bernoulli("y", pi, observed=y_obs)
+        pm.Bernoulli("x", theta[y_obs], observed=x_obs)
+    return model
+
+
 @pytest.mark.parametrize(
     ("n", "epsilon", "delta", "prior", "method"),
     [
@@ -127,14 +142,7 @@ def test_naive_bayes_group_sizes_and_rates_are_the_exact_posterior():
     n = 40
     labels = rng.integers(0, 2, n)
     feature = (rng.random(n) < np.where(labels == 1, 0.8, 0.3)).astype(int)[:, None]
-    with pm.Model() as model:
-        y_obs = pmp.PrivateData("y_obs", labels, bounds=(0, 1))
-        x_obs = pmp.PrivateData("x_obs", feature, bounds=(0, 1))
-        pi = pmp.TruncatedBeta("pi", 1, 1, lower=A, upper=1 - A)
-        theta = pmp.TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A, shape=(2, 1))
-        pm.Bernoulli("y", pi, observed=y_obs)
-        pm.Bernoulli("x", theta[y_obs], observed=x_obs)
-    private = pmp.privatize(model, 0.5, secure=False, random_seed=10)
+    private = pmp.privatize(naive_bayes(labels, feature), 0.5, secure=False, random_seed=10)
     idata = _sample(private, seed=3)
     sizes, cells = "counts(y_obs)", "counts(x_obs | y_obs)"
     size_noise, cell_noise = _noise(private, sizes), _noise(private, cells)
@@ -308,6 +316,54 @@ def test_models_the_moves_do_not_cover_are_left_to_nuts():
     with private:
         pm.Potential("shrink", -((private["theta"] - 0.5) ** 2))
     assert augmented_sampler(private, privatisation_of(private)) is None
+    with pytest.warns(pmp.NUTSFallbackWarning, match="Potential `shrink`"):
+        idata = _sample(private, draws=20, chains=1, tune=20)
+    assert idata.attrs["sampler"].startswith("pm.sample: ")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pmp.NUTSFallbackWarning)
+        with private:
+            _sample(private, draws=20, chains=1, tune=20, step=pm.NUTS())
     plug_in = pmp.privatize(bernoulli(x), 1.0, noise_aware=False, secure=False, random_seed=18)
     assert augmented_sampler(plug_in, privatisation_of(plug_in)) is None
     assert _sample(plug_in, draws=10).attrs["sampler"].startswith("independent exact draws")
+
+
+def test_a_statistic_replaced_by_set_data_is_what_the_sampler_conditions_on():
+    """`pm.set_data` on a released statistic changes what NUTS and the model's logp read; the
+    numpy sampler and constant_data follow it (they read the graph, not the first release)."""
+    x = np.random.default_rng(19).binomial(1, 0.3, 200)
+    private = pmp.privatize(bernoulli(x), 1.0, secure=False, random_seed=0)
+    (name,) = pmp.privatised_statistics(private)
+    pm.set_data({name: np.full_like(private[name].get_value(), 180)}, model=private)
+    idata = _sample(private, draws=500, chains=2)
+    assert idata.constant_data[name].values.tolist() == [180]
+    assert float(idata.posterior["theta"].mean()) == pytest.approx(180.5 / 202, abs=0.02)
+
+
+def test_a_model_with_an_intervened_parameter_is_left_to_nuts():
+    """pm.do fixes a parameter a likelihood term reads: the sampler declines (pmp.sample then
+    runs NUTS on the intervened model) instead of failing on the vanished variable."""
+    rng = np.random.default_rng(20)
+    y = rng.binomial(1, 0.4, 60)
+    x = rng.binomial(1, 0.3 + 0.4 * y[:, None], (60, 2))
+    private = pmp.privatize(naive_bayes(y, x), 2.0, secure=False, random_seed=1)
+    assert augmented_sampler(private, privatisation_of(private)) is not None
+    intervened = pm.do(private, {"pi": 0.9})
+    assert augmented_sampler(intervened, privatisation_of(intervened)) is None
+
+
+def test_pm_sample_keywords_on_the_numpy_route():
+    """var_names is honoured, keywords only PyMC's samplers use are named in a warning, and
+    no draws is refused before anything runs, as on every other route."""
+    x = np.random.default_rng(21).binomial(1, 0.3, 50)
+    private = pmp.privatize(bernoulli(x), 1.0, secure=False, random_seed=22)
+    with private:
+        pm.Deterministic("odds", private["theta"] / (1 - private["theta"]))
+    idata = _sample(private, draws=20, var_names=["odds"])
+    assert list(idata.posterior.data_vars) == ["odds"] and pmp.check_release(idata)
+    with pytest.warns(UserWarning, match="did not use init, discard_tuned_samples"):
+        _sample(private, draws=20, init="adapt_diag", discard_tuned_samples=False)
+    with pytest.raises(pmp.InvalidPrivacyParameterError, match="draws must be >= 1"):
+        _sample(private, draws=0)
+    with pytest.raises(TypeError, match=r"step=pm.NUTS\(target_accept=0.9\)"):
+        _sample(private, draws=20, target_accept=0.9)

@@ -209,6 +209,30 @@ def test_a_line_torn_by_a_crash_is_skipped_and_cut_off_by_the_next_append(tmp_pa
         pmp.PrivacyLedger.open(path)
 
 
+def test_a_whole_last_line_without_its_newline_is_counted_and_ended(tmp_path):
+    """A crash just before the final newline, or a lost last byte: the whole, chained release
+    is counted (the safe side), a release over the budget is refused, and the next append ends
+    the line before its own (attack review: it was skipped, 1.5 released against 1.0)."""
+    path = tmp_path / "survey.ledger"
+    ledger = pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0))
+    for _ in range(2):
+        ledger.record(Release("laplace", 0.5, statistic="s"))
+    path.write_bytes(path.read_bytes()[:-1])
+    reopened = pmp.PrivacyLedger.open(path)
+    assert reopened.epsilon() == pytest.approx(1.0)
+    with pytest.raises(pmp.BudgetExceededError):
+        reopened.record(Release("laplace", 0.5, statistic="s"))
+    roomy = tmp_path / "roomy.ledger"
+    ledger = pmp.PrivacyLedger.open(roomy, budget=pmp.Budget(2.0))
+    ledger.record(Release("laplace", 0.5, statistic="s"))
+    roomy.write_bytes(roomy.read_bytes()[:-1])
+    again = pmp.PrivacyLedger.open(roomy)
+    again.record(Release("laplace", 0.25, statistic="s"))
+    assert roomy.read_bytes().endswith(b"\n")
+    assert [r.epsilon for r in pmp.PrivacyLedger.open(roomy).releases] == [0.5, 0.25]
+    assert [r.epsilon for r in ledger.releases] == [0.5, 0.25]  # the first view reads on
+
+
 def test_a_file_truncated_or_replaced_while_attached_is_refused(tmp_path, coin_model):
     path = tmp_path / "survey.ledger"
     text = _written(path, count=2)

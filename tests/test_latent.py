@@ -14,6 +14,7 @@ from pymc_private.latent import (
     PoissonCounts,
     add_records,
     binary_split,
+    gamma_poisson_split,
     poisson_split,
     remove_records,
     resample_pairs,
@@ -183,3 +184,18 @@ def test_thinning_draws_the_records_a_cell_would_lose_or_gain():
     poisson = PoissonCounts(np.full(DRAWS, 30.0), np.full(DRAWS, 3.0))
     part = remove_records(rng, sums, np.full(DRAWS, 10), np.full(DRAWS, 4), poisson)
     _agrees(part, np.arange(31), stats.binom.logpmf(np.arange(31), 30, 0.4))
+
+
+def test_a_cell_of_no_exposure_has_no_records():
+    """A public group without records (exposure 0): its count is 0 surely, whatever the noisy
+    release (0·log 0 is 0 here, not NaN, so the window closes at once)."""
+    draws = gamma_poisson_split(
+        np.random.default_rng(0),
+        np.array([0.0, 20.0]),
+        np.array([2.0, 2.0]),
+        np.array([1.0, 1.0]),
+        np.array([-3.0, 57.0]),
+        IntegerNoise("laplace", 10.0),
+        200,
+    )
+    assert (draws[0] == 0).all() and draws[1].mean() > 10

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from fractions import Fraction
 
 import hypothesis.strategies as st
@@ -237,6 +238,33 @@ def test_scenario_5_without_a_source_a_release_on_uncovered_data_warns(tmp_path)
     corrected[3] = 1
     with pytest.warns(pmp.UncoveredDataWarning, match="source="):
         pmp.privatize(_survey(corrected, source=None), 0.6)
+
+
+def test_the_same_records_with_and_without_their_source_share_one_budget():
+    """A helper that forgot source= declares the same records: they are charged together."""
+    pmp.privatize(_survey(SURVEY), 0.6, budget=pmp.Budget(1.0), secure=False)
+    with pytest.raises(BudgetExceededError, match="over the budget ε = 1"):
+        pmp.privatize(_survey(SURVEY, source=None), 0.6, budget=pmp.Budget(1.0), secure=False)
+    assert pmp.ledger_for(_survey(SURVEY, source=None)).epsilon() == pytest.approx(0.6)
+
+
+def test_a_file_of_a_source_is_charged_silently_for_its_records_declared_either_way(tmp_path):
+    """The README's workflow warns of nothing; the records declared later without their source
+    (a helper that forgot source=) are charged to the file too; other records warn."""
+    path = tmp_path / "survey.ledger"
+    odometer = pmp.PrivacyLedger.open(path, budget=pmp.Budget(5.0), source="survey-2026")
+    original = _survey(SURVEY)
+    odometer.attach(original)
+    corrected = SURVEY.copy()
+    corrected[3] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pmp.UncoveredDataWarning)
+        pmp.privatize(original, 0.6, secure=False)
+        pmp.privatize(_survey(corrected), 0.6, secure=False)
+        pmp.privatize(_survey(SURVEY, source=None), 0.6, secure=False)
+    assert [r["epsilon"] for r in _releases_in(path)] == [0.6, 0.6, 0.6]
+    with pytest.warns(pmp.UncoveredDataWarning, match="source="):
+        pmp.privatize(_survey(corrected, source=None), 0.6, secure=False)
 
 
 def test_a_ledger_file_of_a_source_charges_only_that_source(tmp_path):

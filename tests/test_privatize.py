@@ -387,6 +387,22 @@ def test_privatised_statistics_of_another_model_is_refused(nb_model):
         privatised_statistics(nb_model)
 
 
+def test_a_privatised_model_reading_the_raw_models_data_is_refused():
+    """A Deterministic of the privatised model over the raw model's PrivateData: the values
+    would be released as if public; `pmp.sample` refuses before drawing anything."""
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", np.array([0, 1, 1, 0, 1]), bounds=(0, 1))
+        theta = TruncatedBeta("theta", 1, 1, lower=0.05, upper=0.95)
+        pm.Bernoulli("x", theta, observed=x_obs)
+    private = privatize(model, 1.0, secure=False)
+    spent = ledger_for(private).epsilon()
+    with private:
+        pm.Deterministic("leak", x_obs.sum() + 0 * private["theta"])
+        with pytest.raises(UnsupportedModelError, match="PrivateData `x_obs` of another model"):
+            sample(20, chains=2, progressbar=False)
+    assert ledger_for(private).epsilon() == spent
+
+
 def test_nuts_samples_the_privatised_model(private_nb):
     with private_nb:
         idata = pm.sample(

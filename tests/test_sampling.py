@@ -289,6 +289,7 @@ def test_a_short_private_chain_is_explained_once_in_place_of_pymcs_warnings(mode
             sample(20, step=step, chains=2, cores=1, progressbar=False)
         assert len(seen) == 1
         assert "costs ε" in str(seen[0].message) and "temperature" in str(seen[0].message)
+        assert "(`theta`)" in str(seen[0].message)  # the variable that has not mixed
         assert not [r for r in caplog.records if "effective sample size" in r.getMessage()]
         assert not [r for r in caplog.records if "rhat" in r.getMessage().lower()]
         with warnings.catch_warnings():

@@ -178,6 +178,45 @@ def test_scenario_6_a_child_forked_before_any_release_shares_its_parents_ledger(
     assert result == {"child": 0, "parent": "refused", "ledger": 0.6}
 
 
+def test_children_forked_before_the_records_are_declared_share_their_ledger():
+    """Workers that load the data themselves, after the fork, name it as their parent does."""
+    result = _fresh_process(
+        """
+        def child():
+            try:
+                pmp.privatize(coin(), 0.6, budget=pmp.Budget(1.0))
+            except pmp.BudgetExceededError:
+                raise SystemExit(3)
+        codes = []
+        for _ in range(2):
+            process = multiprocessing.get_context("fork").Process(target=child)
+            process.start()
+            process.join()
+            codes.append(process.exitcode)
+        print(json.dumps({"children": codes, "parent": pmp.ledger_for(coin()).epsilon()}))
+        """
+    )
+    # Before: each child named the records by a random id of its own; 1.8 against 1.0.
+    assert result == {"children": [0, 3], "parent": 0.6}
+
+
+def test_a_session_journal_removed_while_the_session_runs_is_refused():
+    """A temporary-file cleaner removes a journal: a new view must not start it afresh."""
+    from pymc_private import session
+
+    model = _coin([0, 1, 1, 0, 1, 1])
+    pmp.privatize(model, 0.6, budget=pmp.Budget(1.0))
+    (dataset,) = {spec.dataset for spec in pmp.private_data(model).values()}
+    (session.directory() / f"{dataset}.jsonl").unlink()
+    with pm.Model() as wider:  # the same records with another column: a new ledger view
+        y = pmp.PrivateData("y", np.array([0, 1, 1, 0, 1, 1]), bounds=(0, 1))
+        z = pmp.PrivateData("z", np.array([1, 1, 0, 0, 1, 0]), bounds=(0, 1))
+        p = pmp.TruncatedBeta("p", 1.0, 1.0, lower=0.01, upper=0.99, shape=2)
+        pm.Bernoulli("obs", p[z], observed=y)
+    with pytest.raises(pmp.LedgerIntegrityError, match="was removed while this session ran"):
+        pmp.privatize(wider, 0.6, budget=pmp.Budget(1.0))
+
+
 def _attach_and_release(path: str, model, send) -> None:
     outcomes = []
     try:
