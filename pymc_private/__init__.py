@@ -4,7 +4,7 @@ import logging
 import warnings
 
 from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release, ledger_for
-from pymc_private.analysis import PrivacyAnalysis, analyze, refuse_private_paths
+from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.audit import AuditResult, epsilon_lower_bound
 from pymc_private.data import PrivateData, check_private_data, private_data
 from pymc_private.errors import (
@@ -22,6 +22,7 @@ from pymc_private.errors import (
     UncoveredDataWarning,
     UnsupportedModelError,
 )
+from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.map_estimate import map_utility_bound, private_map
 from pymc_private.mechanisms import discrete_laplace, exponential_mechanism, laplace
 from pymc_private.posterior import (

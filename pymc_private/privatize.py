@@ -47,7 +47,7 @@ from pymc_private.accounting import (
     zcdp_epsilon,
     zcdp_rho,
 )
-from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
+from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.data import RELEASED_TAG, datasets_of, exact_statistics, in_memory_values
 from pymc_private.errors import (
     CalibrationWarning,
@@ -61,6 +61,7 @@ from pymc_private.families import (
     regression_l2_squared,
 )
 from pymc_private.fourier import FourierPlan, fourier_plan
+from pymc_private.leak_guard import reads_private_data
 from pymc_private.mechanisms import (
     ceil_float,
     integer_release,

@@ -18,7 +18,6 @@ import pymc as pm
 import xarray as xr
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
-from pymc_private.analysis import refuse_private_paths
 from pymc_private.augmentation import augmented_posterior
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.errors import (
@@ -27,6 +26,7 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
+from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.posterior import batched_posterior, checked_rng, inference_data
 from pymc_private.privatize import Privatisation, privatised_route
 from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
@@ -56,7 +56,7 @@ def sample(
     """Sample a model privately and return an `InferenceData` that is safe to release.
 
     Two routes (:ref:`costs`), decided by what the model's graph reads
-    (`pymc_private.analysis.reads_private_data`), not by which Python object it is:
+    (`pymc_private.leak_guard.reads_private_data`), not by which Python object it is:
 
     - a model that reads only released statistics (returned by `pmp.privatize`, or a copy
       or `pm.do` of one) depends on privatised statistics only, so any step method is

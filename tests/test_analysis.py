@@ -16,7 +16,7 @@ import pytest
 from pymc.model.fgraph import clone_model
 from scipy import stats
 
-from pymc_private.analysis import analyze, refuse_private_paths
+from pymc_private.analysis import analyze
 from pymc_private.data import PrivateData
 from pymc_private.errors import (
     DataBoundsError,
@@ -32,6 +32,7 @@ from pymc_private.families import (
     Poisson,
     complete_statistic,
 )
+from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedDirichlet,

@@ -27,7 +27,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_private.accounting import ledger_for
-from pymc_private.analysis import PrivacyAnalysis, analyze, interval_of
+from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conjugate import CONJUGATE_FAMILIES, draw_conjugate
 from pymc_private.data import datasets_of, exact_statistics
 from pymc_private.errors import UnsupportedModelError
@@ -40,6 +40,7 @@ from pymc_private.exact import (
     statistic_bounds,
 )
 from pymc_private.families import Interval, LikelihoodTerm, as_exact
+from pymc_private.graph_reader import interval_of
 from pymc_private.priors import ParameterSupport, parameter_support, prior_parameter_graphs
 from pymc_private.privatize import (
     POTENTIAL_SUFFIX,

@@ -38,7 +38,7 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 
 from pymc_private.accounting import ledger_for
-from pymc_private.analysis import analyze, refuse_private_paths, shape_is_public
+from pymc_private.analysis import analyze
 from pymc_private.data import check_private_data, datasets_of, in_memory_values, private_data
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
@@ -46,6 +46,7 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.families import LikelihoodTerm
+from pymc_private.leak_guard import refuse_private_paths, shape_is_public
 from pymc_private.mechanisms import ceil_float, exact_choice
 from pymc_private.session import PrivatePayload
 from pymc_private.steps.base import PrivateStep, checked_temperature

@@ -1,0 +1,829 @@
+"""The interval walker: bounds on a model's parameter graphs, read from public quantities only.
+
+Parameters reach a family through interval arithmetic over the graph: a free variable
+contributes its prior's support, a constant its value, a group index ``theta[y_obs]`` makes
+``y_obs`` part of the record (the parameter may change with the record), and a linear
+predictor ``X @ w`` with ``X`` private and ``‖w‖₂ ≤ R`` ranges over ``[−Bx·R, Bx·R]`` with
+``Bx = sup ‖x‖₂`` over the declared box. Anything the analysis cannot bound is refused with
+`UnsupportedModelError`; a bound that is infinite with `UnboundedSensitivityError` naming the
+prior or the data to bound and how. `GraphReader.term` turns each observed node into the
+`LikelihoodTerm` that `pymc_private.analysis.analyze` hands to its family.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pymc as pm
+import pytensor.scalar as ps
+import pytensor.scalar.math as psm
+import pytensor.tensor as pt
+from pymc.distributions.mixture import MixtureRV
+from pymc.pytensorf import constant_fold
+from pytensor import graph_replace
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import graph_inputs
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot
+from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
+from pytensor.tensor.type_other import NoneTypeT
+
+from pymc_private.data import PrivateDataSpec, private_data
+from pymc_private.errors import DataBoundsError, UnboundedSensitivityError, UnsupportedModelError
+from pymc_private.families import (
+    FAMILIES,
+    DataGrid,
+    ElementDomain,
+    Interval,
+    LikelihoodTerm,
+    ParameterTerm,
+    data_grid,
+    find_family,
+)
+from pymc_private.leak_guard import (
+    is_view,
+    only_constants,
+    private_sources,
+    private_value_inputs,
+    strip_casts,
+)
+from pymc_private.priors import parameter_support
+
+__all__ = ["GraphReader", "interval_of"]
+
+
+def interval_of(model: pm.Model, variable: Variable, where: str) -> Interval:
+    """An interval holding every value of ``variable`` (a graph of free variables and public
+    values, e.g. a prior's parameter) as the free variables range over their supports;
+    ``where`` names the graph in refusals."""
+    reader = GraphReader(model, private_data(model))
+    reader.node = where
+    return reader.bound(variable).interval
+
+
+@dataclass(frozen=True, eq=False)
+class _Bound:
+    """What the walker knows about one graph variable."""
+
+    interval: Interval
+    free: tuple[str, ...] = ()
+    private: tuple[str, ...] = ()
+    constant: np.ndarray | None = None
+    shape: tuple[int, ...] | None = None
+    free_variable: str | None = None
+    link: str = "identity"
+    group_by: str | None = None
+    group_values: np.ndarray | None = None
+    covariates: str | None = None
+    radius: float | None = None
+    prior_family: str | None = None
+
+    def unstructured(self, interval: Interval, *others: _Bound) -> _Bound:
+        """A bound with ``interval`` that keeps dependencies but no conjugate structure."""
+        bounds = (self, *others)
+        return _Bound(
+            interval=interval,
+            free=_union(b.free for b in bounds),
+            private=_union(b.private for b in bounds),
+        )
+
+
+def _union(groups: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+    out: list[str] = []
+    for group in groups:
+        out.extend(name for name in group if name not in out)
+    return tuple(out)
+
+
+_SUGGESTIONS = {
+    "probability": "[a, 1 − a] with 0 < a < 1/2: pmp.TruncatedBeta({name!r}, alpha, beta, "
+    "lower=a, upper=1 - a)",
+    "simplex": "every entry ≥ a > 0: pmp.TruncatedDirichlet({name!r}, a=..., min_prob=a)",
+    "rate": "[c1, c2] with 0 < c1 < c2 < ∞: pmp.TruncatedGamma({name!r}, alpha, beta, "
+    "lower=c1, upper=c2)",
+    "scale": "[s1, s2] with 0 < s1 < s2 < ∞. The conjugate form, which every route runs "
+    "(pmp.PrivateGibbs, pmp.privatize, pmp.PrivateMetropolis), is a precision: "
+    "tau = pmp.TruncatedGamma('tau', alpha, beta, lower=1/s2**2, upper=1/s1**2) and "
+    "`tau=tau` in the likelihood instead of `sigma=`; the scale itself, "
+    "pmp.TruncatedGamma({name!r}, alpha, beta, lower=s1, upper=s2), is not conjugate (use "
+    "pmp.PrivateMetropolis, or NUTS after pmp.privatize)",
+    "location": "[m1, m2]: pmp.TruncatedNormal({name!r}, mu, sigma, lower=m1, upper=m2)",
+    "weights": "the ball ‖w‖₂ ≤ R: pmp.TruncatedMvNormal({name!r}, mu, cov, radius=R)",
+}
+_EXPONENTIAL_SUGGESTION = (
+    "[c1, c2] with 0 < c1 < c2 < ∞: pmp.TruncatedExponential({name!r}, lam, lower=c1, upper=c2)"
+)
+_PRIOR_ROLES = {
+    "beta": "probability",
+    "uniform": "probability",
+    "dirichlet": "simplex",
+    "gamma": "rate",
+    "exponential": "rate",
+    "inverse_gamma": "scale",
+    "halfnormal": "scale",
+    "lognormal": "scale",
+    "mvnormal": "weights",
+}
+
+
+class GraphReader:
+    """Walks parameter graphs of observed nodes with interval arithmetic."""
+
+    def __init__(self, model: pm.Model, specs: dict[str, PrivateDataSpec]) -> None:
+        self.model = model
+        self.specs = specs
+        self.free = {rv: rv.name for rv in model.free_RVs}
+        self.private = private_sources(model)
+        self.observed = {rv: strip_casts(model.rvs_to_values[rv]).name for rv in model.observed_RVs}
+        self.supports: dict[str, object] = {}
+        self.node = ""
+        self.n = 0
+        self.weights: set[str] = set()  # free variables that weight covariates (X @ w)
+
+    # -- observed nodes ------------------------------------------------------------------
+
+    def term(self, observed: Variable) -> LikelihoodTerm:
+        self.node = observed.name
+        spec = self._observed_data(observed)
+        self.n = spec.n
+        op = observed.owner.op
+        candidates = [family for family in FAMILIES if isinstance(op, family.rv_op)]
+        if isinstance(op, MixtureRV):
+            raise UnsupportedModelError(
+                f"`{self.node}` is a mixture: its record log-likelihood log Σ_k w_k p_k(x) "
+                "has no fixed-size sufficient statistics (so no pay-once route and no "
+                "conjugate Gibbs), and the analysis does not bound its L. Sample it with "
+                "pmp.PrivateMetropolis(clip=c), which bounds each record's log-likelihood "
+                "ratio to ±c and pays 2c/T per step; the chain then targets the clipped "
+                "posterior (:ref:`costs-metropolis`)."
+            )
+        if not candidates:
+            raise self._unknown_family(f"a {type(op).__name__} likelihood")
+        names = candidates[0].parameters
+        inputs = op.dist_params(observed.owner)
+        parameters = {
+            name: self._parameter(name, expr) for name, expr in zip(names, inputs, strict=True)
+        }
+        # A constant whose batch axes reach the record axis with more than one entry takes
+        # a value per record: sufficient statistics, sums over records, do not hold then.
+        data_batch = observed.ndim - op.ndim_supp
+        per_record = tuple(
+            name
+            for (name, param), core in zip(parameters.items(), op.ndims_params, strict=True)
+            if param.constant is not None
+            and data_batch >= 1
+            and np.ndim(param.constant) - core == data_batch
+            and np.shape(param.constant)[0] != 1
+        )
+        family = find_family(op, parameters)
+        if family is None:
+            raise self._unknown_family(f"this form of {candidates[0].name.split()[0]}")
+        support = family.support(parameters)
+        domains = self._domains(spec, family, support)
+        groups = {p.group_by for p in parameters.values() if p.group_by is not None}
+        group_by = n_groups = group_domain = group_values = None
+        if len(groups) == 1:
+            (group_by,) = groups
+            grouped = next(p for p in parameters.values() if p.group_by == group_by)
+            n_groups = grouped.shape[0]
+            group_values = grouped.group_values
+            if group_values is None:
+                index = self.specs[group_by]
+                group_domain = ElementDomain(float(index.lower), float(index.upper), True)
+        linear = [p.covariates for p in parameters.values() if p.covariates is not None]
+        covariate_spec = self.specs[linear[0]] if linear else None
+        term = LikelihoodTerm(
+            node=observed.name,
+            family=family,
+            data=spec.name,
+            record_shape=spec.record_shape,
+            domains=domains,
+            parameters=parameters,
+            n=spec.n,
+            group_by=group_by,
+            n_groups=n_groups,
+            group_domain=group_domain,
+            group_values=group_values,
+            grid=_grid(spec),
+            covariate_grid=None if covariate_spec is None else _grid(covariate_spec),
+            per_record_constants=per_record,
+        )
+        if not math.isfinite(term.lipschitz()):
+            raise self._unbounded(term)
+        return term
+
+    def _observed_data(self, observed: Variable) -> PrivateDataSpec:
+        value = strip_casts(self.model.rvs_to_values[observed])
+        if isinstance(value, SharedVariable) and value.name in self.specs:
+            return self.specs[value.name]
+        if isinstance(value, Constant):
+            what = "a raw array"
+        elif isinstance(value, SharedVariable):
+            what = f"pm.Data `{value.name}`, which is not PrivateData"
+        else:
+            what = "a computed expression"
+        raise UnsupportedModelError(
+            f"`{self.node}` observes {what}. Next to PrivateData every observed array is part "
+            f"of the private records: declare it with pmp.PrivateData(name, value, "
+            f"bounds=(lower, upper)) and pass that variable itself as `observed=`."
+        )
+
+    def _domains(
+        self, spec: PrivateDataSpec, family, support: ElementDomain
+    ) -> tuple[tuple[ElementDomain, int], ...]:
+        if support.integer and not spec.integer:
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` is observed by {family.name} `{self.node}`, whose "
+                "values are integers, but it has a float dtype: declare it with integer "
+                "values (e.g. value.astype(int)) so that its domain is the integers within "
+                "its bounds."
+            )
+        outside = (spec.lower < support.lower) | (spec.upper > support.upper)
+        if outside.any():
+            column = tuple(int(i) for i in np.argwhere(outside)[0]) if outside.ndim else ()
+            where = f" at column {column[0] if len(column) == 1 else column}" if column else ""
+            lo = f"{support.lower:g}"
+            hi = f"{support.upper:g}" if math.isfinite(support.upper) else "B"
+            raise UnboundedSensitivityError(
+                f"The declared bounds of PrivateData `{spec.name}`{where} exceed the support "
+                f"[{support.lower:g}, {support.upper:g}] of {family.name} `{self.node}`, so "
+                f"its log-likelihood is unbounded over the declared domain: declare bounds "
+                f"within the support, e.g. bounds=({lo}, {hi})"
+                + (" with a finite B you know from public information." if hi == "B" else ".")
+            )
+        integer = support.integer or spec.integer
+        return tuple(
+            (ElementDomain(lo, hi, integer), count) for lo, hi, count in spec.element_bounds()
+        )
+
+    def _parameter(self, name: str, expression: Variable) -> ParameterTerm:
+        bound = self.bound(expression)
+        shape = bound.shape
+        if shape is None:
+            shape = _public_shape(expression)
+        return ParameterTerm(
+            name=name,
+            interval=bound.interval,
+            shape=shape,
+            free_variables=bound.free,
+            varies_with_record=bool(bound.private),
+            constant=bound.constant,
+            free_variable=bound.free_variable,
+            link=bound.link,
+            group_by=bound.group_by,
+            group_values=bound.group_values,
+            covariates=bound.covariates,
+            radius=bound.radius,
+            prior_family=bound.prior_family,
+        )
+
+    # -- errors ------------------------------------------------------------------------
+
+    def _unknown_family(self, what: str) -> UnsupportedModelError:
+        supported = "; ".join(family.name for family in FAMILIES)
+        return UnsupportedModelError(
+            f"`{self.node}` is {what}, which the privacy analysis does not support. Supported "
+            f"likelihoods: {supported}."
+        )
+
+    def _unbounded(self, term: LikelihoodTerm) -> UnboundedSensitivityError:
+        culprits = []
+        for name, param in term.parameters.items():
+            if param.constant is not None:
+                continue
+            tame = dict(term.parameters)
+            tame[name] = replace(
+                param, interval=_interior_point(param.interval), varies_with_record=False
+            )
+            finite = all(
+                math.isfinite(term.family.log_likelihood_range(tame, domain))
+                for domain, _ in term.domains
+            )
+            if finite:
+                culprits.append(param)
+        if not culprits:
+            culprits = [p for p in term.parameters.values() if p.constant is None]
+        fixes = []
+        for param in culprits:
+            for variable in param.free_variables or ():
+                fixes.append(self._fix(term, param, variable))
+        if not fixes:
+            fixes = [f"bound parameter `{p.name}` with a truncated prior" for p in culprits]
+        return UnboundedSensitivityError(
+            f"The record Lipschitz constant of `{term.node}` ({term.family.name}) is infinite "
+            f"over the prior support: " + "; ".join(fixes) + "."
+        )
+
+    def _fix(self, term: LikelihoodTerm, param: ParameterTerm, variable: str) -> str:
+        support = self.supports.get(variable)
+        family = getattr(support, "family", None)
+        if param.link == "linear" or family == "mvnormal" or variable in self.weights:
+            role = "weights"  # a ball is cheaper than a box: ‖x‖₂R ≤ ‖x‖₁‖w‖∞
+        elif param.free_variable == variable:
+            role = term.family.roles[param.name]
+        else:
+            role = _PRIOR_ROLES.get(family, "location")
+        template = _SUGGESTIONS[role]
+        if role == "rate" and family == "exponential":
+            template = _EXPONENTIAL_SUGGESTION
+        interval = param.interval
+        return (
+            f"`{variable}` (prior {family}) lets `{param.name}` range over "
+            f"[{interval.lower:g}, {interval.upper:g}]; truncate `{variable}` to "
+            + template.format(name=variable)
+        )
+
+    # -- interval arithmetic -----------------------------------------------------------
+
+    def bound(self, variable: Variable) -> _Bound:
+        if variable in self.free:
+            return self._free(variable)
+        if variable in self.observed:
+            raise self._observed_variable(variable)
+        if isinstance(variable, SharedVariable) and variable.name in self.specs:
+            raise self._refuse_data(variable)
+        if isinstance(variable, SharedVariable) or only_constants(variable):
+            # pm.Data that is not PrivateData is public: read once, as a constant
+            # (PrivateMetropolis compiles the value read here, so pm.set_data cannot move it).
+            value = _public_array(variable).astype(np.float64)
+            return _Bound(
+                interval=Interval(float(value.min()), float(value.max())),
+                constant=value,
+                shape=value.shape,
+            )
+        owner = variable.owner
+        if owner is None:
+            raise self._unsupported(f"the input `{variable}`")
+        op = owner.op
+        if is_view(op):  # pm.Deterministic: the identity
+            return self.bound(owner.inputs[0])
+        if isinstance(op, DimShuffle):
+            return self._dimshuffle(owner)
+        if isinstance(op, AdvancedSubtensor | AdvancedSubtensor1):
+            return self._advanced_index(owner)
+        if isinstance(op, Subtensor):
+            for index in owner.inputs[1:]:
+                if self._depends_on_private(index):
+                    raise self._unsupported("an index computed from private data")
+            base = self.bound(owner.inputs[0])
+            return base.unstructured(base.interval)
+        if isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
+            return self._dot(owner)
+        if isinstance(op, Elemwise):
+            return self._elemwise(owner)
+        raise self._unsupported(f"the operation {op}")
+
+    def _depends_on_private(self, index: Variable) -> bool:
+        """Whether an index depends on private values (not just on shapes)."""
+        return bool(private_value_inputs([index], self.private))
+
+    def _observed_variable(self, rv: Variable) -> UnsupportedModelError:
+        data = self.observed[rv]
+        return UnsupportedModelError(
+            f"The parameters of `{self.node}` read the observed variable `{rv.name}`, which "
+            f"PyMC evaluates at its private data `{data}`: use that PrivateData itself as a "
+            f"group index (theta[{data}]) or covariates ({data} @ w), or remove the dependence."
+        )
+
+    def _unsupported(self, what: str) -> UnsupportedModelError:
+        return UnsupportedModelError(
+            f"The privacy analysis cannot bound {what} in the parameters of `{self.node}`. "
+            "Parameters may be free variables with bounded priors, constants and public pm.Data, "
+            "indexing by a group index (theta[g], g PrivateData or public), a linear predictor "
+            "X @ w (X PrivateData or public), and "
+            "elementwise arithmetic (+, −, ×, /, powers, exp, log, sigmoid) of those."
+        )
+
+    def _refuse_data(self, variable: SharedVariable) -> UnsupportedModelError:
+        return UnsupportedModelError(
+            f"PrivateData `{variable.name}` enters the parameters of `{self.node}` other "
+            f"than as a group index (theta[{variable.name}]) or covariates "
+            f"({variable.name} @ w); the privacy analysis cannot bound that use."
+        )
+
+    def _free(self, rv: Variable) -> _Bound:
+        support = parameter_support(rv)
+        if support is None:
+            raise UnsupportedModelError(
+                f"The privacy analysis cannot read the support of the prior of `{rv.name}` "
+                f"(a {type(rv.owner.op).__name__}); use a prior with a readable support, e.g. "
+                "pmp.TruncatedBeta, pmp.TruncatedGamma, pmp.TruncatedNormal, "
+                "pmp.TruncatedDirichlet or pmp.TruncatedMvNormal."
+            )
+        self.supports[rv.name] = support
+        lower = float(np.min(support.lower)) if support.lower.size else -math.inf
+        upper = float(np.max(support.upper)) if support.upper.size else math.inf
+        return _Bound(
+            interval=Interval(lower, upper),
+            free=(rv.name,),
+            shape=tuple(support.lower.shape),
+            free_variable=rv.name,
+            radius=support.radius,
+            prior_family=support.family,
+        )
+
+    def _dimshuffle(self, node) -> _Bound:
+        """Broadcasting on the left keeps a parameter's structure; so does squeezing the
+        unit axis of a linear predictor ``X @ w[:, None]``; anything else (a transpose) keeps
+        only its interval."""
+        base = self.bound(node.inputs[0])
+        order = tuple(node.op.new_order)
+        kept = tuple(i for i in order if i != "x")
+        in_order = kept == tuple(range(len(kept)))
+        left_padding = in_order and order[len(order) - len(kept) :] == kept
+        if left_padding and len(kept) == node.inputs[0].type.ndim:
+            return base
+        if in_order and "x" not in order and base.link == "linear":
+            return base
+        return base.unstructured(base.interval)
+
+    def _private_index(self, variable: Variable) -> PrivateDataSpec | None:
+        variable = strip_casts(variable)
+        if isinstance(variable, SharedVariable) and variable.name in self.specs:
+            return self.specs[variable.name]
+        return None
+
+    def _advanced_index(self, node) -> _Bound:
+        """Advanced indexing. A `PrivateData` index makes its array part of the record; when it
+        selects rows of a free variable (``theta[y]``, ``theta[y, :]``) the parameter keeps its
+        structure, grouped by the index. Every private index, wherever it appears, is checked
+        against the public length of the axis it indexes (`_private_indices`)."""
+        base = self.bound(node.inputs[0])
+        private = self._private_indices(node, base)
+        if not private:
+            return self._public_groups(node, base) or base.unstructured(base.interval)
+        names = _union((spec.name,) for _, spec in private)
+        first, *rest = node.inputs[1:]
+        rows = (
+            len(private) == 1
+            and self._private_index(first) is not None
+            and all(_is_full_slice(index) for index in rest)
+        )
+        if rows and base.free_variable is not None and base.shape is not None:
+            if base.link == "identity":
+                group_by = private[0][1].name
+                return replace(base, private=_union((base.private, names)), group_by=group_by)
+        return _Bound(interval=base.interval, free=base.free, private=_union((base.private, names)))
+
+    def _public_groups(self, node, base: _Bound) -> _Bound | None:
+        """``theta[g]`` with ``g`` a public index, one integer per record (a numpy array, or
+        ``pm.Data`` that is not `PrivateData`): the parameter keeps its structure, grouped by
+        ``g``, whose values the analysis reads once and keeps (`ParameterTerm.group_values`).
+        A public index is not part of the record, so neighbours share it
+        (:ref:`privacy-model-public-inputs`). None for any other indexing."""
+        first, *rest = node.inputs[1:]
+        index = strip_casts(first)
+        if not (isinstance(index, SharedVariable) or only_constants(index)):
+            return None
+        values = _public_array(index)
+        structured = (
+            base.free_variable is not None
+            and base.link == "identity"
+            and base.group_by is None
+            and base.shape
+            and all(_is_full_slice(other) for other in rest)
+        )
+        if not structured or values.dtype.kind not in "iu" or values.shape != (self.n,):
+            return None
+        groups = base.shape[0]
+        if values.size and (values.min() < -groups or values.max() >= groups):
+            return None
+        values = np.where(values < 0, values + groups, values).astype(np.int64)
+        values.setflags(write=False)
+        name = index.name if isinstance(index, SharedVariable) else None
+        if not name:  # named by its values: two different unnamed indices never merge
+            digest = hashlib.blake2b(values.tobytes(), digest_size=4).hexdigest()
+            name = f"index of {base.free_variable} #{digest}"
+        return replace(base, group_by=name, group_values=values)
+
+    def _private_indices(self, node, base: _Bound) -> list[tuple[int, PrivateDataSpec]]:
+        """The `PrivateData` indices of an advanced-indexing node with the axis each indexes,
+        after refusing indices computed from private data and checking each private index's
+        declared bounds against its axis (`_check_group_index`)."""
+        indexed = node.inputs[0]
+        private = []
+        axis = 0
+        for index in node.inputs[1:]:
+            if isinstance(index.type, NoneTypeT):
+                continue
+            spec = self._private_index(index)
+            if spec is not None:
+                self._check_group_index(spec, indexed, axis, base)
+                private.append((axis, spec))
+                axis += 1
+                continue
+            if strip_casts(index) in self.observed:
+                raise self._observed_variable(strip_casts(index))
+            if self._depends_on_private(index):
+                raise self._unsupported("an index computed from private data")
+            if _is_slice(index):
+                axis += 1
+                continue
+            axis += index.ndim if index.dtype == "bool" else 1
+        return private
+
+    def _check_group_index(
+        self, spec: PrivateDataSpec, indexed: Variable, axis: int, base: _Bound
+    ) -> None:
+        """A private index must be one integer per record whose declared bounds lie in
+        [0, length − 1] of the axis it indexes: below 0 it would silently read another entry
+        (negative indices count from the end), above it fail for some records only. Shapes
+        and bounds are public, so this is decided before any value is read."""
+        if not spec.integer or spec.record_shape != ():
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` indexes a parameter of `{self.node}`: declare it "
+                "as one integer per record (a 1-d integer array with bounds (0, G − 1))."
+            )
+        length = _public_shape(indexed)[axis]
+        lower, upper = int(spec.lower), int(spec.upper)
+        if 0 <= lower and upper <= length - 1:
+            return
+        if base.free_variable is not None and base.link == "identity":
+            what = f"`{base.free_variable}`"
+        elif base.free:
+            what = "an expression of " + ", ".join(f"`{name}`" for name in base.free)
+        else:
+            what = "a constant array"
+        fix = (
+            f"declare bounds=(0, {length - 1}) (or a narrower public range)"
+            if length
+            else "the axis is empty, so nothing can be indexed: give it at least one entry"
+        )
+        raise DataBoundsError(
+            f"PrivateData `{spec.name}` indexes axis {axis} (length {length}) of {what} in the "
+            f"parameters of `{self.node}`, but its declared bounds [{lower}, {upper}] reach "
+            f"outside [0, {length - 1}]: a negative index would silently read another entry "
+            f"and one beyond the axis would fail for some records only; {fix}."
+        )
+
+    def _dot(self, node) -> _Bound:
+        left, right = node.inputs
+        while right.owner is not None and isinstance(right.owner.op, DimShuffle):
+            order = tuple(right.owner.op.new_order)
+            if tuple(i for i in order if i != "x") != tuple(range(right.owner.inputs[0].ndim)):
+                break
+            right = right.owner.inputs[0]
+        weights = self.bound(right)
+        self.weights.update(weights.free)
+        if weights.private:
+            raise self._unsupported("a product whose right factor depends on private data")
+        spec = self._private_index(left)
+        w_abs = max(abs(weights.interval.lower), abs(weights.interval.upper))
+        radius = _vector_radius(weights, right)
+        if spec is not None:
+            if len(spec.record_shape) != 1:
+                raise self._unsupported(f"a product with PrivateData `{spec.name}` of rank > 2")
+            b_abs = np.maximum(np.abs(spec.lower), np.abs(spec.upper))
+            box = float(np.sum(b_abs)) * w_abs if w_abs > 0 else 0.0
+            limit = box
+            if radius is not None:
+                limit = min(box, spec.l2_bound() * radius)
+            plain = (
+                weights.free_variable is not None
+                and weights.group_by is None
+                and weights.link == "identity"
+            )
+            return _Bound(
+                interval=Interval(-limit, limit),
+                free=weights.free,
+                private=(spec.name,),
+                shape=weights.shape,
+                free_variable=weights.free_variable if plain else None,
+                link="linear",
+                covariates=spec.name,
+                radius=weights.radius,
+                prior_family=weights.prior_family,
+            )
+        design = self.bound(left)
+        if design.constant is None:
+            raise self._unsupported("a matrix product whose left factor is not PrivateData")
+        rows = np.abs(design.constant)
+        box = float(np.max(rows.sum(axis=-1))) * w_abs if w_abs > 0 else 0.0
+        limit = box
+        if radius is not None:
+            limit = min(box, float(np.max(np.sqrt((rows**2).sum(axis=-1)))) * radius)
+        return weights.unstructured(Interval(-limit, limit))
+
+    def _elemwise(self, node) -> _Bound:
+        scalar = node.op.scalar_op
+        inputs = [self.bound(i) for i in node.inputs]
+        first = inputs[0]
+        if isinstance(scalar, ps.Cast | ps.Identity):
+            return first
+        if isinstance(scalar, ps.Reciprocal):
+            return self._link(first, _reciprocal(first.interval), "identity", "reciprocal")
+        if isinstance(scalar, ps.TrueDiv):
+            numerator, denominator = inputs
+            interval = _mul(numerator.interval, _reciprocal(denominator.interval))
+            if _is_point(numerator, 1.0):
+                return self._link(denominator, interval, "identity", "reciprocal")
+            return first.unstructured(interval, *inputs[1:])
+        if isinstance(scalar, ps.Pow):
+            base, exponent = inputs
+            if exponent.constant is None or np.unique(exponent.constant).size != 1:
+                raise self._unsupported("a power with a non-constant exponent")
+            c = float(exponent.constant.ravel()[0])
+            interval = _pow(base.interval, c)
+            if interval is None:
+                raise self._unsupported("a fractional power of a possibly negative value")
+            links = {-1.0: "reciprocal", -0.5: "inverse_sqrt"}
+            if c in links:
+                return self._link(base, interval, "identity", links[c])
+            return base.unstructured(interval)
+        if isinstance(scalar, ps.Abs):
+            interval = _abs(first.interval)
+            if first.interval.lower >= 0:
+                return first
+            return first.unstructured(interval)
+        if isinstance(scalar, ps.Mul):
+            interval = inputs[0].interval
+            for other in inputs[1:]:
+                interval = _mul(interval, other.interval)
+            rest = [b for b in inputs if not (b.interval.lower == b.interval.upper == 1.0)]
+            if len(rest) == 1 and rest[0].constant is None:
+                return replace(
+                    rest[0],
+                    interval=interval,
+                    free=_union(b.free for b in inputs),
+                    private=_union(b.private for b in inputs),
+                )
+            return first.unstructured(interval, *inputs[1:])
+        interval = self._elementwise_interval(scalar, [b.interval for b in inputs])
+        return first.unstructured(interval, *inputs[1:])
+
+    def _link(self, base: _Bound, interval: Interval, before: str, after: str) -> _Bound:
+        if base.free_variable is not None and base.link == before:
+            return replace(base, interval=interval, link=after)
+        return base.unstructured(interval)
+
+    def _elementwise_interval(self, scalar, intervals: list[Interval]) -> Interval:
+        if isinstance(scalar, ps.Add):
+            return Interval(sum(i.lower for i in intervals), sum(i.upper for i in intervals))
+        if isinstance(scalar, ps.Sub):
+            a, b = intervals
+            return Interval(a.lower - b.upper, a.upper - b.lower)
+        if isinstance(scalar, ps.Neg):
+            (a,) = intervals
+            return Interval(-a.upper, -a.lower)
+        if isinstance(scalar, ps.Sign):
+            (a,) = intervals
+            return Interval(float(np.sign(a.lower)), float(np.sign(a.upper)))
+        if isinstance(scalar, ps.Maximum | ps.Minimum):
+            pick = max if isinstance(scalar, ps.Maximum) else min
+            return Interval(pick(i.lower for i in intervals), pick(i.upper for i in intervals))
+        increasing = {
+            ps.Exp: np.exp,
+            ps.Log: np.log,
+            ps.Log1p: np.log1p,
+            ps.Expm1: np.expm1,
+            ps.Sqrt: np.sqrt,
+            ps.Tanh: np.tanh,
+            psm.Sigmoid: lambda x: 1.0 / (1.0 + np.exp(-x)),
+            psm.Softplus: lambda x: np.logaddexp(0.0, x),
+        }
+        for kind, function in increasing.items():
+            if isinstance(scalar, kind):
+                (a,) = intervals
+                domain_low = {ps.Log: 0.0, ps.Sqrt: 0.0, ps.Log1p: -1.0}.get(kind, -math.inf)
+                if a.lower < domain_low:
+                    raise self._unsupported(f"{scalar} of a value that may leave its domain")
+                with np.errstate(divide="ignore", over="ignore"):
+                    return Interval(float(function(a.lower)), float(function(a.upper)))
+        raise self._unsupported(f"the operation {scalar}")
+
+
+def _grid(spec: PrivateDataSpec) -> DataGrid:
+    """The public grid of a `PrivateData` array (`pymc_private.families.data_grid`)."""
+    return data_grid(spec.lower, spec.upper, spec.n, integer=spec.integer)
+
+
+def _vector_radius(weights: _Bound, right: Variable) -> float | None:
+    """R for the Cauchy–Schwarz bound |xᵀw| ≤ ‖x‖₂·R of a product ``x @ right``, or None
+    when only the elementwise box bound applies.
+
+    A norm-ball prior (``pmp.TruncatedMvNormal(radius=R)``) bounds the norm of each vector
+    along its last axis. The product contracts x with the whole of ``right`` only when
+    ``right`` is one such vector, the free variable itself: for weights W of shape (d, k)
+    every row has ‖W[i]‖₂ ≤ R, but ``X @ W`` sums down the columns, whose norm reaches R·√d;
+    a transformed vector (``1 / w``) is not in the ball at all.
+    """
+    single = weights.shape is not None and len(weights.shape) == 1 and right.ndim == 1
+    if single and weights.free_variable is not None and weights.link == "identity":
+        return weights.radius
+    return None
+
+
+def _interior_point(interval: Interval) -> Interval:
+    """A finite point of an interval, used to test whether a parameter makes L infinite."""
+    low, high = interval.lower, interval.upper
+    if math.isfinite(low) and math.isfinite(high):
+        point = 0.5 * (low + high)
+    elif math.isfinite(low):
+        point = low + 1.0
+    elif math.isfinite(high):
+        point = high - 1.0
+    else:
+        point = 0.0
+    return Interval(point, point)
+
+
+def _is_point(bound: _Bound, value: float) -> bool:
+    return bound.interval.lower == bound.interval.upper == value and not bound.free
+
+
+def _is_slice(variable: Variable) -> bool:
+    return type(variable.type).__name__ == "SliceType"
+
+
+def _is_full_slice(variable: Variable) -> bool:
+    if not _is_slice(variable):
+        return False
+    if isinstance(variable, Constant):
+        value = variable.data
+        return value.start is None and value.stop is None and value.step is None
+    owner = variable.owner
+    return owner is not None and all(isinstance(i.type, NoneTypeT) for i in owner.inputs)
+
+
+def _public_array(variable: Variable) -> np.ndarray:
+    """The value of a public input of a parameter graph (a graph of constants, or a shared
+    variable that is not `PrivateData`: ``pm.Data``), in its own dtype, a copy."""
+    if isinstance(variable, SharedVariable):
+        return np.asarray(variable.get_value())
+    return np.asarray(constant_fold([variable])[0])
+
+
+def _public_shape(variable: Variable) -> tuple[int, ...]:
+    """A variable's shape from static types, constants and shared dimension lengths (shapes
+    are public: n is public in bounded DP)."""
+    if all(length is not None for length in variable.type.shape):
+        return tuple(int(length) for length in variable.type.shape)
+    [folded] = constant_fold([variable.shape], raise_not_constant=False)
+    if isinstance(folded, Variable):
+        shared = {
+            v: pt.constant(v.get_value())
+            for v in graph_inputs([folded])
+            if isinstance(v, SharedVariable)
+        }
+        [folded] = constant_fold([graph_replace(folded, shared)], raise_not_constant=False)
+    if isinstance(folded, Variable):
+        raise UnsupportedModelError(
+            f"The shape of `{variable}` is not fixed by constants or model dimensions; give "
+            "the parameters a fixed `shape` or `dims`."
+        )
+    return tuple(int(length) for length in np.asarray(folded))
+
+
+def _mul(a: Interval, b: Interval) -> Interval:
+    products = []
+    for x in (a.lower, a.upper):
+        for y in (b.lower, b.upper):
+            products.append(0.0 if x == 0.0 or y == 0.0 else x * y)
+    return Interval(min(products), max(products))
+
+
+def _reciprocal(a: Interval) -> Interval:
+    if a.lower > 0 or a.upper < 0:
+        return Interval(1.0 / a.upper, 1.0 / a.lower)
+    if a.lower == 0 and a.upper > 0:
+        return Interval(1.0 / a.upper, math.inf)
+    if a.upper == 0 and a.lower < 0:
+        return Interval(-math.inf, 1.0 / a.lower)
+    return Interval(-math.inf, math.inf)
+
+
+def _abs(a: Interval) -> Interval:
+    if a.lower >= 0:
+        return a
+    if a.upper <= 0:
+        return Interval(-a.upper, -a.lower)
+    return Interval(0.0, max(-a.lower, a.upper))
+
+
+def _pow(a: Interval, c: float) -> Interval | None:
+    """[a]^c, or None when it is undefined (a fractional power of a negative number)."""
+
+    def power(x: float) -> float:
+        if x == 0.0:
+            return math.inf if c < 0 else (1.0 if c == 0 else 0.0)
+        if math.isinf(x):
+            return 0.0 if c < 0 else (math.inf if x > 0 or c % 2 == 0 else -math.inf)
+        return x**c
+
+    if a.lower >= 0:
+        values = [power(a.lower), power(a.upper)]
+        return Interval(min(values), max(values))
+    if c != int(c):
+        return None
+    if c < 0 and a.lower <= 0 <= a.upper:
+        return Interval(-math.inf, math.inf)
+    values = [power(a.lower), power(a.upper)]
+    if a.lower < 0 < a.upper and c > 0:
+        values.append(0.0)
+    return Interval(min(values), max(values))
