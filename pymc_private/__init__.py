@@ -31,14 +31,12 @@ from pymc_private.posterior import (
     sample_posterior,
 )
 from pymc_private.priors import (
-    ParameterSupport,
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedExponential,
     TruncatedGamma,
     TruncatedMvNormal,
     TruncatedNormal,
-    parameter_support,
 )
 from pymc_private.privatize import privatised_statistics, privatize
 from pymc_private.release import ReleaseCheck, check_release, sample_posterior_predictive
@@ -46,6 +44,7 @@ from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
 from pymc_private.sampling import ledger_of, sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
+from pymc_private.support import ParameterSupport, parameter_support
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,7 @@
 
 `analyze` walks the graph from every observed node on `PrivateData` to the free variables in
 its parameters (the interval walker of `pymc_private.graph_reader`), reads the prior supports
-(`pymc_private.priors.parameter_support`) and the declared data domains
+(`pymc_private.support.parameter_support`) and the declared data domains
 (`pymc_private.data.private_data`), and hands each node to its likelihood family
 (`pymc_private.families`). Its numbers read public quantities only: bounds, supports, shapes,
 constants and n. Two models that differ only in their data give identical analyses, so the

@@ -88,8 +88,8 @@ from pymc_private.prior_density import (
     SCALAR_PRIORS,
     support_centre,
 )
-from pymc_private.priors import ParameterSupport, parameter_support, prior_parameter_graphs
 from pymc_private.slice_moves import SumsVariable, slice_blocks
+from pymc_private.support import ParameterSupport, parameter_support, prior_parameter_graphs
 
 __all__ = ["AugmentedSampler", "augmented_posterior", "augmented_sampler"]
 

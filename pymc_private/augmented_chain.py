@@ -33,8 +33,8 @@ from pymc_private.latent import (
     resample_pairs,
 )
 from pymc_private.prior_density import evaluate, support_centre
-from pymc_private.priors import prior_parameter_graphs
 from pymc_private.slice_moves import SliceMoves, from_line, start_reference, to_line
+from pymc_private.support import prior_parameter_graphs
 
 if TYPE_CHECKING:
     from pymc_private.augmentation import _CountBlock, _CountNode

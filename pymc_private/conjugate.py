@@ -27,7 +27,7 @@ mvnormal_in_ball(rng, mu, cov, radius=inf, size=None, *, name=..., max_proposals
 draw_conjugate(rng, family, parameters, support, *, name, size=None, current=None)
     Dispatch on the conjugate family name used by `pymc_private.families` ("beta", "gamma",
     "normal", "dirichlet", "mvnormal") with the support read by
-    `pymc_private.priors.parameter_support`.
+    `pymc_private.support.parameter_support`.
 
 Methods
 -------
@@ -865,7 +865,7 @@ def draw_conjugate(
         beta), gamma (alpha, beta = rate), normal (mu, sigma), dirichlet (a), mvnormal (mu,
         cov).
     support : ParameterSupport
-        From `pymc_private.priors.parameter_support`: ``lower``/``upper`` for the scalar
+        From `pymc_private.support.parameter_support`: ``lower``/``upper`` for the scalar
         families, ``simplex_min_prob`` for the Dirichlet, ``radius`` for the MvNormal.
     name : str
         The variable's name, for error messages.

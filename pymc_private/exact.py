@@ -85,7 +85,7 @@ import numpy as np
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families import as_exact
 from pymc_private.mechanisms import ceil_float, exact_choice
-from pymc_private.priors import ParameterSupport
+from pymc_private.support import ParameterSupport
 
 __all__ = [
     "DEFAULT_CELLS",

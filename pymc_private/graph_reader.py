@@ -53,7 +53,7 @@ from pymc_private.leak_guard import (
     private_value_inputs,
     strip_casts,
 )
-from pymc_private.priors import parameter_support
+from pymc_private.support import parameter_support
 
 __all__ = ["GraphReader", "interval_of"]
 

@@ -26,7 +26,7 @@ from pytensor.tensor.shape import Shape, Shape_i
 
 from pymc_private.data import declaration, private_data
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.priors import parameter_support
+from pymc_private.support import parameter_support
 
 __all__ = [
     "check_initial_values",
@@ -151,7 +151,7 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
 
 def check_initial_values(model: pm.Model | None = None) -> None:
     """Refuse numeric initial values (``initval=``) that are not finite or not strictly inside
-    the support of their prior (`pymc_private.priors.parameter_support`).
+    the support of their prior (`pymc_private.support.parameter_support`).
 
     An initial value is public (the user's choice), but it is where every chain starts. A
     non-finite value, or one on or beyond the boundary of the support (which the sampler's

@@ -62,7 +62,7 @@ from scipy import special
 
 from pymc_private.families import DiagonalMinusOuter, complete_statistic
 from pymc_private.prior_density import support_centre
-from pymc_private.priors import parameter_support
+from pymc_private.support import parameter_support
 
 __all__ = [
     "NoiseLaw",

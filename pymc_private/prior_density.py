@@ -3,7 +3,7 @@
 `pymc_private.augmentation` updates the parameters of released sums (Normal means and
 precisions, regression weights) and hyperparameters by Metropolis moves in numpy, all chains
 at once. Their targets need the prior's log density, read from the graph by
-`pymc_private.priors.parameter_support` and `prior_parameter_graphs`:
+`pymc_private.support.parameter_support` and `prior_parameter_graphs`:
 
 - with constant parameters, the density's kernel (its truncation to the support is a constant
   and drops out of every ratio);
@@ -94,7 +94,7 @@ def log_density(
     normalised: bool,
 ) -> np.ndarray:
     """log p(x) of a scalar prior of ``family`` (`SCALAR_PRIORS`) with ``params`` in
-    `pymc_private.priors.ParameterSupport`'s parameterisation, truncated to [lower, upper]:
+    `pymc_private.support.ParameterSupport`'s parameterisation, truncated to [lower, upper]:
     its kernel, or with ``normalised`` the whole density including the truncation's
     normalising constant (needed when ``params`` vary). −inf outside [lower, upper]."""
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -23,24 +23,20 @@ are distributions of their own. Each is used like any PyMC distribution (``name`
 ``shape``, ``.dist``), has a normalised logp, draws inside its support, an initial point
 strictly inside it and a transform so that NUTS samples it.
 
-`parameter_support` reads the support of any free random variable from its graph (the op
-and its constant inputs), never from data and never from Python-side tags that cloning a
-model would lose.
+`pymc_private.support.parameter_support` reads the support of any free random variable from
+its graph; `pymc_private.prior_mass` computes the normalising constants of the truncated
+Dirichlet and multivariate normal.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from numpy.typing import ArrayLike
-from pymc.distributions.continuous import TruncatedNormalRV
 from pymc.distributions.dist_math import logpow
 from pymc.distributions.distribution import Continuous
 from pymc.distributions.distribution import support_point as pymc_support_point
@@ -50,34 +46,28 @@ from pymc.distributions.truncated import Truncated, TruncatedRV
 from pymc.exceptions import TruncationError
 from pymc.logprob.transforms import Transform
 from pymc.pytensorf import constant_fold
-from pytensor import graph_replace
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
-from pytensor.graph.traversal import graph_inputs
-from pytensor.tensor.random import basic as ptr
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorVariable
-from scipy import integrate, signal, special, stats
+from scipy import stats
 
 from pymc_private import conjugate
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
-    UnsupportedModelError,
 )
+from pymc_private.prior_mass import ball_log_masses, dirichlet_log_masses
 
 TensorLike = ArrayLike | Variable
 """A number, array or PyTensor expression, as PyMC distributions accept."""
 
 __all__ = [
-    "ParameterSupport",
     "TruncatedBeta",
     "TruncatedDirichlet",
     "TruncatedExponential",
     "TruncatedGamma",
     "TruncatedMvNormal",
     "TruncatedNormal",
-    "parameter_support",
 ]
 
 # Rejection sampling gives up below this acceptance probability (10⁵ proposals per draw).
@@ -447,106 +437,6 @@ class TruncatedNormal:
 # ---------------------------------------------------------------------------------------
 
 
-def _dirichlet_log_mass(a: np.ndarray, min_prob: float) -> float:
-    """log P_{Dirichlet(a)}(p_k ≥ min_prob for every k), for one concentration vector a.
-
-    Exact for min_prob = 0, for K = 2 (regularised incomplete beta) and for a = 1
-    ((1 − K·min_prob)^{K−1}). Otherwise: if the Bonferroni bound
-    s = Σ_k P(p_k < min_prob) (marginals Beta(a_k, A − a_k)) is below 1e-12, log(1 − s)
-    (error below 1e-12); else numerical convolution (`_dirichlet_log_mass_by_convolution`).
-    """
-    n_categories = a.shape[-1]
-    if min_prob == 0.0:
-        return 0.0
-    if n_categories == 2:
-        below = special.betainc(a[0], a[1], min_prob) + special.betainc(a[1], a[0], min_prob)
-        if below < 0.5:
-            return math.log1p(-below)
-        mass = special.betainc(a[0], a[1], 1.0 - min_prob) - special.betainc(a[0], a[1], min_prob)
-        return math.log(mass)
-    if np.all(a == 1.0):
-        return (n_categories - 1) * math.log1p(-n_categories * min_prob)
-    below = float(special.betainc(a, a.sum() - a, min_prob).sum())
-    if below < 1e-12:
-        return math.log1p(-below)
-    return _dirichlet_log_mass_by_convolution(a, min_prob)
-
-
-def _dirichlet_log_mass_by_convolution(
-    a: np.ndarray, min_prob: float, rtol: float = 1e-9, max_log2_grid: int = 20
-) -> float:
-    r"""log P_{Dirichlet(a)}(every p_k ≥ m) by iterated convolution on a grid.
-
-    With p = m + c·q, c = 1 − K·m and q on the simplex,
-
-    .. math:: P = \frac{c^{K−1}}{B(a)}\, e^{−λ} (g_1 * \dots * g_K)(1),
-              \quad g_k(t) = (m + c t)^{a_k − 1} e^{λ t},
-
-    the convolutions taken on [0, 1] (the simplex integral of a product is the convolution
-    of its factors evaluated at 1, and the tilt e^{λ t} multiplies it by e^{λ} since
-    Σ t_k = 1). λ = −Σ_k max(a_k − 1, 0)/(1 + K·m/c) puts every factor's peak near the
-    Dirichlet mode and each g_k is scaled by its maximum, so that large concentrations neither
-    overflow nor drown in rounding. Each g_k is smooth and bounded on [0, 1] because m > 0;
-    every convolution is the trapezoid rule on a grid of N intervals (by FFT), and Richardson
-    extrapolation in h² = 1/N² is refined by doubling N until two estimates agree to
-    ``rtol`` (or N = 2^max_log2_grid).
-    """
-    n_categories = a.shape[-1]
-    width = 1.0 - n_categories * min_prob
-    tilt = -np.maximum(a - 1.0, 0.0).sum() / (1.0 + n_categories * min_prob / width)
-
-    def log_factor(a_k: float, t: np.ndarray) -> np.ndarray:
-        return (a_k - 1.0) * np.log(min_prob + width * t) + tilt * t
-
-    # Exact maximum of each log-concave (a_k ≥ 1) or decreasing (a_k < 1) log-factor.
-    stationary = np.clip(((a - 1.0) / -tilt if tilt < 0 else 0.0) - min_prob / width, 0.0, 1.0)
-    log_peak = np.array(
-        [
-            max(log_factor(a_k, np.array([0.0, 1.0, t_k])))
-            for a_k, t_k in zip(a, np.broadcast_to(stationary, a.shape), strict=True)
-        ]
-    )
-
-    def trapezoid_convolution(n_intervals: int) -> float:
-        step = 1.0 / n_intervals
-        grid = np.linspace(0.0, 1.0, n_intervals + 1)
-        running = np.exp(log_factor(a[0], grid) - log_peak[0])
-        for a_k, peak_k in zip(a[1:], log_peak[1:], strict=True):
-            factor = np.exp(log_factor(a_k, grid) - peak_k)
-            full = signal.fftconvolve(running, factor)[: n_intervals + 1]
-            running = step * (full - 0.5 * running[0] * factor - 0.5 * running * factor[0])
-        return float(running[-1])
-
-    log2_grid = 10
-    coarse = trapezoid_convolution(2**log2_grid)
-    previous = None
-    while True:
-        log2_grid += 1
-        fine = trapezoid_convolution(2**log2_grid)
-        extrapolated = (4.0 * fine - coarse) / 3.0
-        converged = previous is not None and abs(extrapolated - previous) <= rtol * abs(
-            extrapolated
-        )
-        if converged or log2_grid >= max_log2_grid:
-            break
-        coarse, previous = fine, extrapolated
-    return float(
-        (n_categories - 1) * math.log(width)
-        + log_peak.sum()
-        - tilt
-        + math.log(extrapolated)
-        - conjugate.log_multivariate_beta(a)
-    )
-
-
-def _dirichlet_log_masses(a: np.ndarray, min_prob: float) -> np.ndarray:
-    """`_dirichlet_log_mass` for every row of a batch of concentration vectors."""
-    rows = a.reshape(-1, a.shape[-1])
-    unique_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
-    masses = np.array([_dirichlet_log_mass(row, min_prob) for row in unique_rows])
-    return masses[inverse.reshape(-1)].reshape(a.shape[:-1])
-
-
 class TruncatedDirichletRV(RandomVariable):
     """Dirichlet(a) restricted to {p on the simplex: every p_k ≥ min_prob}.
 
@@ -647,7 +537,7 @@ class TruncatedDirichlet(Continuous):
     The normalising constant P_a is computed once, here, and carried in the graph: exactly
     for K = 2 (regularised incomplete beta), for a = 1 ((1 − K·m)^{K−1}) and for m = 0;
     otherwise by numerical convolution to a relative accuracy of about 1e-9 (see
-    `_dirichlet_log_mass_by_convolution`). It is a constant: it does not affect sampling.
+    `pymc_private.prior_mass`). It is a constant: it does not affect sampling.
     Draws are exact (rejection, see `TruncatedDirichletRV.rng_fn`); NUTS samples through the
     transform p = m + (1 − K·m)·softmax([z, −Σz]); the initial point is m + (1 − K·m)·a/Σa.
 
@@ -692,7 +582,7 @@ class TruncatedDirichlet(Continuous):
                 f"with K = {n_categories} categories (K·min_prob = 1 leaves a single point); "
                 f"lower `min_prob`."
             )
-        log_mass = _dirichlet_log_masses(a, min_prob)
+        log_mass = dirichlet_log_masses(a, min_prob)
         return super().dist([a, min_prob, log_mass], **kwargs)
 
     def support_point(rv, size, a, min_prob, log_mass):
@@ -722,119 +612,6 @@ def _truncated_dirichlet_default_transform(op, rv):
 # ---------------------------------------------------------------------------------------
 # Truncated multivariate normal: ‖w‖₂ ≤ radius
 # ---------------------------------------------------------------------------------------
-
-
-def _ball_log_mass(mu: np.ndarray, cov: np.ndarray, radius: float) -> float:
-    """log P(‖w‖₂ ≤ radius) for w ~ N(mu, cov), one vector and one matrix.
-
-    ‖w‖² = Σ_j λ_j (z_j + b_j)², λ the eigenvalues of cov and b = Λ^{−1/2} Uᵀ mu.
-    Isotropic cov = s²·I: exact (chi-square CDF for mu = 0, noncentral chi-square
-    otherwise). General: Ruben's (1962) series of central chi-square CDFs with positive
-    weights, truncated once the omitted weight bounds the error below 1e-12 relative;
-    when the series is impractical (noncentrality Σ b_j² in the hundreds or more), Imhof's
-    (1961) inversion integral by adaptive quadrature (absolute error about 1e-10).
-    """
-    eigenvalues, eigenvectors = np.linalg.eigh(cov)
-    noncentrality = (eigenvectors.T @ mu) ** 2 / eigenvalues
-    threshold = radius**2
-    dimension = mu.shape[-1]
-    if np.allclose(eigenvalues, eigenvalues[0], rtol=1e-12, atol=0.0):
-        scaled = threshold / eigenvalues[0]
-        total_noncentrality = float(noncentrality.sum())
-        if total_noncentrality == 0.0:
-            return float(stats.chi2.logcdf(scaled, dimension))
-        return float(stats.ncx2.logcdf(scaled, dimension, total_noncentrality))
-    log_mass = _ruben_log_cdf(eigenvalues, noncentrality, threshold)
-    if log_mass is None:
-        log_mass = math.log(_imhof_cdf(eigenvalues, noncentrality, threshold))
-    return log_mass
-
-
-def _ruben_log_cdf(
-    eigenvalues: np.ndarray, noncentrality: np.ndarray, threshold: float, max_terms: int = 4000
-) -> float | None:
-    r"""log P(Σ_j λ_j χ²_1(δ_j²) ≤ x) by Ruben's series, or None if it would not converge.
-
-    .. math:: P = \sum_{k ≥ 0} c_k\, F_{χ²_{d+2k}}(x/β), \quad β = \min_j λ_j,
-
-    c_0 = exp(−Σδ²/2) Π (β/λ_j)^{1/2}, c_k = (1/2k) Σ_{r<k} g_{k−r} c_r,
-    g_k = Σ_j (1 − β/λ_j)^k + kβ Σ_j (δ_j²/λ_j)(1 − β/λ_j)^{k−1}. All c_k ≥ 0 and Σ c_k = 1,
-    so after K terms the error is at most (1 − Σ_{k<K} c_k)·F_{χ²_{d+2K}}(x/β).
-    """
-    beta = eigenvalues.min()
-    log_c0 = -0.5 * noncentrality.sum() + 0.5 * np.log(beta / eigenvalues).sum()
-    if log_c0 < -600.0:
-        return None
-    dimension = eigenvalues.size
-    ratio = 1.0 - beta / eigenvalues
-    orders = np.arange(1, max_terms + 1)[:, None]
-    with np.errstate(under="ignore"):
-        g = (ratio**orders).sum(-1) + orders[:, 0] * beta * (
-            noncentrality / eigenvalues * ratio ** (orders - 1)
-        ).sum(-1)
-    weights = np.zeros(max_terms + 1)
-    weights[0] = math.exp(log_c0)
-    scaled = threshold / beta
-    total = weights[0] * stats.chi2.cdf(scaled, dimension)
-    weight_sum = weights[0]
-    for k in range(1, max_terms + 1):
-        weights[k] = np.dot(g[:k][::-1], weights[:k]) / (2 * k)
-        weight_sum += weights[k]
-        term_cdf = stats.chi2.cdf(scaled, dimension + 2 * k)
-        total += weights[k] * term_cdf
-        if max(0.0, 1.0 - weight_sum) * term_cdf <= 1e-12 * total:
-            return math.log(total)
-    return None
-
-
-def _imhof_cdf(eigenvalues: np.ndarray, noncentrality: np.ndarray, threshold: float) -> float:
-    r"""P(Σ_j λ_j χ²_1(δ_j²) ≤ x) by Imhof's (1961) inversion formula.
-
-    .. math:: P = \frac12 − \frac1π \int_0^∞ \frac{\sin(φ(u) − xu/2)}{u\,ρ(u)}\,du,
-
-    φ(u) = ½ Σ_j [arctan(λ_j u) + δ_j² λ_j u/(1 + λ_j² u²)],
-    ρ(u) = Π_j (1 + λ_j² u²)^{1/4} exp(½ Σ_j δ_j² λ_j² u²/(1 + λ_j² u²)).
-    The first period is integrated directly; the tail, sin φ·cos(xu/2) − cos φ·sin(xu/2)
-    over a slowly varying amplitude, by QUADPACK's Fourier-integral routine (QAWF).
-    """
-    frequency = 0.5 * threshold
-
-    def phase(u: float) -> float:
-        scaled = eigenvalues * u
-        return 0.5 * float(np.sum(np.arctan(scaled) + noncentrality * scaled / (1.0 + scaled**2)))
-
-    def amplitude(u: float) -> float:
-        squared = (eigenvalues * u) ** 2
-        log_rho = 0.25 * np.sum(np.log1p(squared)) + 0.5 * np.sum(
-            noncentrality * squared / (1.0 + squared)
-        )
-        return math.exp(-log_rho) / u
-
-    split = 2.0 * math.pi / frequency
-    head, _ = integrate.quad(
-        lambda u: math.sin(phase(u) - frequency * u) * amplitude(u),
-        0.0,
-        split,
-        limit=500,
-        epsabs=1e-13,
-    )
-    tail_cos, _ = integrate.quad(
-        lambda u: math.sin(phase(u)) * amplitude(u), split, np.inf, weight="cos", wvar=frequency
-    )
-    tail_sin, _ = integrate.quad(
-        lambda u: math.cos(phase(u)) * amplitude(u), split, np.inf, weight="sin", wvar=frequency
-    )
-    return 0.5 - (head + tail_cos - tail_sin) / math.pi
-
-
-def _ball_log_masses(mu: np.ndarray, cov: np.ndarray, radius: float) -> np.ndarray:
-    batch_shape = np.broadcast_shapes(mu.shape[:-1], cov.shape[:-2])
-    mu = np.broadcast_to(mu, (*batch_shape, mu.shape[-1]))
-    cov = np.broadcast_to(cov, (*batch_shape, *cov.shape[-2:]))
-    masses = np.empty(batch_shape)
-    for index in np.ndindex(batch_shape):
-        masses[index] = _ball_log_mass(mu[index], cov[index], radius)
-    return masses
 
 
 class TruncatedMvNormalRV(RandomVariable):
@@ -942,9 +719,10 @@ class TruncatedMvNormal(Continuous):
 
     The normalising constant P(‖W‖ ≤ R) is computed once, here: exactly for Σ = s²·I (the
     chi-square CDF for μ = 0, noncentral otherwise), else numerically (Ruben's series, or
-    Imhof's integral for a large noncentrality; see `_ball_log_mass`). It is a constant: it
-    does not affect sampling. Draws are exact (`TruncatedMvNormalRV.rng_fn`); NUTS samples
-    through w = R·z/√(1 + ‖z‖²); the initial point is μ if ‖μ‖ ≤ R/2, else μ·R/(2‖μ‖).
+    Imhof's integral for a large noncentrality; see `pymc_private.prior_mass`). It is a
+    constant: it does not affect sampling. Draws are exact (`TruncatedMvNormalRV.rng_fn`);
+    NUTS samples through w = R·z/√(1 + ‖z‖²); the initial point is μ if ‖μ‖ ≤ R/2, else
+    μ·R/(2‖μ‖).
 
     Parameters
     ----------
@@ -996,7 +774,7 @@ class TruncatedMvNormal(Continuous):
             raise InvalidPrivacyParameterError(
                 "TruncatedMvNormal: `radius` must be > 0; pass a positive radius."
             )
-        log_mass = _ball_log_masses(mu, cov, radius)
+        log_mass = ball_log_masses(mu, cov, radius)
         if not np.isfinite(log_mass).all():
             raise InvalidPrivacyParameterError(
                 "TruncatedMvNormal: the ball ‖w‖₂ ≤ `radius` holds no measurable mass of "
@@ -1021,306 +799,3 @@ class TruncatedMvNormal(Continuous):
 @_default_transform.register(TruncatedMvNormalRV)
 def _truncated_mvnormal_default_transform(op, rv):
     return _BallTransform()
-
-
-# ---------------------------------------------------------------------------------------
-# Reading the support of a free random variable from its graph
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class ParameterSupport:
-    """The support of a free random variable and its prior's parameters, read from the graph.
-
-    Attributes
-    ----------
-    family : str
-        The base distribution: "beta", "gamma", "exponential", "normal", "uniform",
-        "halfnormal", "lognormal", "inverse_gamma", "studentt", "cauchy", "laplace",
-        "logistic", "dirichlet" or "mvnormal" (truncation shows in the bounds below).
-    params : Mapping[str, numpy.ndarray | None]
-        The base distribution's parameters in PyMC's user-facing parameterisation (beta:
-        alpha, beta; gamma: alpha, beta = rate; exponential: lam; normal: mu, sigma;
-        dirichlet: a; mvnormal: mu, cov; ...), broadcast to the variable's shape (with their
-        core axes). None for a parameter that is not a constant (a hyperprior).
-    lower, upper : numpy.ndarray
-        Elementwise bounds broadcast to the variable's shape; ±inf where unbounded. For a
-        truncated Dirichlet [m, 1 − (K − 1)m]; for a ball of radius R, [−R, R].
-    simplex_min_prob : float | None
-        The last axis is a simplex whose entries are ≥ this value (0 for a plain Dirichlet).
-    radius : float | None
-        The last axis lies in the Euclidean ball of this radius, centred at the origin.
-    """
-
-    family: str
-    params: Mapping[str, np.ndarray | None]
-    lower: np.ndarray
-    upper: np.ndarray
-    simplex_min_prob: float | None = None
-    radius: float | None = None
-
-    def __post_init__(self) -> None:
-        def read_only(value: Any) -> np.ndarray:
-            array = np.array(value, dtype=float)
-            array.setflags(write=False)
-            return array
-
-        object.__setattr__(self, "lower", read_only(self.lower))
-        object.__setattr__(self, "upper", read_only(self.upper))
-        params = {
-            name: None if value is None else read_only(value) for name, value in self.params.items()
-        }
-        object.__setattr__(self, "params", MappingProxyType(params))
-
-    @property
-    def is_bounded(self) -> bool:
-        """Whether every coordinate has finite lower and upper bounds."""
-        return bool(np.isfinite(self.lower).all() and np.isfinite(self.upper).all())
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ParameterSupport):
-            return NotImplemented
-        return (
-            self.family == other.family
-            and self.simplex_min_prob == other.simplex_min_prob
-            and self.radius == other.radius
-            and np.array_equal(self.lower, other.lower)
-            and np.array_equal(self.upper, other.upper)
-            and self.params.keys() == other.params.keys()
-            and all(_same_parameter(self.params[k], other.params[k]) for k in self.params)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _same_parameter(first: np.ndarray | None, second: np.ndarray | None) -> bool:
-    if first is None or second is None:
-        return first is second
-    return np.array_equal(first, second)
-
-
-def _constant_value(variable: Variable) -> np.ndarray | None:
-    """The value of a graph built from constants only (constant folding), else None."""
-    [folded] = constant_fold([variable], raise_not_constant=False)
-    return None if isinstance(folded, Variable) else np.asarray(folded, dtype=float)
-
-
-def _public_shape(rv: TensorVariable) -> tuple[int, ...]:
-    """The shape of ``rv``: static, or folded from constants and model dimension lengths.
-
-    Shapes are public (n is public under bounded DP), so shared dimension lengths may be
-    read; parameter values never are.
-    """
-    if all(length is not None for length in rv.type.shape):
-        return tuple(int(length) for length in rv.type.shape)
-    [folded] = constant_fold([rv.shape], raise_not_constant=False)
-    if isinstance(folded, Variable):
-        shared = {
-            variable: pt.constant(variable.get_value())
-            for variable in graph_inputs([folded])
-            if isinstance(variable, SharedVariable)
-        }
-        [folded] = constant_fold([graph_replace(folded, shared)], raise_not_constant=False)
-    if isinstance(folded, Variable):
-        raise UnsupportedModelError(
-            f"The shape of `{rv.name}` is not fixed by constants or model dimensions; give "
-            f"it a fixed `shape` or `dims`."
-        )
-    return tuple(int(length) for length in np.asarray(folded))
-
-
-_INF = np.inf
-
-# op type → (family, reader); the reader maps the op's constant parameters (None where not
-# constant) to (user-facing params, lower, upper).
-_Reader = Callable[..., tuple[dict[str, np.ndarray | None], Any, Any]]
-
-
-def _reciprocal(value: np.ndarray | None) -> np.ndarray | None:
-    return None if value is None else 1.0 / value
-
-
-_SCALAR_FAMILIES: dict[type, tuple[str, _Reader]] = {
-    ptr.BetaRV: ("beta", lambda alpha, beta: ({"alpha": alpha, "beta": beta}, 0.0, 1.0)),
-    ptr.UniformRV: (
-        "uniform",
-        lambda lower, upper: ({"lower": lower, "upper": upper}, lower, upper),
-    ),
-    ptr.GammaRV: (
-        "gamma",
-        lambda alpha, scale: ({"alpha": alpha, "beta": _reciprocal(scale)}, 0.0, _INF),
-    ),
-    ptr.ExponentialRV: ("exponential", lambda scale: ({"lam": _reciprocal(scale)}, 0.0, _INF)),
-    ptr.HalfNormalRV: ("halfnormal", lambda loc, sigma: ({"sigma": sigma}, loc, _INF)),
-    ptr.LogNormalRV: ("lognormal", lambda mu, sigma: ({"mu": mu, "sigma": sigma}, 0.0, _INF)),
-    ptr.InvGammaRV: (
-        "inverse_gamma",
-        lambda alpha, beta: ({"alpha": alpha, "beta": beta}, 0.0, _INF),
-    ),
-    ptr.NormalRV: ("normal", lambda mu, sigma: ({"mu": mu, "sigma": sigma}, -_INF, _INF)),
-    ptr.StudentTRV: (
-        "studentt",
-        lambda nu, mu, sigma: ({"nu": nu, "mu": mu, "sigma": sigma}, -_INF, _INF),
-    ),
-    ptr.CauchyRV: ("cauchy", lambda alpha, beta: ({"alpha": alpha, "beta": beta}, -_INF, _INF)),
-    ptr.LaplaceRV: ("laplace", lambda mu, b: ({"mu": mu, "b": b}, -_INF, _INF)),
-    ptr.LogisticRV: ("logistic", lambda mu, s: ({"mu": mu, "s": s}, -_INF, _INF)),
-    TruncatedNormalRV: (
-        "normal",
-        lambda mu, sigma, lower, upper: ({"mu": mu, "sigma": sigma}, lower, upper),
-    ),
-}
-
-
-def _not_public(rv: TensorVariable, family: str) -> UnsupportedModelError:
-    return UnsupportedModelError(
-        f"The support of `{rv.name}` ({family}) depends on random or data-dependent values, "
-        f"so it is not public and fixed: the privacy analysis needs constant bounds. Use a "
-        f"prior with fixed bounds, e.g. pmp.TruncatedBeta(..., lower=a, upper=1 - a) or "
-        f"pmp.TruncatedNormal(..., lower=l, upper=u)."
-    )
-
-
-def _scalar_support(
-    rv: TensorVariable,
-    base_op: RandomVariable,
-    params: list[Variable],
-    truncation: tuple[Variable, Variable] | None,
-) -> ParameterSupport | None:
-    entry = _SCALAR_FAMILIES.get(type(base_op))
-    if entry is None:
-        return None
-    family, reader = entry
-    values, lower, upper = reader(*(_constant_value(param) for param in params))
-    if lower is None or upper is None:
-        raise _not_public(rv, family)
-    if truncation is not None:
-        truncation_lower, truncation_upper = (_constant_value(bound) for bound in truncation)
-        if truncation_lower is None or truncation_upper is None:
-            raise _not_public(rv, family)
-        lower = np.maximum(lower, truncation_lower)
-        upper = np.minimum(upper, truncation_upper)
-    shape = _public_shape(rv)
-    return ParameterSupport(
-        family=family,
-        params={
-            name: None if value is None else np.broadcast_to(value, shape)
-            for name, value in values.items()
-        },
-        lower=np.broadcast_to(lower, shape),
-        upper=np.broadcast_to(upper, shape),
-    )
-
-
-def parameter_support(rv: TensorVariable) -> ParameterSupport | None:
-    """Read the support of a free random variable, and its prior's parameters, from the graph.
-
-    Only the variable's op and its constant inputs are read (constant folding; no data, no
-    Python-side tags), so the answer survives cloning a model and is the same for any data.
-
-    Recognised: the priors of this module; `pm.Truncated` over any family below; and plain
-    Beta → [0, 1], Uniform(l, u) → [l, u], Gamma, Exponential, LogNormal, InverseGamma →
-    [0, ∞), HalfNormal → [0, ∞), Normal, TruncatedNormal, StudentT, Cauchy, Laplace,
-    Logistic → their interval, Dirichlet → the simplex (``simplex_min_prob=0``), MvNormal →
-    unbounded.
-
-    Parameters
-    ----------
-    rv : TensorVariable
-        A random variable, e.g. an entry of ``model.free_RVs``.
-
-    Returns
-    -------
-    ParameterSupport or None
-        None when ``rv`` is not a random variable of a recognised family (the caller decides
-        whether that is an error).
-
-    Raises
-    ------
-    UnsupportedModelError
-        The family is recognised but its support depends on random or data-dependent values
-        (e.g. ``pm.Uniform("u", 0, sigma)`` with ``sigma`` free), or its shape is not fixed.
-    """
-    node = rv.owner
-    if node is None:
-        return None
-    op = node.op
-    if isinstance(op, TruncatedRV):
-        *base_inputs, lower, upper = node.inputs
-        return _scalar_support(rv, op.base_rv_op, base_inputs[2:], (lower, upper))
-    if isinstance(op, TruncatedDirichletRV | ptr.DirichletRV):
-        return _simplex_support(rv, op, node)
-    if isinstance(op, TruncatedMvNormalRV | ptr.MvNormalRV):
-        return _vector_support(rv, op, node)
-    if isinstance(op, RandomVariable):
-        return _scalar_support(rv, op, list(op.dist_params(node)), None)
-    return None
-
-
-def prior_parameter_graphs(rv: TensorVariable) -> dict[str, Variable] | None:
-    """The parameters of a scalar prior as graphs, named and parameterised as
-    `ParameterSupport.params` (normal: mu, sigma; gamma: alpha, beta = rate; ...): for a
-    prior whose parameters are other free variables (hyperpriors), evaluated at their
-    current values by a conjugate step. None for a prior that is not of a scalar family."""
-    node = rv.owner
-    if node is None:
-        return None
-    op = node.op
-    if isinstance(op, TruncatedRV):
-        base_op, params = op.base_rv_op, node.inputs[2:-2]
-    elif isinstance(op, RandomVariable):
-        base_op, params = op, list(op.dist_params(node))
-    else:
-        return None
-    entry = _SCALAR_FAMILIES.get(type(base_op))
-    if entry is None:
-        return None
-    values, _, _ = entry[1](*params)
-    return {name: pt.as_tensor(value) for name, value in values.items()}
-
-
-def _simplex_support(rv: TensorVariable, op: RandomVariable, node) -> ParameterSupport:
-    params = op.dist_params(node)
-    shape = _public_shape(rv)
-    a = _constant_value(params[0])
-    if isinstance(op, TruncatedDirichletRV):
-        min_prob_value = _constant_value(params[1])
-        if min_prob_value is None:
-            raise _not_public(rv, "dirichlet")
-        min_prob = float(np.max(min_prob_value))
-    else:
-        min_prob = 0.0
-    n_categories = shape[-1]
-    return ParameterSupport(
-        family="dirichlet",
-        params={"a": None if a is None else np.broadcast_to(a, shape)},
-        lower=np.full(shape, min_prob),
-        upper=np.full(shape, 1.0 - (n_categories - 1) * min_prob),
-        simplex_min_prob=min_prob,
-    )
-
-
-def _vector_support(rv: TensorVariable, op: RandomVariable, node) -> ParameterSupport:
-    params = op.dist_params(node)
-    shape = _public_shape(rv)
-    mu = _constant_value(params[0])
-    cov = _constant_value(params[1])
-    if isinstance(op, TruncatedMvNormalRV):
-        radius_value = _constant_value(params[2])
-        if radius_value is None:
-            raise _not_public(rv, "mvnormal")
-        radius: float | None = float(np.max(radius_value))
-        bound = radius
-    else:
-        radius = None
-        bound = np.inf
-    return ParameterSupport(
-        family="mvnormal",
-        params={
-            "mu": None if mu is None else np.broadcast_to(mu, shape),
-            "cov": None if cov is None else np.broadcast_to(cov, (*shape, shape[-1])),
-        },
-        lower=np.full(shape, -bound),
-        upper=np.full(shape, bound),
-        radius=radius,
-    )

@@ -25,7 +25,7 @@ from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import reduce_to_entries
 from pymc_private.noise_aware import cell_log_likelihood, term_observations
 from pymc_private.prior_density import evaluate, log_density, mvnormal_log_density, prior_spread
-from pymc_private.priors import ParameterSupport
+from pymc_private.support import ParameterSupport
 
 __all__ = [
     "SliceBlock",

@@ -22,7 +22,7 @@ from pymc_private.conjugate import (
     truncated_normal,
 )
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.priors import ParameterSupport
+from pymc_private.support import ParameterSupport
 
 ALPHA = 1e-3
 N = 4000

@@ -27,19 +27,17 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
+from pymc_private.prior_mass import _dirichlet_log_mass_by_convolution, _imhof_cdf
 from pymc_private.priors import (
-    ParameterSupport,
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedExponential,
     TruncatedGamma,
     TruncatedMvNormal,
     TruncatedNormal,
-    _dirichlet_log_mass_by_convolution,
-    _imhof_cdf,
     _InteriorTruncatedRV,
-    parameter_support,
 )
+from pymc_private.support import ParameterSupport, parameter_support
 
 FAST = "FAST_COMPILE"
 GAUSS_NODES, GAUSS_WEIGHTS = np.polynomial.legendre.leggauss(120)

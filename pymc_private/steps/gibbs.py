@@ -41,7 +41,6 @@ from pymc_private.exact import (
 )
 from pymc_private.families import Interval, LikelihoodTerm, as_exact
 from pymc_private.graph_reader import interval_of
-from pymc_private.priors import ParameterSupport, parameter_support, prior_parameter_graphs
 from pymc_private.privatize import (
     POTENTIAL_SUFFIX,
     has_closed_form_conditional,
@@ -50,6 +49,7 @@ from pymc_private.privatize import (
 )
 from pymc_private.session import PrivatePayload
 from pymc_private.steps.base import PrivateStep, checked_secure, checked_temperature
+from pymc_private.support import ParameterSupport, parameter_support, prior_parameter_graphs
 
 __all__ = [
     "ConjugateBlock",
