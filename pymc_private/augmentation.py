@@ -72,11 +72,7 @@ from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.augmented_chain import AugmentedChain
 from pymc_private.conjugate import draw_conjugate
 from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError
-from pymc_private.families import (
-    LikelihoodTerm,
-    StatisticSpec,
-    complete_statistic,
-)
+from pymc_private.families import LikelihoodTerm
 from pymc_private.latent import (
     IntegerNoise,
     PoissonCounts,
@@ -89,6 +85,7 @@ from pymc_private.prior_density import (
     support_centre,
 )
 from pymc_private.slice_moves import SumsVariable, slice_blocks
+from pymc_private.statistics import StatisticSpec, complete_statistic
 from pymc_private.support import ParameterSupport, parameter_support, prior_parameter_graphs
 
 __all__ = ["AugmentedSampler", "augmented_posterior", "augmented_sampler"]

@@ -15,12 +15,7 @@ import numpy as np
 
 from pymc_private.conjugate import draw_conjugate
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.families import (
-    LikelihoodTerm,
-    complete_statistic,
-    entries_to_cells,
-    reduce_to_entries,
-)
+from pymc_private.families import LikelihoodTerm
 from pymc_private.latent import (
     MultinomialCounts,
     PoissonCounts,
@@ -34,6 +29,7 @@ from pymc_private.latent import (
 )
 from pymc_private.prior_density import evaluate, support_centre
 from pymc_private.slice_moves import SliceMoves, from_line, start_reference, to_line
+from pymc_private.statistics import complete_statistic, entries_to_cells, reduce_to_entries
 from pymc_private.support import prior_parameter_graphs
 
 if TYPE_CHECKING:

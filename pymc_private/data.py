@@ -419,7 +419,7 @@ def record_sources(model: pm.Model, names) -> dict[str, Source]:
 
 
 def exact_statistics(model: pm.Model, specs) -> dict[str, np.ndarray]:
-    """s(D) of every statistic of ``specs`` (`pymc_private.families.StatisticSpec`) as
+    """s(D) of every statistic of ``specs`` (`pymc_private.statistics.StatisticSpec`) as
     exact int64, from every `PrivateData` of ``model`` in one pass
     (`pymc_private.records.statistics_pass`): private, for a mechanism only. Call
     `check_private_data` first (it identifies the data sets whose ledgers the caller

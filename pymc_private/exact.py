@@ -46,7 +46,7 @@ utility differences add: Σ_e range_k d_{e,k} = range over the product grid of t
 utility difference ≤ 2L_j/T. So the block update is (2L_j/T)-DP over the reals.
 
 *Floating point.* The coefficients β are computed exactly, in rational arithmetic from exact
-statistics (`pymc_private.families.StatisticSpec` sums of integers; the prior's parameters,
+statistics (`pymc_private.statistics.StatisticSpec` sums of integers; the prior's parameters,
 the temperature and the other blocks' current values are floats, hence exact rationals), and
 rounded once to floats: |β̂_c − β_c| ≤ u|β_c|, u = 2⁻⁵³. The features φ and v are public and
 computed identically for every data set, so their own rounding plays no part. The score is
@@ -83,8 +83,8 @@ from fractions import Fraction
 import numpy as np
 
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.families import as_exact
 from pymc_private.mechanisms import ceil_float, exact_choice
+from pymc_private.statistics import as_exact
 from pymc_private.support import ParameterSupport
 
 __all__ = [

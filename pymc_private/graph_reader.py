@@ -36,16 +36,7 @@ from pytensor.tensor.type_other import NoneTypeT
 
 from pymc_private.data import PrivateDataSpec, private_data
 from pymc_private.errors import DataBoundsError, UnboundedSensitivityError, UnsupportedModelError
-from pymc_private.families import (
-    FAMILIES,
-    DataGrid,
-    ElementDomain,
-    Interval,
-    LikelihoodTerm,
-    ParameterTerm,
-    data_grid,
-    find_family,
-)
+from pymc_private.families import FAMILIES, LikelihoodTerm, find_family
 from pymc_private.leak_guard import (
     is_view,
     only_constants,
@@ -53,6 +44,7 @@ from pymc_private.leak_guard import (
     private_value_inputs,
     strip_casts,
 )
+from pymc_private.statistics import DataGrid, ElementDomain, Interval, ParameterTerm, data_grid
 from pymc_private.support import parameter_support
 
 __all__ = ["GraphReader", "interval_of"]
@@ -699,7 +691,7 @@ class GraphReader:
 
 
 def _grid(spec: PrivateDataSpec) -> DataGrid:
-    """The public grid of a `PrivateData` array (`pymc_private.families.data_grid`)."""
+    """The public grid of a `PrivateData` array (`pymc_private.statistics.data_grid`)."""
     return data_grid(spec.lower, spec.upper, spec.n, integer=spec.integer)
 
 

@@ -60,8 +60,9 @@ import pytensor
 import pytensor.tensor as pt
 from scipy import special
 
-from pymc_private.families import DiagonalMinusOuter, complete_statistic
+from pymc_private.families import DiagonalMinusOuter
 from pymc_private.prior_density import support_centre
+from pymc_private.statistics import complete_statistic
 from pymc_private.support import parameter_support
 
 __all__ = [

@@ -54,12 +54,6 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
-from pymc_private.families import (
-    StatisticSpec,
-    complete_statistic,
-    regression_group,
-    regression_l2_squared,
-)
 from pymc_private.fourier import FourierPlan, fourier_plan
 from pymc_private.leak_guard import reads_private_data
 from pymc_private.mechanisms import (
@@ -72,6 +66,12 @@ from pymc_private.mechanisms import (
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood, noise_to_spread
 from pymc_private.records import Placeholder, SharedRecords, Source, statistics_pass
 from pymc_private.session import releasing
+from pymc_private.statistics import (
+    StatisticSpec,
+    complete_statistic,
+    regression_group,
+    regression_l2_squared,
+)
 from pymc_private.steps.base import checked_secure
 
 __all__ = [

@@ -378,7 +378,7 @@ class Pass(NamedTuple):
 
 
 def statistics_pass(specs: Sequence[Any], sources: Mapping[str, Source]) -> Pass:
-    """Every statistic of ``specs`` (`pymc_private.families.StatisticSpec`) over the records
+    """Every statistic of ``specs`` (`pymc_private.statistics.StatisticSpec`) over the records
     of ``sources`` (by `PrivateData` name), exactly in int64, in one pass.
 
     The records are read in blocks of consecutive rows, the same for every source; each

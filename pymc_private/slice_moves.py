@@ -22,9 +22,9 @@ from scipy import special
 
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.families import reduce_to_entries
 from pymc_private.noise_aware import cell_log_likelihood, term_observations
 from pymc_private.prior_density import evaluate, log_density, mvnormal_log_density, prior_spread
+from pymc_private.statistics import reduce_to_entries
 from pymc_private.support import ParameterSupport
 
 __all__ = [

@@ -24,14 +24,7 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.families import (
-    Binomial,
-    ElementDomain,
-    Interval,
-    ParameterTerm,
-    Poisson,
-    complete_statistic,
-)
+from pymc_private.families import Binomial, Poisson
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.priors import (
     TruncatedBeta,
@@ -42,6 +35,7 @@ from pymc_private.priors import (
     TruncatedNormal,
 )
 from pymc_private.privatize import privatize
+from pymc_private.statistics import ElementDomain, Interval, ParameterTerm, complete_statistic
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 

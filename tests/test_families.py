@@ -25,18 +25,20 @@ from pymc_private.families import (
     Bernoulli,
     Binomial,
     Categorical,
-    ElementDomain,
     Exponential,
-    Interval,
     LikelihoodTerm,
     NormalFreeSigma,
     NormalKnownSigma,
     NormalLinearRegression,
-    ParameterTerm,
     Poisson,
+    find_family,
+)
+from pymc_private.statistics import (
+    ElementDomain,
+    Interval,
+    ParameterTerm,
     complete_statistic,
     data_grid,
-    find_family,
 )
 
 

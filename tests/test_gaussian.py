@@ -37,7 +37,6 @@ from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
-from pymc_private.families import regression_group, regression_l2_squared
 from pymc_private.mechanisms import (
     ceil_sqrt,
     discrete_gaussian,
@@ -60,6 +59,7 @@ from pymc_private.privatize import (
     privatize,
 )
 from pymc_private.sampling import sample
+from pymc_private.statistics import regression_group, regression_l2_squared
 
 dp.enable_features("contrib")
 

@@ -39,7 +39,7 @@ from pymc_private.exact import (
     intervals,
     statistic_bounds,
 )
-from pymc_private.families import Interval, LikelihoodTerm, as_exact
+from pymc_private.families import LikelihoodTerm
 from pymc_private.graph_reader import interval_of
 from pymc_private.privatize import (
     POTENTIAL_SUFFIX,
@@ -48,6 +48,7 @@ from pymc_private.privatize import (
     term_statistics,
 )
 from pymc_private.session import PrivatePayload
+from pymc_private.statistics import Interval, as_exact
 from pymc_private.steps.base import PrivateStep, checked_secure, checked_temperature
 from pymc_private.support import ParameterSupport, parameter_support, prior_parameter_graphs
 
