@@ -39,7 +39,8 @@ from pymc_private.priors import (
     TruncatedNormal,
     parameter_support,
 )
-from pymc_private.privatize import privatised_statistics, privatize
+from pymc_private.privatisation import privatised_statistics
+from pymc_private.privatize import privatize
 from pymc_private.release import ReleaseCheck, check_release, sample_posterior_predictive
 from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
 from pymc_private.sampling import ledger_of, sample

@@ -27,7 +27,8 @@ from pytensor.graph.replace import vectorize_graph
 from pymc_private.analysis import analyze
 from pymc_private.augmentation import AugmentedSampler
 from pymc_private.data import check_private_data
-from pymc_private.privatize import privatisation_of, privatize, release_statistics
+from pymc_private.privatisation import privatisation_of
+from pymc_private.privatize import privatize, release_statistics
 
 __all__ = ["CoverageResult", "coverage_study", "grid_interval"]
 

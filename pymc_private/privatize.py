@@ -12,11 +12,9 @@ are public: any number of draws, chains and step methods (NUTS included) cost no
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -47,8 +45,9 @@ from pymc_private.accounting import (
     zcdp_epsilon,
     zcdp_rho,
 )
-from pymc_private.analysis import PrivacyAnalysis, analyze, reads_private_data
-from pymc_private.data import RELEASED_TAG, datasets_of, exact_statistics, in_memory_values
+from pymc_private.analysis import PrivacyAnalysis, analyze
+from pymc_private.conditionals import has_conditional
+from pymc_private.data import datasets_of, exact_statistics, in_memory_values
 from pymc_private.errors import (
     CalibrationWarning,
     InvalidPrivacyParameterError,
@@ -69,110 +68,17 @@ from pymc_private.mechanisms import (
     unit_shift_gaussian,
 )
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood, noise_to_spread
+from pymc_private.privatisation import (
+    POTENTIAL_SUFFIX,
+    Privatisation,
+    tag_conjugate,
+    tag_released,
+)
 from pymc_private.records import Placeholder, SharedRecords, Source, statistics_pass
 from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure
 
-__all__ = [
-    "Privatisation",
-    "has_closed_form_conditional",
-    "privatisation_of",
-    "privatised_route",
-    "privatised_statistics",
-    "privatize",
-    "release_statistics",
-    "term_statistics",
-]
-
-POTENTIAL_SUFFIX = "_privatised"
-
-
-@dataclass(frozen=True, eq=False)
-class Privatisation:
-    """What `privatize` released for a model: public from then on.
-
-    It travels in the privatised model's graph, as the tag of the data variables that hold
-    the released statistics (`pymc_private.data.RELEASED_TAG`), so copies, `pm.do` and
-    pickles of the model carry it and no decision rests on which Python object is sampled.
-
-    Attributes
-    ----------
-    statistics
-        The privatised sufficient statistics the model holds, in released form and natural
-        units (noisy; projected too for the plug-in posterior), by the names of
-        ``analysis.statistics`` (category 0 of counts and the
-        lower triangle of Gram matrices are derived, see
-        `pymc_private.families.complete_statistic`).
-    releases
-        The releases that paid for them: one discrete Laplace release per statistic, whose
-        ε add up to at most the ε asked for.
-    analysis
-        The public privacy analysis of the original model (terms, statistics, Δ₁), which the
-        conjugate Gibbs sampler reads.
-    epsilon
-        The ε asked for.
-    datasets
-        The ids of the private data sets the statistics were computed from: a model built on
-        them charges their ledgers (`pmp.ledger_for`).
-    noise
-        The noise law of each noised statistic.
-    noise_aware
-        Whether the model is the noise-aware posterior (its statistics are then the noisy
-        values before projection) or the plug-in one (the projected values).
-    """
-
-    statistics: dict[str, np.ndarray]
-    releases: tuple[Release, ...]
-    analysis: PrivacyAnalysis
-    epsilon: float
-    datasets: tuple[str, ...]
-    noise: dict[str, NoiseLaw]
-    noise_aware: bool
-
-
-_CONJUGATE_TAG = "pymc_private_conjugate"
-
-
-def privatisation_of(model: pm.Model) -> Privatisation | None:
-    """The privatisation whose released statistics a model holds (a model returned by
-    `privatize`, or a copy or `pm.do` of one), or None."""
-    for variable in model.data_vars:
-        privatisation = getattr(variable.tag, RELEASED_TAG, None)
-        if privatisation is not None:
-            return privatisation
-    return None
-
-
-def privatised_route(model: pm.Model) -> Privatisation | None:
-    """The privatisation to sample a model on for free: the one whose released statistics it
-    holds, provided it reads no raw private data (`pymc_private.analysis.reads_private_data`:
-    a privatised model extended with raw `PrivateData` pays per draw again), with the
-    statistics its data variables hold now (the graph decides: a `pm.set_data` since is what
-    every sampler conditions on). None otherwise."""
-    if reads_private_data(model):
-        return None
-    privatisation = privatisation_of(model)
-    if privatisation is None:
-        return None
-    held = {name: np.asarray(model[name].get_value()) for name in privatisation.statistics}
-    return dataclasses.replace(privatisation, statistics=held)
-
-
-def has_closed_form_conditional(rv: Variable) -> bool:
-    """Whether `privatize` found a closed-form conditional for this free variable of the
-    model it returned (the competence of `pmp.PrivateGibbs`)."""
-    return bool(getattr(rv.tag, _CONJUGATE_TAG, False))
-
-
-def privatised_statistics(model: pm.Model) -> dict[str, np.ndarray]:
-    """The privatised statistics a model holds (copies; public)."""
-    privatisation = privatisation_of(model)
-    if privatisation is None:
-        raise UnsupportedModelError(
-            "This model was not returned by pmp.privatize: it has no privatised statistics. "
-            "Call pmp.privatize(model, epsilon) first."
-        )
-    return {name: value.copy() for name, value in privatisation.statistics.items()}
+__all__ = ["privatize", "release_statistics", "term_statistics"]
 
 
 def term_statistics(
@@ -384,14 +290,10 @@ def privatize(
         # statistics are discarded with the error.
         ledger.record_all(released.releases, budget=budget)
     privatisation = _released(analysis, released, epsilon, datasets, noise_aware)
-    # PyMC's own step assignment must find PrivateGibbs for the conjugate variables of the
-    # returned model: importing the step registers it in pm.STEP_METHODS.
-    from pymc_private.steps.gibbs import has_conditional
-
     private_model = _model_on_statistics(model, analysis, privatisation)
     for rv in private_model.free_RVs:
         conjugate = not noise_aware and has_conditional(analysis, rv, private_model)
-        setattr(rv.tag, _CONJUGATE_TAG, conjugate)
+        tag_conjugate(rv, conjugate)
     if not noise_aware:
         _warn_plug_in(private_model, analysis, privatisation)
     return private_model
@@ -995,7 +897,7 @@ def _model_on_statistics(
     released = {}
     for name, value in privatisation.statistics.items():
         data = pytensor.shared(np.array(value), name=name)
-        setattr(data.tag, RELEASED_TAG, privatisation)
+        tag_released(data, privatisation)
         fgraph.add_input(data)
         named = model_named(data)
         named.name = name

@@ -28,7 +28,7 @@ from pytensor.graph.traversal import ancestors
 from pymc_private.data import private_data
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.noise_aware import replicate_statistics
-from pymc_private.privatize import privatised_route
+from pymc_private.privatisation import privatised_route
 
 __all__ = ["ReleaseCheck", "check_release", "sample_posterior_predictive", "seal"]
 

@@ -28,7 +28,7 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.posterior import batched_posterior, checked_rng, inference_data
-from pymc_private.privatize import Privatisation, privatised_route
+from pymc_private.privatisation import Privatisation, privatised_route
 from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
 from pymc_private.session import releasing
 from pymc_private.steps.base import PrivateStep

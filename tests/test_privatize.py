@@ -29,12 +29,8 @@ from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import RELEASED_TAG, PrivateData
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
-from pymc_private.privatize import (
-    privatisation_of,
-    privatised_statistics,
-    privatize,
-    release_statistics,
-)
+from pymc_private.privatisation import privatisation_of, privatised_statistics
+from pymc_private.privatize import privatize, release_statistics
 from pymc_private.report import privacy_report
 from pymc_private.sampling import ledger_of, sample
 
