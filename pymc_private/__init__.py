@@ -41,9 +41,14 @@ from pymc_private.priors import (
 )
 from pymc_private.privatisation import privatised_statistics
 from pymc_private.privatize import privatize
-from pymc_private.release import ReleaseCheck, check_release, sample_posterior_predictive
+from pymc_private.release import (
+    ReleaseCheck,
+    check_release,
+    ledger_of,
+    sample_posterior_predictive,
+)
 from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
-from pymc_private.sampling import ledger_of, sample
+from pymc_private.sampling import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 

@@ -1,5 +1,6 @@
-"""What may leave the building: sealed InferenceData groups, `check_release`, and posterior
-predictive draws that read no raw data (`sample_posterior_predictive`).
+"""What may leave the building: sealed InferenceData groups, the ledger they carry
+(`ledger_of`), `check_release`, and posterior predictive draws that read no raw data
+(`sample_posterior_predictive`).
 
 Every group a private route returns (`pmp.sample`, `pmp.sample_posterior`,
 `pmp.sample_posterior_predictive`) is *sealed*: its attributes hold a SHA-256 digest of its
@@ -25,12 +26,19 @@ import xarray as xr
 from pymc.model.fgraph import clone_model
 from pytensor.graph.traversal import ancestors
 
+from pymc_private.accounting import PrivacyLedger
 from pymc_private.data import private_data
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.noise_aware import replicate_statistics
 from pymc_private.privatisation import privatised_route
 
-__all__ = ["ReleaseCheck", "check_release", "sample_posterior_predictive", "seal"]
+__all__ = [
+    "ReleaseCheck",
+    "check_release",
+    "ledger_of",
+    "sample_posterior_predictive",
+    "seal",
+]
 
 SEAL_ATTR = "privacy_release"
 LEDGER_ATTR = "privacy_ledger"
@@ -92,6 +100,15 @@ def seal(idata: az.InferenceData) -> az.InferenceData:
         group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
         group.attrs[SEAL_ATTR] = _digest(group)
     return idata
+
+
+def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
+    """The ledger `pmp.sample` attached to an InferenceData (also after `to_netcdf`)."""
+    if LEDGER_ATTR not in idata.attrs:
+        raise UnsupportedModelError(
+            "This InferenceData carries no privacy ledger: it was not returned by pmp.sample."
+        )
+    return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])
 
 
 @dataclass(frozen=True)

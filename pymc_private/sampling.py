@@ -33,7 +33,7 @@ from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
 from pymc_private.session import releasing
 from pymc_private.steps.base import PrivateStep
 
-__all__ = ["ledger_of", "sample"]
+__all__ = ["sample"]
 
 # Tuning iterations of the numpy noise-aware sampler when ``tune`` is not given: it adapts
 # proposal scales and reference Gaussians only, which settle within a few hundred sweeps.
@@ -466,12 +466,3 @@ def _constant_data(privatisation: Privatisation) -> xr.Dataset:
             for name, value in privatisation.statistics.items()
         }
     )
-
-
-def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
-    """The ledger `pmp.sample` attached to an InferenceData (also after `to_netcdf`)."""
-    if LEDGER_ATTR not in idata.attrs:
-        raise UnsupportedModelError(
-            "This InferenceData carries no privacy ledger: it was not returned by pmp.sample."
-        )
-    return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])

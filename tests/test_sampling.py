@@ -27,8 +27,9 @@ from pymc_private.posterior import batched_posterior
 from pymc_private.priors import TruncatedBeta
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import privatize
+from pymc_private.release import ledger_of
 from pymc_private.report import plot_privacy, privacy_report
-from pymc_private.sampling import ledger_of, sample
+from pymc_private.sampling import sample
 from pymc_private.steps.metropolis import PrivateMetropolis
 
 matplotlib.use("Agg")
