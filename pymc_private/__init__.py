@@ -1,8 +1,5 @@
 """pymc-private: differentially private posterior sampling for PyMC models."""
 
-import logging
-import warnings
-
 from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze, refuse_private_paths
 from pymc_private.audit import AuditResult, epsilon_lower_bound
@@ -53,13 +50,6 @@ from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 
 __version__ = "0.1.0"
-
-# PyTensor warns on every run that it links no BLAS (pip installs): a matter of speed only
-# (numpy's BLAS in compiled graphs), which the small graphs of private models barely feel.
-warnings.filterwarnings(
-    "ignore", message="PyTensor could not link to a BLAS installation", category=UserWarning
-)
-logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
 
 __all__ = [
     "AuditResult",

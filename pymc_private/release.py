@@ -27,6 +27,7 @@ from pymc.model.fgraph import clone_model
 from pytensor.graph.traversal import ancestors
 
 from pymc_private.accounting import PrivacyLedger
+from pymc_private.compiling import compiling
 from pymc_private.data import private_data
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.noise_aware import replicate_statistics
@@ -273,14 +274,15 @@ def sample_posterior_predictive(
     with copy:
         pm.set_data(values, coords=_record_coords(copy, values, size))
     parameters = [name for name in posterior.data_vars if name in copy.named_vars]
-    result = pm.sample_posterior_predictive(
-        posterior[parameters],
-        model=copy,
-        var_names=var_names,
-        predictions=True,
-        random_seed=random_seed,
-        progressbar=False,
-    )
+    with compiling():
+        result = pm.sample_posterior_predictive(
+            posterior[parameters],
+            model=copy,
+            var_names=var_names,
+            predictions=True,
+            random_seed=random_seed,
+            progressbar=False,
+        )
     groups = {"predictions": result.predictions}
     if inputs:
         groups["predictions_constant_data"] = xr.Dataset(
@@ -302,9 +304,10 @@ def _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
             "new records: pass the original model (with its PrivateData) and the idata of "
             "the privatised fit to predict at public inputs."
         )
-    replicated, released = replicate_statistics(
-        posterior, model, privatisation, np.random.default_rng(random_seed)
-    )
+    with compiling():
+        replicated, released = replicate_statistics(
+            posterior, model, privatisation, np.random.default_rng(random_seed)
+        )
     var_names = list(replicated) if var_names is None else list(var_names)
     unknown = sorted(set(var_names) - set(replicated))
     if unknown:

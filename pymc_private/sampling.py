@@ -20,6 +20,7 @@ import xarray as xr
 from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.analysis import refuse_private_paths
 from pymc_private.augmentation import augmented_posterior
+from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.errors import (
     BudgetExceededError,
@@ -195,19 +196,20 @@ def sample(
     # whatever they draw outside this run (in a callback, another thread).
     run_steps = [_prepaid_copy(s) if isinstance(s, PrivateStep) else s for s in steps]
     convergence_checks = kwargs.pop("compute_convergence_checks", True)
-    idata = pm.sample(
-        draws,
-        tune=tune,
-        step=run_steps or None,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        model=model,
-        idata_kwargs={"log_likelihood": False},
-        compute_convergence_checks=False,
-        **kwargs,
-    )
+    with compiling():
+        idata = pm.sample(
+            draws,
+            tune=tune,
+            step=run_steps or None,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            model=model,
+            idata_kwargs={"log_likelihood": False},
+            compute_convergence_checks=False,
+            **kwargs,
+        )
     released = _released(idata, private_steps, privatisation)
     names = sorted({type(s).__name__ for s in steps})
     released.attrs["sampler"] = "pm.sample: " + (

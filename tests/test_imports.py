@@ -1,9 +1,14 @@
 """The package's imports: no module imports itself back through others (lazy imports inside
-functions included)."""
+functions included), and importing the package leaves the user's warnings filters and
+loggers as they were."""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pymc_private
@@ -112,3 +117,38 @@ def test_the_cycle_finder_reports_a_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycle(graph) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+_STATE = """
+import json, logging, warnings
+
+def state():
+    loggers = {
+        name: [
+            logging.getLogger(name).level,
+            logging.getLogger(name).propagate,
+            logging.getLogger(name).disabled,
+            [repr(h) for h in logging.getLogger(name).handlers],
+            [repr(f) for f in logging.getLogger(name).filters],
+        ]
+        for name in ("pytensor", "pytensor.tensor.blas", "pymc")
+    }
+    return {"warnings": [repr(f) for f in warnings.filters], "loggers": loggers}
+"""
+
+
+def test_import_leaves_warnings_filters_and_loggers_as_they_were():
+    """PyMC and PyTensor are imported first, so that only what pymc_private itself does can
+    differ."""
+    code = _STATE + textwrap.dedent(
+        """
+        import pymc, pytensor
+        before = state()
+        import pymc_private
+        print(json.dumps([before, state()]))
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    before, after = json.loads(run.stdout)
+    assert after == before

@@ -26,6 +26,7 @@ from pytensor.graph.basic import Variable
 
 from pymc_private.accounting import ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
+from pymc_private.compiling import compiling
 from pymc_private.conditionals import (
     NOISE_AWARE_GIBBS,
     ConjugateBlock,
@@ -276,13 +277,14 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         ]
         outputs = [model[name] for name in given] + [graph for *_, graph in self._prior_keys]
         self._prior_keys = [(name, key) for name, key, _ in self._prior_keys]
-        self._current_values = model.compile_fn(
-            model.replace_rvs_by_values(outputs),
-            inputs=model.value_vars,
-            on_unused_input="ignore",
-            **(compile_kwargs or {}),
-        )
-        self._forward = {rv.name: _forward_transform(model, rv, compile_kwargs) for rv in rvs}
+        with compiling():
+            self._current_values = model.compile_fn(
+                model.replace_rvs_by_values(outputs),
+                inputs=model.value_vars,
+                on_unused_input="ignore",
+                **(compile_kwargs or {}),
+            )
+            self._forward = {rv.name: _forward_transform(model, rv, compile_kwargs) for rv in rvs}
         self.rng = get_random_generator(rng)
 
     @staticmethod
