@@ -1,8 +1,5 @@
 """pymc-private: differentially private posterior sampling for PyMC models."""
 
-import logging
-import warnings
-
 from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.audit import AuditResult, epsilon_lower_bound
@@ -38,22 +35,21 @@ from pymc_private.priors import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.privatize import privatised_statistics, privatize
-from pymc_private.release import ReleaseCheck, check_release, sample_posterior_predictive
+from pymc_private.privatisation import privatised_statistics
+from pymc_private.privatize import privatize
+from pymc_private.release import (
+    ReleaseCheck,
+    check_release,
+    ledger_of,
+    sample_posterior_predictive,
+)
 from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
-from pymc_private.sampling import ledger_of, sample
+from pymc_private.sampling import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 from pymc_private.support import ParameterSupport, parameter_support
 
 __version__ = "0.1.0"
-
-# PyTensor warns on every run that it links no BLAS (pip installs): a matter of speed only
-# (numpy's BLAS in compiled graphs), which the small graphs of private models barely feel.
-warnings.filterwarnings(
-    "ignore", message="PyTensor could not link to a BLAS installation", category=UserWarning
-)
-logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
 
 __all__ = [
     "AuditResult",

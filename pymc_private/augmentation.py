@@ -70,6 +70,7 @@ from scipy import special
 
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.augmented_chain import AugmentedChain
+from pymc_private.conditionals import conjugate_block
 from pymc_private.conjugate import draw_conjugate
 from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError
 from pymc_private.families import LikelihoodTerm
@@ -199,7 +200,7 @@ class AugmentedSampler:
     model
         The model `pmp.privatize` returned (or a copy of it).
     privatisation
-        What it released (`pymc_private.privatize.Privatisation`).
+        What it released (`pymc_private.privatisation.Privatisation`).
 
     Raises
     ------
@@ -298,8 +299,6 @@ class AugmentedSampler:
         )
 
     def _add_block(self, rv) -> None:
-        from pymc_private.steps.gibbs import conjugate_block
-
         name = rv.name
         nodes = tuple(t.node for t in self.analysis.terms if name in t.free_variables)
         counted = [node for node in nodes if node not in self.sums]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pymc_private.conditionals import conjugate_block
 from pymc_private.conjugate import draw_conjugate
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import LikelihoodTerm
@@ -28,6 +29,7 @@ from pymc_private.latent import (
     resample_pairs,
 )
 from pymc_private.prior_density import evaluate, support_centre
+from pymc_private.privatize import projected_statistics, term_statistics
 from pymc_private.slice_moves import SliceMoves, from_line, start_reference, to_line
 from pymc_private.statistics import complete_statistic, entries_to_cells, reduce_to_entries
 from pymc_private.support import prior_parameter_graphs
@@ -147,8 +149,6 @@ class AugmentedChain(SliceMoves):
         """Latent statistics and group sizes from the projected release (consistent), count
         parameters from their conjugate conditionals given them, the other parameters from a
         short plug-in conjugate run (where they have one) or their prior's centre."""
-        from pymc_private.privatize import projected_statistics
-
         plan, chains = self.plan, self.chains
         projected = projected_statistics(plan.analysis, plan.released, plan.laws)
         for name, sizes in plan.sizes.items():
@@ -174,9 +174,6 @@ class AugmentedChain(SliceMoves):
     def _plug_in_start(self, projected: Mapping[str, np.ndarray]) -> None:
         """The plug-in conjugate sampler on the projected statistics for the blocks that have
         conditionals, from which the chains start and the proposals take their first scales."""
-        from pymc_private.privatize import term_statistics
-        from pymc_private.steps.gibbs import conjugate_block
-
         plan = self.plan
         statistics = {
             term.node: term_statistics(plan.analysis, projected, term.node)

@@ -26,8 +26,10 @@ from pytensor.graph.replace import vectorize_graph
 
 from pymc_private.analysis import analyze
 from pymc_private.augmentation import AugmentedSampler
+from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data
-from pymc_private.privatize import privatisation_of, privatize, release_statistics
+from pymc_private.privatisation import privatisation_of
+from pymc_private.privatize import privatize, release_statistics
 
 __all__ = ["CoverageResult", "coverage_study", "grid_interval"]
 
@@ -120,9 +122,12 @@ def coverage_study(
     # The log density (no Jacobian: a density in θ) evaluated at every grid point at once.
     points = pt.vector("points")
     logp = vectorize_graph(private.logp(jacobian=False), {value_var: points})
-    log_density = pm.pytensorf.compile([points], logp)
-    if transform is not None:
-        forward = pm.pytensorf.compile([rv], transform.forward(rv, *rv.owner.inputs))
+    with compiling():
+        log_density = pm.pytensorf.compile([points], logp)
+        forward = None
+        if transform is not None:
+            forward = pm.pytensorf.compile([rv], transform.forward(rv, *rv.owner.inputs))
+    if forward is not None:
         grid_values = np.array([forward(value) for value in grid])
     else:
         grid_values = np.asarray(grid, dtype=np.float64)

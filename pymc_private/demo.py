@@ -46,7 +46,8 @@ from pymc_private.accounting import PrivacyLedger, ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.data import PrivateData
 from pymc_private.priors import TruncatedBeta
-from pymc_private.privatize import privatisation_of, privatize
+from pymc_private.privatisation import privatisation_of
+from pymc_private.privatize import privatize
 from pymc_private.report import privacy_report
 from pymc_private.sampling import sample
 

@@ -30,14 +30,15 @@ import pymc as pm
 
 from pymc_private.accounting import Budget, Release, checked_budget, ledger_for
 from pymc_private.analysis import analyze
+from pymc_private.conditionals import ConjugateBlock, grid_block, raw_statistics
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.exact import DEFAULT_CELLS, GridBlock, checked_cells
 from pymc_private.mechanisms import ceil_float
 from pymc_private.posterior import checked_rng, product_of_blocks
-from pymc_private.privatize import checked_epsilon, privatised_route, term_statistics
+from pymc_private.privatisation import privatised_route
+from pymc_private.privatize import checked_epsilon, term_statistics
 from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure
-from pymc_private.steps.gibbs import ConjugateBlock, grid_block, raw_statistics
 
 __all__ = ["map_utility_bound", "private_map"]
 

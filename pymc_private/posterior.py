@@ -24,6 +24,13 @@ import pymc as pm
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
+from pymc_private.conditionals import (
+    NOISE_AWARE_GIBBS,
+    ConjugateBlock,
+    conjugate_block,
+    grid_block,
+    raw_statistics,
+)
 from pymc_private.conjugate import CENTRE_SWEEPS, draw_conjugate
 from pymc_private.errors import (
     BudgetExceededError,
@@ -31,22 +38,11 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
-from pymc_private.privatize import (
-    POTENTIAL_SUFFIX,
-    Privatisation,
-    privatised_route,
-    term_statistics,
-)
+from pymc_private.privatisation import POTENTIAL_SUFFIX, Privatisation, privatised_route
+from pymc_private.privatize import term_statistics
 from pymc_private.release import LEDGER_ATTR, seal
 from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure, checked_temperature
-from pymc_private.steps.gibbs import (
-    NOISE_AWARE_GIBBS,
-    ConjugateBlock,
-    conjugate_block,
-    grid_block,
-    raw_statistics,
-)
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
 

@@ -12,11 +12,9 @@ are public: any number of draws, chains and step methods (NUTS included) cost no
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -48,14 +46,14 @@ from pymc_private.accounting import (
     zcdp_rho,
 )
 from pymc_private.analysis import PrivacyAnalysis, analyze
-from pymc_private.data import RELEASED_TAG, datasets_of, exact_statistics, in_memory_values
+from pymc_private.conditionals import has_conditional
+from pymc_private.data import datasets_of, exact_statistics, in_memory_values
 from pymc_private.errors import (
     CalibrationWarning,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
 from pymc_private.fourier import FourierPlan, fourier_plan
-from pymc_private.leak_guard import reads_private_data
 from pymc_private.mechanisms import (
     ceil_float,
     integer_release,
@@ -64,6 +62,12 @@ from pymc_private.mechanisms import (
     unit_shift_gaussian,
 )
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood, noise_to_spread
+from pymc_private.privatisation import (
+    POTENTIAL_SUFFIX,
+    Privatisation,
+    tag_conjugate,
+    tag_released,
+)
 from pymc_private.records import Placeholder, SharedRecords, Source, statistics_pass
 from pymc_private.session import releasing
 from pymc_private.statistics import (
@@ -74,106 +78,7 @@ from pymc_private.statistics import (
 )
 from pymc_private.steps.base import checked_secure
 
-__all__ = [
-    "Privatisation",
-    "has_closed_form_conditional",
-    "privatisation_of",
-    "privatised_route",
-    "privatised_statistics",
-    "privatize",
-    "release_statistics",
-    "term_statistics",
-]
-
-POTENTIAL_SUFFIX = "_privatised"
-
-
-@dataclass(frozen=True, eq=False)
-class Privatisation:
-    """What `privatize` released for a model: public from then on.
-
-    It travels in the privatised model's graph, as the tag of the data variables that hold
-    the released statistics (`pymc_private.data.RELEASED_TAG`), so copies, `pm.do` and
-    pickles of the model carry it and no decision rests on which Python object is sampled.
-
-    Attributes
-    ----------
-    statistics
-        The privatised sufficient statistics the model holds, in released form and natural
-        units (noisy; projected too for the plug-in posterior), by the names of
-        ``analysis.statistics`` (category 0 of counts and the
-        lower triangle of Gram matrices are derived, see
-        `pymc_private.families.complete_statistic`).
-    releases
-        The releases that paid for them: one discrete Laplace release per statistic, whose
-        ε add up to at most the ε asked for.
-    analysis
-        The public privacy analysis of the original model (terms, statistics, Δ₁), which the
-        conjugate Gibbs sampler reads.
-    epsilon
-        The ε asked for.
-    datasets
-        The ids of the private data sets the statistics were computed from: a model built on
-        them charges their ledgers (`pmp.ledger_for`).
-    noise
-        The noise law of each noised statistic.
-    noise_aware
-        Whether the model is the noise-aware posterior (its statistics are then the noisy
-        values before projection) or the plug-in one (the projected values).
-    """
-
-    statistics: dict[str, np.ndarray]
-    releases: tuple[Release, ...]
-    analysis: PrivacyAnalysis
-    epsilon: float
-    datasets: tuple[str, ...]
-    noise: dict[str, NoiseLaw]
-    noise_aware: bool
-
-
-_CONJUGATE_TAG = "pymc_private_conjugate"
-
-
-def privatisation_of(model: pm.Model) -> Privatisation | None:
-    """The privatisation whose released statistics a model holds (a model returned by
-    `privatize`, or a copy or `pm.do` of one), or None."""
-    for variable in model.data_vars:
-        privatisation = getattr(variable.tag, RELEASED_TAG, None)
-        if privatisation is not None:
-            return privatisation
-    return None
-
-
-def privatised_route(model: pm.Model) -> Privatisation | None:
-    """The privatisation to sample a model on for free: the one whose released statistics it
-    holds, provided it reads no raw private data (`pymc_private.analysis.reads_private_data`:
-    a privatised model extended with raw `PrivateData` pays per draw again), with the
-    statistics its data variables hold now (the graph decides: a `pm.set_data` since is what
-    every sampler conditions on). None otherwise."""
-    if reads_private_data(model):
-        return None
-    privatisation = privatisation_of(model)
-    if privatisation is None:
-        return None
-    held = {name: np.asarray(model[name].get_value()) for name in privatisation.statistics}
-    return dataclasses.replace(privatisation, statistics=held)
-
-
-def has_closed_form_conditional(rv: Variable) -> bool:
-    """Whether `privatize` found a closed-form conditional for this free variable of the
-    model it returned (the competence of `pmp.PrivateGibbs`)."""
-    return bool(getattr(rv.tag, _CONJUGATE_TAG, False))
-
-
-def privatised_statistics(model: pm.Model) -> dict[str, np.ndarray]:
-    """The privatised statistics a model holds (copies; public)."""
-    privatisation = privatisation_of(model)
-    if privatisation is None:
-        raise UnsupportedModelError(
-            "This model was not returned by pmp.privatize: it has no privatised statistics. "
-            "Call pmp.privatize(model, epsilon) first."
-        )
-    return {name: value.copy() for name, value in privatisation.statistics.items()}
+__all__ = ["privatize", "release_statistics", "term_statistics"]
 
 
 def term_statistics(
@@ -225,7 +130,7 @@ def privatize(
     ``sensitivity_l1``.
 
     As implemented (:ref:`privacy-model-as-implemented`): every statistic is a sum of integers
-    computed exactly in int64 (counts, or the grid integers of `pymc_private.families.DataGrid`:
+    computed exactly in int64 (counts, or the grid integers of `pymc_private.statistics.DataGrid`:
     float data are represented on a public grid of step q inside their bounds before anything is
     summed), so s_j(D) is exact and its sensitivity Δ_j (in grid steps, an integer) is a true
     bound for the code as it runs (Casacuberta et al. 2022). Each s_j gets OpenDP's exact
@@ -249,7 +154,7 @@ def privatize(
     records its own (ε_j, δ) and ρ_j as OpenDP's privacy map returns it (≤ its share).
 
     A regression's moments XᵀX, Xᵀy and yᵀy count in Δ₂² by their joint bound
-    (`families.regression_l2_squared`), and are recorded as one release at the ρ of that
+    (`statistics.regression_l2_squared`), and are recorded as one release at the ρ of that
     bound (`_joint_rho`).
 
     When every noised statistic is a count (cells move by at most 1; Δ₁ = K cells in all),
@@ -385,14 +290,10 @@ def privatize(
         # statistics are discarded with the error.
         ledger.record_all(released.releases, budget=budget)
     privatisation = _released(analysis, released, epsilon, datasets, noise_aware)
-    # PyMC's own step assignment must find PrivateGibbs for the conjugate variables of the
-    # returned model: importing the step registers it in pm.STEP_METHODS.
-    from pymc_private.steps.gibbs import has_conditional
-
     private_model = _model_on_statistics(model, analysis, privatisation)
     for rv in private_model.free_RVs:
         conjugate = not noise_aware and has_conditional(analysis, rv, private_model)
-        setattr(rv.tag, _CONJUGATE_TAG, conjugate)
+        tag_conjugate(rv, conjugate)
     if not noise_aware:
         _warn_plug_in(private_model, analysis, privatisation)
     return private_model
@@ -577,7 +478,7 @@ def _noised(
 
 
 def _with_joint_release(analysis: PrivacyAnalysis, releases: list[Release], delta: float):
-    """The Gaussian releases with a regression's moments (`families.regression_group`) merged
+    """The Gaussian releases with a regression's moments (`statistics.regression_group`) merged
     into one release at their joint ρ (`_joint_rho`, from the ρ_j each records, rounded up),
     stated at δ; other releases as they are."""
     noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
@@ -697,7 +598,7 @@ def chosen_mechanism(
 def _l2_weights(analysis: PrivacyAnalysis) -> tuple[list[Fraction], Fraction]:
     """Δ₂_j² of each noised statistic in natural units (exact) and the Δ₂² of them all: their
     sum, with a regression's moments counted by their joint bound when it is smaller
-    (`families.regression_l2_squared`)."""
+    (`statistics.regression_l2_squared`)."""
     noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
     weights = [Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared for spec in noised]
     total = sum(weights, Fraction(0))
@@ -996,7 +897,7 @@ def _model_on_statistics(
     released = {}
     for name, value in privatisation.statistics.items():
         data = pytensor.shared(np.array(value), name=name)
-        setattr(data.tag, RELEASED_TAG, privatisation)
+        tag_released(data, privatisation)
         fgraph.add_input(data)
         named = model_named(data)
         named.name = name

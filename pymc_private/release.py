@@ -1,5 +1,6 @@
-"""What may leave the building: sealed InferenceData groups, `check_release`, and posterior
-predictive draws that read no raw data (`sample_posterior_predictive`).
+"""What may leave the building: sealed InferenceData groups, the ledger they carry
+(`ledger_of`), `check_release`, and posterior predictive draws that read no raw data
+(`sample_posterior_predictive`).
 
 Every group a private route returns (`pmp.sample`, `pmp.sample_posterior`,
 `pmp.sample_posterior_predictive`) is *sealed*: its attributes hold a SHA-256 digest of its
@@ -25,12 +26,20 @@ import xarray as xr
 from pymc.model.fgraph import clone_model
 from pytensor.graph.traversal import ancestors
 
+from pymc_private.accounting import PrivacyLedger
+from pymc_private.compiling import compiling
 from pymc_private.data import private_data
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.noise_aware import replicate_statistics
-from pymc_private.privatize import privatised_route
+from pymc_private.privatisation import privatised_route
 
-__all__ = ["ReleaseCheck", "check_release", "sample_posterior_predictive", "seal"]
+__all__ = [
+    "ReleaseCheck",
+    "check_release",
+    "ledger_of",
+    "sample_posterior_predictive",
+    "seal",
+]
 
 SEAL_ATTR = "privacy_release"
 LEDGER_ATTR = "privacy_ledger"
@@ -92,6 +101,15 @@ def seal(idata: az.InferenceData) -> az.InferenceData:
         group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
         group.attrs[SEAL_ATTR] = _digest(group)
     return idata
+
+
+def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
+    """The ledger `pmp.sample` attached to an InferenceData (also after `to_netcdf`)."""
+    if LEDGER_ATTR not in idata.attrs:
+        raise UnsupportedModelError(
+            "This InferenceData carries no privacy ledger: it was not returned by pmp.sample."
+        )
+    return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])
 
 
 @dataclass(frozen=True)
@@ -256,14 +274,15 @@ def sample_posterior_predictive(
     with copy:
         pm.set_data(values, coords=_record_coords(copy, values, size))
     parameters = [name for name in posterior.data_vars if name in copy.named_vars]
-    result = pm.sample_posterior_predictive(
-        posterior[parameters],
-        model=copy,
-        var_names=var_names,
-        predictions=True,
-        random_seed=random_seed,
-        progressbar=False,
-    )
+    with compiling():
+        result = pm.sample_posterior_predictive(
+            posterior[parameters],
+            model=copy,
+            var_names=var_names,
+            predictions=True,
+            random_seed=random_seed,
+            progressbar=False,
+        )
     groups = {"predictions": result.predictions}
     if inputs:
         groups["predictions_constant_data"] = xr.Dataset(
@@ -285,9 +304,10 @@ def _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
             "new records: pass the original model (with its PrivateData) and the idata of "
             "the privatised fit to predict at public inputs."
         )
-    replicated, released = replicate_statistics(
-        posterior, model, privatisation, np.random.default_rng(random_seed)
-    )
+    with compiling():
+        replicated, released = replicate_statistics(
+            posterior, model, privatisation, np.random.default_rng(random_seed)
+        )
     var_names = list(replicated) if var_names is None else list(var_names)
     unknown = sorted(set(var_names) - set(replicated))
     if unknown:

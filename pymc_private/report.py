@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from pymc_private.accounting import PrivacyLedger, Release
-from pymc_private.sampling import ledger_of
+from pymc_private.release import ledger_of
 
 __all__ = ["PrivacyReport", "plot_privacy", "privacy_report"]
 

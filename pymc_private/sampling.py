@@ -19,6 +19,7 @@ import xarray as xr
 
 from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.augmentation import augmented_posterior
+from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.errors import (
     BudgetExceededError,
@@ -28,12 +29,12 @@ from pymc_private.errors import (
 )
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.posterior import batched_posterior, checked_rng, inference_data
-from pymc_private.privatize import Privatisation, privatised_route
+from pymc_private.privatisation import Privatisation, privatised_route
 from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
 from pymc_private.session import releasing
 from pymc_private.steps.base import PrivateStep
 
-__all__ = ["ledger_of", "sample"]
+__all__ = ["sample"]
 
 # Tuning iterations of the numpy noise-aware sampler when ``tune`` is not given: it adapts
 # proposal scales and reference Gaussians only, which settle within a few hundred sweeps.
@@ -195,19 +196,20 @@ def sample(
     # whatever they draw outside this run (in a callback, another thread).
     run_steps = [_prepaid_copy(s) if isinstance(s, PrivateStep) else s for s in steps]
     convergence_checks = kwargs.pop("compute_convergence_checks", True)
-    idata = pm.sample(
-        draws,
-        tune=tune,
-        step=run_steps or None,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        model=model,
-        idata_kwargs={"log_likelihood": False},
-        compute_convergence_checks=False,
-        **kwargs,
-    )
+    with compiling():
+        idata = pm.sample(
+            draws,
+            tune=tune,
+            step=run_steps or None,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            model=model,
+            idata_kwargs={"log_likelihood": False},
+            compute_convergence_checks=False,
+            **kwargs,
+        )
     released = _released(idata, private_steps, privatisation)
     names = sorted({type(s).__name__ for s in steps})
     released.attrs["sampler"] = "pm.sample: " + (
@@ -466,12 +468,3 @@ def _constant_data(privatisation: Privatisation) -> xr.Dataset:
             for name, value in privatisation.statistics.items()
         }
     )
-
-
-def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
-    """The ledger `pmp.sample` attached to an InferenceData (also after `to_netcdf`)."""
-    if LEDGER_ATTR not in idata.attrs:
-        raise UnsupportedModelError(
-            "This InferenceData carries no privacy ledger: it was not returned by pmp.sample."
-        )
-    return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])

@@ -19,7 +19,7 @@ from scipy import special, stats
 import pymc_private as pmp
 from pymc_private.augmentation import augmented_sampler
 from pymc_private.latent import IntegerNoise
-from pymc_private.privatize import privatisation_of
+from pymc_private.privatisation import privatisation_of
 
 A = 0.05
 GRID = 2001

@@ -12,7 +12,8 @@ import pymc_private as pmp
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.fourier import fourier_plan
-from pymc_private.privatize import privatisation_of, release_statistics
+from pymc_private.privatisation import privatisation_of
+from pymc_private.privatize import release_statistics
 
 D = 3
 

@@ -50,12 +50,12 @@ from pymc_private.priors import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
+from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import (
     _noise_plan,
     _noised,
     _with_joint_release,
     chosen_mechanism,
-    privatisation_of,
     privatize,
 )
 from pymc_private.sampling import sample

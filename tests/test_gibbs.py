@@ -35,8 +35,9 @@ from pymc_private.priors import (
     TruncatedNormal,
 )
 from pymc_private.privatize import privatize
+from pymc_private.release import ledger_of
 from pymc_private.report import privacy_report
-from pymc_private.sampling import ledger_of, sample
+from pymc_private.sampling import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 

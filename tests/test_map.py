@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
+from pymc_private import conditionals
 from pymc_private.accounting import Budget, ledger_for
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
@@ -29,7 +30,6 @@ from pymc_private.priors import (
     TruncatedNormal,
 )
 from pymc_private.privatize import privatize
-from pymc_private.steps import gibbs
 
 
 def bernoulli(x, lower: float, alpha: float, beta: float) -> pm.Model:
@@ -332,7 +332,7 @@ def test_grids_and_prior_power_are_public(monkeypatch):
     """The grid and the temperature are built before the data is read: the mechanism of two
     neighbours is the same object but for its statistics."""
     calls = []
-    real = gibbs.raw_statistics
+    real = conditionals.raw_statistics
     monkeypatch.setattr(
         "pymc_private.map_estimate.raw_statistics",
         lambda *a, **k: calls.append(1) or real(*a, **k),

@@ -37,7 +37,7 @@ from pymc_private.priors import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.sampling import ledger_of
+from pymc_private.release import ledger_of
 from pymc_private.sampling import sample as pmp_sample
 from pymc_private.steps.metropolis import LOG_ODDS_BOUND, PrivateMetropolis, barker_log_odds
 

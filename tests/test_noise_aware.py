@@ -15,7 +15,7 @@ from scipy import integrate, special, stats
 import pymc_private as pmp
 from pymc_private.calibration import coverage_study
 from pymc_private.noise_aware import _gram_noise_covariance, normal_laplace_logp
-from pymc_private.privatize import privatisation_of
+from pymc_private.privatisation import privatisation_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import calibration as study

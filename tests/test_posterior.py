@@ -33,7 +33,7 @@ from pymc_private.priors import (
     TruncatedNormal,
 )
 from pymc_private.privatize import privatize
-from pymc_private.sampling import ledger_of
+from pymc_private.release import ledger_of
 
 Beta = stats.make_distribution(stats.beta)
 Gamma = stats.make_distribution(stats.gamma)

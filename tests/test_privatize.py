@@ -29,14 +29,11 @@ from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import RELEASED_TAG, PrivateData
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
-from pymc_private.privatize import (
-    privatisation_of,
-    privatised_statistics,
-    privatize,
-    release_statistics,
-)
+from pymc_private.privatisation import privatisation_of, privatised_statistics
+from pymc_private.privatize import privatize, release_statistics
+from pymc_private.release import ledger_of
 from pymc_private.report import privacy_report
-from pymc_private.sampling import ledger_of, sample
+from pymc_private.sampling import sample
 
 matplotlib.use("Agg")
 

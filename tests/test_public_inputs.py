@@ -16,7 +16,8 @@ import pytest
 import pymc_private as pmp
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
-from pymc_private.privatize import privatisation_of, release_statistics
+from pymc_private.privatisation import privatisation_of
+from pymc_private.privatize import release_statistics
 
 N = 120
 

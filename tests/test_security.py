@@ -20,7 +20,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_private as pmp
-from pymc_private.privatize import privatisation_of
+from pymc_private.privatisation import privatisation_of
 
 A = 0.05
 

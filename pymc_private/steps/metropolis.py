@@ -39,6 +39,7 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 
 from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze
+from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of, in_memory_values, private_data
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
@@ -893,6 +894,7 @@ def _compile_log_ratio_terms(
     ratios = [graph_replace(output, {q0: q1}, strict=False) - output for output in outputs]
     # The data are unused by a block no likelihood depends on (its prior ratio alone).
     kwargs = {"on_unused_input": "ignore", **(compile_kwargs or {})}
-    function = compile([q1, q0, *data], ratios, **kwargs)
+    with compiling():
+        function = compile([q1, q0, *data], ratios, **kwargs)
     function.trust_input = True
     return function
