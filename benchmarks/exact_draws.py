@@ -6,7 +6,7 @@ Run: ``python benchmarks/exact_draws.py``. For each model it builds a raw-data
 - the grid exponential mechanism with ``secure=True`` (OpenDP's exact selection) and with
   ``secure=False`` (seeded numpy Gumbel-max), as the step runs;
 - the former inverse-CDF / rejection draw from the same conditionals
-  (`pymc_private.conjugate.draw_conjugate`, which is exact only up to floating point and is
+  (`pymc_private.conjugate.ConjugateFamily.draw`, which is exact only up to floating point and is
   no longer used on raw data because the set of floats it can output depends on the data).
 
 It prints sweeps per second of each and the ratios (how many times slower exactness is).
@@ -21,7 +21,6 @@ import warnings
 import numpy as np
 import pymc as pm
 
-from pymc_private.conjugate import draw_conjugate
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.priors import TruncatedDirichlet, TruncatedGamma, TruncatedNormal
@@ -93,9 +92,7 @@ def inverse_cdf_sweeps_per_second(step: PrivateGibbs, model: pm.Model) -> float:
     for _ in range(SWEEPS):
         for block in step.blocks:
             parameters = block.conditional(statistics, values, TEMPERATURE)
-            values[block.name] = draw_conjugate(
-                rng, block.family, parameters, block.support, name=block.name
-            )
+            values[block.name] = block.family.draw(rng, parameters, block.support, name=block.name)
     return SWEEPS / (time.perf_counter() - start)
 
 

@@ -71,7 +71,7 @@ from scipy import special
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.augmented_chain import AugmentedChain
 from pymc_private.conditionals import conjugate_block
-from pymc_private.conjugate import draw_conjugate
+from pymc_private.conjugate import BETA, GAMMA
 from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError
 from pymc_private.families import LikelihoodTerm
 from pymc_private.latent import (
@@ -417,7 +417,7 @@ class AugmentedSampler:
 
     def _independent_block(self, name, block: _CountBlock, count: int, rng):
         conjugate = block.block
-        if conjugate.family not in ("beta", "gamma") or len(block.nodes) != 1:
+        if conjugate.family not in (BETA, GAMMA) or len(block.nodes) != 1:
             return None
         node = self.counts[block.nodes[0]]
         term, support = node.term, conjugate.support
@@ -425,7 +425,7 @@ class AugmentedSampler:
             k: np.broadcast_to(np.asarray(v, dtype=np.float64), support.lower.shape)
             for k, v in conjugate.prior.items()
         }
-        if np.any(prior["alpha"] < 1) or (conjugate.family == "beta" and np.any(prior["beta"] < 1)):
+        if np.any(prior["alpha"] < 1) or (conjugate.family is BETA and np.any(prior["beta"] < 1)):
             return None
         values = {name: support_centre(support)}
         law = term.family.count_law(term, term.parameters_at(values), self.public_totals[term.node])
@@ -491,7 +491,7 @@ class AugmentedSampler:
                 np.broadcast_to(support.lower.reshape(size)[rows, None], x.shape),
                 np.broadcast_to(support.upper.reshape(size)[rows, None], x.shape),
             )
-            theta = draw_conjugate(rng, conjugate.family, parameters, flat_support, name=name)
+            theta = conjugate.family.draw(rng, parameters, flat_support, name=name)
             block_rows = kept[rows]
             block_rows[accept] = theta[accept]
             kept[rows] = block_rows

@@ -13,7 +13,7 @@ draw or maximise their product, and the numpy noise-aware sampler
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -23,7 +23,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_private.analysis import PrivacyAnalysis
-from pymc_private.conjugate import CONJUGATE_FAMILIES
+from pymc_private.conjugate import ConjugateFamily, conjugate_family
 from pymc_private.data import exact_statistics
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.exact import GridBlock, check_family, intervals, statistic_bounds
@@ -53,7 +53,8 @@ class ConjugateBlock:
     name
         The free variable.
     family
-        Its conjugate family: "beta", "gamma", "normal", "dirichlet" or "mvnormal".
+        Its conjugate family (`pymc_private.conjugate`: `BETA`, `GAMMA`, `NORMAL`,
+        `DIRICHLET` or `MVNORMAL`; ``family.name`` names it).
     prior
         The prior's parameters in that family's parameterisation (an exponential prior is
         Gamma(1, λ), a uniform one on [a, b] ⊂ [0, 1] is Beta(1, 1) on [a, b]); empty when
@@ -76,7 +77,7 @@ class ConjugateBlock:
     """
 
     name: str
-    family: str
+    family: ConjugateFamily
     prior: Mapping[str, np.ndarray]
     support: ParameterSupport
     updates: tuple[tuple[LikelihoodTerm, str, Mapping[str, str]], ...]
@@ -97,8 +98,7 @@ class ConjugateBlock:
             else:
                 value = np.clip(parameters[key], interval.lower, interval.upper)
                 values[key] = np.broadcast_to(value, shape)
-        prior_of = _PRIORS_AS_CONJUGATE[self.support.family][1]
-        return prior_of(values, self.support)
+        return self.family.prior_parameters(values, self.support)
 
     def posterior(
         self,
@@ -110,7 +110,7 @@ class ConjugateBlock:
         prior: Mapping[str, np.ndarray] | None = None,
         prior_power=1,
     ) -> dict[str, np.ndarray]:
-        """The conditional in its family's additive coordinates (`CONJUGATE_FAMILIES`): the
+        """The conditional in its family's additive coordinates (`ConjugateFamily`): the
         prior's plus each node's contribution, given full statistics by node and the others'
         values. ``exact=True`` computes in exact rationals (statistics, values, temperature
         and ``prior_power`` must then be exact too). ``prior`` replaces the constant prior:
@@ -120,10 +120,9 @@ class ConjugateBlock:
         if prior is None:
             prior = self.prior
         prior = {k: as_exact(v) if exact else v for k, v in prior.items()}
-        family = CONJUGATE_FAMILIES[self.family]
-        parameters = family.additive(prior)
+        parameters = self.family.additive(prior)
         if prior_power != 1:
-            parameters = family.power(parameters, prior_power)
+            parameters = self.family.power(parameters, prior_power)
         for term, parameter, state in self.updates:
             full, totals = statistics[term.node]
             contribution = term.family.conjugate_contribution(
@@ -147,22 +146,7 @@ class ConjugateBlock:
     ) -> dict[str, np.ndarray]:
         """The conditional's usual parameters (beta: alpha, beta; gamma: alpha, beta;
         normal: mu, sigma; dirichlet: a; mvnormal: mu, cov)."""
-        family = CONJUGATE_FAMILIES[self.family]
-        return family.usual(self.posterior(statistics, values, temperature, prior=prior))
-
-
-_PRIORS_AS_CONJUGATE: dict[str, tuple[str, Callable]] = {
-    "beta": ("beta", lambda p, s: {"alpha": p["alpha"], "beta": p["beta"]}),
-    "uniform": (
-        "beta",
-        lambda p, s: {"alpha": np.ones_like(s.lower), "beta": np.ones_like(s.lower)},
-    ),
-    "gamma": ("gamma", lambda p, s: {"alpha": p["alpha"], "beta": p["beta"]}),
-    "exponential": ("gamma", lambda p, s: {"alpha": np.ones_like(p["lam"]), "beta": p["lam"]}),
-    "normal": ("normal", lambda p, s: {"mu": p["mu"], "sigma": p["sigma"]}),
-    "dirichlet": ("dirichlet", lambda p, s: {"a": p["a"]}),
-    "mvnormal": ("mvnormal", lambda p, s: {"mu": p["mu"], "cov": p["cov"]}),
-}
+        return self.family.usual(self.posterior(statistics, values, temperature, prior=prior))
 
 
 def conjugate_block(
@@ -191,10 +175,10 @@ def conjugate_block(
     """
     name = rv.name
     support = parameter_support(rv)
-    if support is None or support.family not in _PRIORS_AS_CONJUGATE:
-        family = "unreadable" if support is None else support.family
-        raise no_conditional(name, f"its prior ({family}) has no conjugate sampler")
-    family, prior_of = _PRIORS_AS_CONJUGATE[support.family]
+    family = None if support is None else conjugate_family(support.family)
+    if family is None:
+        found = "unreadable" if support is None else support.family
+        raise no_conditional(name, f"its prior ({found}) has no conjugate sampler")
     hyper, prior_intervals = (), None
     if any(value is None for value in support.params.values()):
         hyper, prior_intervals = _hyperprior(model, rv)
@@ -204,10 +188,9 @@ def conjugate_block(
                 "its prior's parameters are read from pm.Data or shared variables, which may "
                 "change after the sampler is built: give them as numbers",
             )
-    if support.family == "uniform" and not (
-        np.all(support.lower >= 0.0) and np.all(support.upper <= 1.0)
-    ):
-        raise no_conditional(name, "a uniform prior is conjugate only as a probability")
+    refusal = family.refusal(support)
+    if refusal is not None:
+        raise no_conditional(name, refusal)
     outside = _logp_terms_outside(model, analysis, rv, augmented)
     if outside:
         raise no_conditional(
@@ -227,7 +210,7 @@ def conjugate_block(
             )
         parameter = using[0]
         conjugate = term.family.conjugate_priors.get(parameter.name)
-        if conjugate is None or conjugate[0] != family or conjugate[1] != parameter.link:
+        if conjugate is None or conjugate[0] is not family or conjugate[1] != parameter.link:
             raise no_conditional(
                 name,
                 f"its {support.family} prior is not conjugate to parameter `{parameter.name}` "
@@ -245,7 +228,7 @@ def conjugate_block(
     if not hyper:
         prior = {
             key: np.asarray(value, dtype=np.float64)
-            for key, value in prior_of(support.params, support).items()
+            for key, value in family.prior_parameters(support.params, support).items()
         }
     return ConjugateBlock(name, family, prior, support, tuple(updates), hyper, prior_intervals)
 

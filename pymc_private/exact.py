@@ -21,10 +21,12 @@ evaluated at the cell centres: s_k = Σ_c β_c φ_c(θ_k) + v_k with the public 
 of the conjugate family (beta: log θ, log(1 − θ); gamma: log τ, −τ; normal: θ − m,
 −(θ − m)²/2 about the centre m of the support; dirichlet: log p) and v_k = log |C_k|, and the
 posterior's coefficients β (beta: α − 1, β − 1; gamma: α − 1, rate; normal: h − J·m, J;
-dirichlet: a − 1). Then the released value is drawn uniformly inside the chosen cell (a
-Dirichlet releases the lattice point itself). The selection is exact: OpenDP's Gumbel noisy
-max (`pymc_private.mechanisms.exact_choice`) returns k with probability exactly
-softmax(ŝ)_k for the float scores ŝ as computed; the jitter uses only k and public numbers.
+dirichlet: a − 1), as the family objects of `pymc_private.conjugate` compute them
+(``grid_features``, ``grid_centre``, ``grid_coefficients``). Then the released value is
+drawn uniformly inside the chosen cell (a Dirichlet releases the lattice point itself). The
+selection is exact: OpenDP's Gumbel noisy max (`pymc_private.mechanisms.exact_choice`)
+returns k with probability exactly softmax(ŝ)_k for the float scores ŝ as computed; the
+jitter uses only k and public numbers.
 
 What the draw is: the tempered posterior with its density held constant on each cell, at
 the value of its centre. A cell much narrower than the posterior's standard deviation makes
@@ -82,6 +84,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from pymc_private.conjugate import ConjugateFamily
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.mechanisms import ceil_float, exact_choice
 from pymc_private.statistics import as_exact
@@ -89,7 +92,6 @@ from pymc_private.support import ParameterSupport
 
 __all__ = [
     "DEFAULT_CELLS",
-    "FAMILIES",
     "GridBlock",
     "IntervalNumber",
     "check_family",
@@ -107,15 +109,11 @@ _UNIT_ROUNDOFF = Fraction(1, 2**53)
 _EDGE_MARGIN = 2.0**-20
 
 
-FAMILIES = ("beta", "gamma", "normal", "dirichlet")
-"""The conjugate families with a grid sampler on raw data."""
-
-
-def check_family(family: str) -> None:
+def check_family(family: ConjugateFamily) -> None:
     """Refuse a conjugate family without a grid sampler (regression weights)."""
-    if family not in FAMILIES:
+    if not family.grid:
         raise UnsupportedModelError(
-            f"no exact grid sampler for a {family} block on raw data (a grid over a vector "
+            f"no exact grid sampler for a {family.name} block on raw data (a grid over a vector "
             "of weights is not tractable): use pmp.PrivateMetropolis for it (one 2L/T per "
             "step for the whole vector), or pmp.privatize the statistics first."
         )
@@ -283,26 +281,15 @@ def _cell_edges(lower: float, upper: float, cells: int, geometric: bool) -> np.n
     return edges
 
 
-def _scalar_grid(family: str, lower: float, upper: float, cells: int) -> _Grid:
-    geometric = family == "gamma" and lower > 0.0
+def _scalar_grid(family: ConjugateFamily, lower: float, upper: float, cells: int) -> _Grid:
+    geometric = family.geometric_grid(lower)
     edges = _cell_edges(lower, upper, cells, geometric)
     if geometric:  # the geometric mean, without the product's overflow
         centres = np.exp(0.5 * (np.log(edges[:-1]) + np.log(edges[1:])))
     else:
         centres = 0.5 * (edges[:-1] + edges[1:])
-    if family == "beta":
-        features = np.column_stack([np.log(centres), np.log1p(-centres)])
-    elif family == "gamma":
-        features = np.column_stack([np.log(centres), -centres])
-    else:
-        offset = centres - _normal_centre(lower, upper)
-        features = np.column_stack([offset, -0.5 * offset * offset])
+    features = family.grid_features(centres, lower, upper)
     return _Grid(centres[:, None], features, np.log(np.diff(edges)), edges)
-
-
-def _normal_centre(lower: float, upper: float) -> float:
-    """The public point m the normal features are centred on (keeps them small)."""
-    return 0.5 * lower + 0.5 * upper
 
 
 def _lattice(n_categories: int, cells: int) -> np.ndarray:
@@ -328,19 +315,6 @@ def _simplex_grid(min_prob: float, n_categories: int, cells: int) -> _Grid:
     return _Grid(points, np.log(points), np.zeros(len(points)), None)
 
 
-def _coefficients(family: str, posterior: Mapping[str, np.ndarray], centre) -> list:
-    """The posterior's coefficients β of the family's features, per entry (exact in the
-    arithmetic of ``posterior``)."""
-    if family == "beta":
-        return [posterior["alpha"] - 1, posterior["beta"] - 1]
-    if family == "gamma":
-        return [posterior["alpha"] - 1, posterior["beta"]]
-    if family == "normal":
-        return [posterior["h"] - posterior["J"] * centre, posterior["J"]]
-    a = np.asarray(posterior["a"])
-    return [a[..., k] - 1 for k in range(a.shape[-1])]
-
-
 def _to_float(values) -> np.ndarray:
     """Exact rationals rounded once to the nearest float."""
     values = np.asarray(values)
@@ -354,7 +328,7 @@ class GridBlock:
     Attributes
     ----------
     family
-        "beta", "gamma", "normal" or "dirichlet".
+        A conjugate family with a grid (``family.grid``): beta, gamma, normal or dirichlet.
     batch_shape
         Shape of the block's entries (the variable's shape without a simplex's last axis).
     grids, grid_of
@@ -365,7 +339,7 @@ class GridBlock:
         4 Σ_e max_k e_{e,k}: the float allowance added to 2L_j/T (module docstring).
     """
 
-    family: str
+    family: ConjugateFamily
     batch_shape: tuple[int, ...]
     grids: tuple[_Grid, ...]
     grid_of: np.ndarray
@@ -375,7 +349,7 @@ class GridBlock:
     @classmethod
     def build(
         cls,
-        family: str,
+        family: ConjugateFamily,
         support: ParameterSupport,
         cells: int,
         posterior_bounds: Mapping[str, np.ndarray],
@@ -389,24 +363,22 @@ class GridBlock:
         """
         check_family(family)
         lower, upper = np.asarray(support.lower), np.asarray(support.upper)
-        if family == "dirichlet":
+        if family.vector:
             batch_shape = lower.shape[:-1]
             keys = [(float(support.simplex_min_prob), lower.shape[-1])] * math.prod(batch_shape)
         else:
             batch_shape = lower.shape
             keys = list(zip(lower.ravel().tolist(), upper.ravel().tolist(), strict=True))
         distinct = list(dict.fromkeys(keys))
-        if family == "dirichlet":
+        if family.vector:
             grids = tuple(_simplex_grid(m, k, cells) for m, k in distinct)
             centres = np.zeros(len(keys))
         else:
             grids = tuple(_scalar_grid(family, lo, hi, cells) for lo, hi in distinct)
-            centres = np.array(
-                [_normal_centre(*key) if family == "normal" else 0.0 for key in keys]
-            )
+            centres = np.array([family.grid_centre(*key) for key in keys])
         grid_of = np.array([distinct.index(key) for key in keys], dtype=np.int64)
-        coefficients = _coefficients(
-            family, posterior_bounds, as_exact(centres.reshape(batch_shape))
+        coefficients = family.grid_coefficients(
+            posterior_bounds, as_exact(centres.reshape(batch_shape))
         )
         bounds = np.stack([_magnitudes(c, batch_shape).ravel() for c in coefficients], axis=-1)
         allowance = Fraction(0)
@@ -415,7 +387,7 @@ class GridBlock:
             terms = np.abs(grid.features) @ bounds[entry] + np.abs(grid.log_weights)
             if not np.all(np.isfinite(terms)):
                 raise UnsupportedModelError(
-                    f"the grid scores of a {family} block overflow floating point on the "
+                    f"the grid scores of a {family.name} block overflow floating point on the "
                     f"prior's support [{float(lower.min()):g}, {float(upper.max()):g}]: "
                     "narrow the prior's truncation bounds"
                 )
@@ -429,7 +401,7 @@ class GridBlock:
         posterior in the family's additive coordinates: the log-weights the selection
         samples, computed as the module docstring bounds them."""
         centres = as_exact(self.centres.reshape(self.batch_shape))
-        coefficients = _coefficients(self.family, posterior, centres)
+        coefficients = self.family.grid_coefficients(posterior, centres)
         beta = np.stack(
             [np.broadcast_to(_to_float(c), self.batch_shape).ravel() for c in coefficients],
             axis=-1,
@@ -456,7 +428,7 @@ class GridBlock:
             out.append(np.clip(low + share * (high - low), low, high)[..., None])
         values = np.stack(out, axis=-2)
         lead = cells.shape[:-1]
-        if self.family == "dirichlet":
+        if self.family.vector:
             return values.reshape((*lead, *self.batch_shape, values.shape[-1]))
         return values.reshape((*lead, *self.batch_shape))
 
@@ -468,7 +440,7 @@ class GridBlock:
             for entry, grid_index in enumerate(self.grid_of.tolist())
         ]
         values = np.stack(out)
-        if self.family == "dirichlet":
+        if self.family.vector:
             return values.reshape((*self.batch_shape, values.shape[-1]))
         return values.reshape(self.batch_shape)
 

@@ -40,7 +40,7 @@ from pytensor.tensor.random.basic import (
 )
 from scipy.special import gammaln, xlogy
 
-from pymc_private.conjugate import CONJUGATE_FAMILIES
+from pymc_private.conjugate import BETA, DIRICHLET, GAMMA, MVNORMAL, NORMAL, ConjugateFamily
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.latent import MultinomialCounts, PoissonCounts
 from pymc_private.statistics import (
@@ -249,7 +249,7 @@ class LikelihoodFamily(ABC):
     rv_op: type
     parameters: tuple[str, ...]
     roles: Mapping[str, str]
-    conjugate_priors: Mapping[str, tuple[str, str]]
+    conjugate_priors: Mapping[str, tuple[ConjugateFamily, str]]
 
     def accepts(self, parameters: Mapping[str, ParameterTerm]) -> bool:
         """Whether the parameters have the structure this family object handles."""
@@ -307,7 +307,7 @@ class LikelihoodFamily(ABC):
 
         Conjugate updates add: beta (alpha, beta), gamma (alpha, beta = rate) and dirichlet
         (a) add pseudo-counts; normal and mvnormal add to the precision ``J`` and to the
-        precision-weighted mean ``h = J·mean`` (`pymc_private.conjugate.CONJUGATE_FAMILIES`
+        precision-weighted mean ``h = J·mean`` (`pymc_private.conjugate.ConjugateFamily`
         converts). Tempering raises the likelihood to 1/T (T ≥ 1), which divides every
         contribution by T. ``state`` holds the current values of the other parameters' free
         variables (the Gibbs conditional). The arithmetic is +, −, ×, / only, so the same code
@@ -360,7 +360,7 @@ class LikelihoodFamily(ABC):
         the family's usual parameters (beta: alpha, beta; gamma: alpha, beta as a rate;
         dirichlet: a; normal: mu, sigma; mvnormal: mu, cov): ``prior`` plus
         `conjugate_contribution`."""
-        family = CONJUGATE_FAMILIES[self.conjugate_priors[target][0]]
+        family = self.conjugate_priors[target][0]
         contribution = self.conjugate_contribution(
             term, target, statistics, totals, temperature, state
         )
@@ -404,7 +404,7 @@ class LikelihoodFamily(ABC):
         if param.link != link or param.free_variable is None:
             raise UnsupportedModelError(
                 f"`{term.node}` ({self.name}): `{target}` must be a free variable with a "
-                f"{family} prior entering through the {link} link for a conjugate update; "
+                f"{family.name} prior entering through the {link} link for a conjugate update; "
                 f"it enters through {param.link!r}."
             )
         return param
@@ -573,7 +573,7 @@ class Bernoulli(LikelihoodFamily):
     rv_op = BernoulliRV
     parameters = ("p",)
     roles = MappingProxyType({"p": "probability"})
-    conjugate_priors = MappingProxyType({"p": ("beta", "identity")})
+    conjugate_priors = MappingProxyType({"p": (BETA, "identity")})
 
     def support(self, parameters):
         return ElementDomain(0.0, 1.0, True)
@@ -637,7 +637,7 @@ class Binomial(LikelihoodFamily):
     rv_op = BinomialRV
     parameters = ("n", "p")
     roles = MappingProxyType({"n": "trials", "p": "probability"})
-    conjugate_priors = MappingProxyType({"p": ("beta", "identity")})
+    conjugate_priors = MappingProxyType({"p": (BETA, "identity")})
 
     def accepts(self, parameters):
         trials = parameters["n"].constant
@@ -718,7 +718,7 @@ class Categorical(LikelihoodFamily):
     rv_op = CategoricalRV
     parameters = ("p",)
     roles = MappingProxyType({"p": "simplex"})
-    conjugate_priors = MappingProxyType({"p": ("dirichlet", "identity")})
+    conjugate_priors = MappingProxyType({"p": (DIRICHLET, "identity")})
 
     def support(self, parameters):
         return ElementDomain(0.0, float(parameters["p"].shape[-1] - 1), True)
@@ -774,7 +774,7 @@ class Poisson(LikelihoodFamily):
     rv_op = PoissonRV
     parameters = ("mu",)
     roles = MappingProxyType({"mu": "rate"})
-    conjugate_priors = MappingProxyType({"mu": ("gamma", "identity")})
+    conjugate_priors = MappingProxyType({"mu": (GAMMA, "identity")})
 
     def support(self, parameters):
         return ElementDomain(0.0, math.inf, True)
@@ -837,7 +837,7 @@ class Exponential(LikelihoodFamily):
     rv_op = ExponentialRV
     parameters = ("scale",)
     roles = MappingProxyType({"scale": "rate"})
-    conjugate_priors = MappingProxyType({"scale": ("gamma", "reciprocal")})
+    conjugate_priors = MappingProxyType({"scale": (GAMMA, "reciprocal")})
 
     def support(self, parameters):
         return ElementDomain(0.0, math.inf, False)
@@ -965,7 +965,7 @@ class NormalKnownSigma(_Normal):
     """
 
     name = "Normal (sigma a constant)"
-    conjugate_priors = MappingProxyType({"mu": ("normal", "identity")})
+    conjugate_priors = MappingProxyType({"mu": (NORMAL, "identity")})
 
     def accepts(self, parameters):
         return parameters["sigma"].constant is not None and parameters["mu"].covariates is None
@@ -1008,7 +1008,7 @@ class NormalFreeSigma(_Normal):
 
     name = "Normal (sigma or tau a bounded free variable)"
     conjugate_priors = MappingProxyType(
-        {"mu": ("normal", "identity"), "sigma": ("gamma", "inverse_sqrt")}
+        {"mu": (NORMAL, "identity"), "sigma": (GAMMA, "inverse_sqrt")}
     )
 
     def accepts(self, parameters):
@@ -1083,7 +1083,7 @@ class NormalLinearRegression(_Normal):
 
     name = "Normal linear regression (mu = X @ w, X PrivateData)"
     conjugate_priors = MappingProxyType(
-        {"mu": ("mvnormal", "linear"), "sigma": ("gamma", "inverse_sqrt")}
+        {"mu": (MVNORMAL, "linear"), "sigma": (GAMMA, "inverse_sqrt")}
     )
 
     def accepts(self, parameters):

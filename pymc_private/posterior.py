@@ -31,7 +31,7 @@ from pymc_private.conditionals import (
     grid_block,
     raw_statistics,
 )
-from pymc_private.conjugate import CENTRE_SWEEPS, draw_conjugate
+from pymc_private.conjugate import CENTRE_SWEEPS
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
@@ -234,11 +234,10 @@ def _independent_draws(
     draws = {}
     for block in blocks:
         batch = block.support.lower.shape
-        if block.family in ("dirichlet", "mvnormal"):
+        if block.family.vector:
             batch = batch[:-1]
-        draws[block.name] = draw_conjugate(
+        draws[block.name] = block.family.draw(
             rng,
-            block.family,
             block.conditional(statistics, {}, temperature),
             block.support,
             name=block.name,
@@ -258,7 +257,7 @@ def batched_posterior(
     (noise-aware, or not a product of blocks), which `pm.sample` samples instead.
 
     Post-processing of the released statistics: free. Each block is drawn for every chain
-    and draw at once (`pymc_private.conjugate.draw_conjugate`), so the cost per draw does
+    and draw at once (`pymc_private.conjugate.ConjugateFamily.draw`), so the cost per draw does
     not depend on n, and the draws are independent (no burn-in, no autocorrelation).
     """
     if privatisation.noise_aware:

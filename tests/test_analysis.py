@@ -17,6 +17,7 @@ from pymc.model.fgraph import clone_model
 from scipy import stats
 
 from pymc_private.analysis import analyze
+from pymc_private.conjugate import GAMMA
 from pymc_private.data import PrivateData
 from pymc_private.errors import (
     DataBoundsError,
@@ -346,7 +347,7 @@ def test_the_suggested_precision_form_runs_on_every_route_it_names():
     private = privatize(model, 1.0, noise_aware=False, secure=False, random_seed=6)
     with private:
         step = PrivateGibbs()
-    assert [block.family for block in step.blocks] == ["gamma"]
+    assert [block.family for block in step.blocks] == [GAMMA]
 
 
 def test_bounds_beyond_the_support_name_the_data_and_the_bounds():

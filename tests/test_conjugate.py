@@ -8,13 +8,23 @@ each check is deterministic and would fail for a sampler off by more than a few 
 
 from __future__ import annotations
 
+import copy
+import pickle
+
+import cloudpickle
 import numpy as np
 import pytest
 from scipy import special, stats
 
 from pymc_private.conjugate import (
+    BETA,
     CENTRE_SWEEPS,
-    draw_conjugate,
+    CONJUGATE_FAMILIES,
+    DIRICHLET,
+    GAMMA,
+    MVNORMAL,
+    NORMAL,
+    conjugate_family,
     mvnormal_in_ball,
     truncated_beta,
     truncated_dirichlet,
@@ -204,9 +214,8 @@ def test_truncated_dirichlet_hopeless_acceptance_is_a_clear_error_with_public_pa
     assert "accept" in str(error.value) and "%" not in str(error.value)
     support = _support("dirichlet", 0.2, 0.6, simplex_min_prob=0.2)
     with pytest.raises(UnsupportedModelError, match=r"`theta`.*smaller `min_prob`"):
-        draw_conjugate(
+        DIRICHLET.draw(
             np.random.default_rng(10),
-            "dirichlet",
             {"a": np.array([1e4, 1.0, 1.0])},
             support,
             name="theta",
@@ -284,9 +293,8 @@ def test_independent_draws_that_give_up_start_at_the_centre_and_reach_the_law(fa
     sampler, parameters, bounds = SCARCE[family]
     reference = sampler(np.random.default_rng(33))
     support = _support(family, **bounds)
-    draws = draw_conjugate(
+    draws = {"mvnormal": MVNORMAL, "dirichlet": DIRICHLET}[family].draw(
         np.random.default_rng(34),
-        family,
         parameters,
         support,
         name="theta",
@@ -341,38 +349,57 @@ def _support(family, lower, upper, **extra):
     return ParameterSupport(family=family, params={}, lower=lower, upper=upper, **extra)
 
 
-def test_draw_conjugate_dispatches_on_the_family():
-    rng = np.random.default_rng(15)
-    beta = draw_conjugate(
-        rng, "beta", {"alpha": 2.0, "beta": 2.0}, _support("beta", 0.2, 0.3), name="p"
-    )
-    assert 0.2 <= beta <= 0.3
-    gamma = draw_conjugate(
-        rng, "gamma", {"alpha": 2.0, "beta": 2.0}, _support("gamma", 1.0, 2.0), name="lam"
-    )
-    assert 1.0 <= gamma <= 2.0
-    normal = draw_conjugate(
-        rng, "normal", {"mu": 0.0, "sigma": 1.0}, _support("normal", 3.0, 4.0), name="mu"
-    )
-    assert 3.0 <= normal <= 4.0
-    simplex = draw_conjugate(
-        rng,
+def test_conjugate_families_are_one_object_each_across_pickles_and_copies():
+    assert [family.name for family in CONJUGATE_FAMILIES] == [
+        "beta",
+        "gamma",
+        "normal",
         "dirichlet",
+        "mvnormal",
+    ]
+    for family in CONJUGATE_FAMILIES:
+        assert pickle.loads(pickle.dumps(family)) is family
+        assert cloudpickle.loads(cloudpickle.dumps(family)) is family
+        assert copy.deepcopy(family) is family
+
+
+def test_a_prior_distribution_finds_its_conjugate_family():
+    expected = {"beta": BETA, "uniform": BETA, "gamma": GAMMA, "exponential": GAMMA}
+    expected |= {"normal": NORMAL, "dirichlet": DIRICHLET, "mvnormal": MVNORMAL}
+    for prior, family in expected.items():
+        assert conjugate_family(prior) is family
+    assert conjugate_family("cauchy") is None and conjugate_family("halfnormal") is None
+    lam = np.array([2.0, 3.0])
+    support = _support("exponential", np.zeros(2), np.full(2, 5.0))
+    prior = GAMMA.prior_parameters({"lam": lam}, support)
+    assert np.array_equal(prior["alpha"], [1.0, 1.0]) and prior["beta"] is lam
+    wide = _support("uniform", -1.0, 1.0)
+    assert BETA.refusal(wide) == "a uniform prior is conjugate only as a probability"
+    assert BETA.refusal(_support("uniform", 0.2, 0.9)) is None
+
+
+def test_each_conjugate_family_draws_from_its_truncated_law():
+    rng = np.random.default_rng(15)
+    beta = BETA.draw(rng, {"alpha": 2.0, "beta": 2.0}, _support("beta", 0.2, 0.3), name="p")
+    assert 0.2 <= beta <= 0.3
+    gamma = GAMMA.draw(rng, {"alpha": 2.0, "beta": 2.0}, _support("gamma", 1.0, 2.0), name="lam")
+    assert 1.0 <= gamma <= 2.0
+    normal = NORMAL.draw(rng, {"mu": 0.0, "sigma": 1.0}, _support("normal", 3.0, 4.0), name="mu")
+    assert 3.0 <= normal <= 4.0
+    simplex = DIRICHLET.draw(
+        rng,
         {"a": np.ones((2, 3))},
         _support("dirichlet", 0.2, 0.6, simplex_min_prob=0.2),
         name="p",
     )
     assert simplex.shape == (2, 3) and simplex.min() >= 0.2
-    weights = draw_conjugate(
+    weights = MVNORMAL.draw(
         rng,
-        "mvnormal",
         {"mu": np.zeros(3), "cov": np.eye(3)},
         _support("mvnormal", -0.5, 0.5, radius=0.5),
         name="w",
     )
     assert weights.shape == (3,) and np.linalg.norm(weights) <= 0.5
-    with pytest.raises(UnsupportedModelError, match="no exact sampler for the conjugate family"):
-        draw_conjugate(rng, "wishart", {}, _support("wishart", 0.0, 1.0), name="s")
 
 
 def test_one_call_mixes_direct_inverse_and_envelope_draws():

@@ -175,12 +175,10 @@ def test_float_allowance_bounds_the_actual_rounding_of_the_scores(pair):
 
 
 def _exact_coefficients(grid, posterior):
-    from pymc_private.exact import _coefficients
-
     centre = Fraction(float(grid.centres[0]))
     return [
         Fraction(np.ravel(np.asarray(c, dtype=object))[0])
-        for c in _coefficients(grid.family, posterior, centre)
+        for c in grid.family.grid_coefficients(posterior, centre)
     ]
 
 

@@ -24,6 +24,7 @@ from scipy import special, stats
 from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
+from pymc_private.conjugate import GAMMA, MVNORMAL
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
@@ -231,7 +232,7 @@ def test_regression_weights_and_precision_on_a_privatised_model():
     private = _privatised_regression(w_true, 2.0, 7)
     with private:
         step = PrivateGibbs()
-    assert [block.family for block in step.blocks] == ["mvnormal", "gamma"]
+    assert [block.family for block in step.blocks] == [MVNORMAL, GAMMA]
     assert step.privacy_epsilon_per_draw == 0.0 and not step.touches_raw_data
     weights_and_tau = private.compile_fn(
         private.replace_rvs_by_values([private["w"], private["tau"]]),

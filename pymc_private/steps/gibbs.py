@@ -36,7 +36,6 @@ from pymc_private.conditionals import (
     no_conditional,
     raw_statistics,
 )
-from pymc_private.conjugate import draw_conjugate
 from pymc_private.data import datasets_of
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
@@ -328,9 +327,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         exponential mechanism, from the exact conditional."""
         if not self.touches_raw_data:
             parameters = block.conditional(self._statistics, values, self.temperature, prior=prior)
-            return draw_conjugate(
+            return block.family.draw(
                 self.rng,
-                block.family,
                 parameters,
                 block.support,
                 name=block.name,
