@@ -3,10 +3,13 @@
 import logging
 import warnings
 
-from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze, refuse_private_paths
 from pymc_private.audit import AuditResult, epsilon_lower_bound
 from pymc_private.data import PrivateData, check_private_data, private_data
+from pymc_private.dp.budget import Budget
+from pymc_private.dp.composition import Composition
+from pymc_private.dp.events import Release
+from pymc_private.dp.mechanisms import discrete_laplace, exponential_mechanism, laplace
 from pymc_private.errors import (
     BudgetExceededError,
     CalibrationWarning,
@@ -22,8 +25,8 @@ from pymc_private.errors import (
     UncoveredDataWarning,
     UnsupportedModelError,
 )
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.map_estimate import map_utility_bound, private_map
-from pymc_private.mechanisms import discrete_laplace, exponential_mechanism, laplace
 from pymc_private.posterior import (
     PosteriorSampleResponder,
     psaqr_utility_bound,

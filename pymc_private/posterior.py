@@ -22,15 +22,18 @@ import arviz as az
 import numpy as np
 import pymc as pm
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conjugate import CENTRE_SWEEPS, draw_conjugate
+from pymc_private.dp.budget import Budget, checked_budget
+from pymc_private.dp.events import Release
+from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.privatize import (
     POTENTIAL_SUFFIX,
     Privatisation,
@@ -38,7 +41,6 @@ from pymc_private.privatize import (
     term_statistics,
 )
 from pymc_private.release import LEDGER_ATTR, seal
-from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure, checked_temperature
 from pymc_private.steps.gibbs import (
     NOISE_AWARE_GIBBS,
@@ -199,7 +201,7 @@ def sample_posterior(
         ),
     )
     ledger = ledger_for(model)
-    with releasing():  # one lock across check → record (pymc_private.session)
+    with releasing():  # one lock across check → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
             _check_budget(limit, ledger, release, n)
         ledger.record(release, budget=budget)

@@ -26,10 +26,10 @@ from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
-from pymc_private.accounting import ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze, interval_of
 from pymc_private.conjugate import CONJUGATE_FAMILIES, draw_conjugate
 from pymc_private.data import datasets_of, exact_statistics
+from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.exact import (
     DEFAULT_CELLS,
@@ -40,6 +40,7 @@ from pymc_private.exact import (
     statistic_bounds,
 )
 from pymc_private.families import Interval, LikelihoodTerm, as_exact
+from pymc_private.ledgers import ledger_for
 from pymc_private.priors import ParameterSupport, parameter_support, prior_parameter_graphs
 from pymc_private.privatize import (
     POTENTIAL_SUFFIX,
@@ -47,7 +48,6 @@ from pymc_private.privatize import (
     privatised_route,
     term_statistics,
 )
-from pymc_private.session import PrivatePayload
 from pymc_private.steps.base import PrivateStep, checked_secure, checked_temperature
 
 __all__ = [
@@ -543,7 +543,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
             self.privacy_epsilon_per_draw = 0.0
             self.sensitivity = None
         # The raw statistics travel to worker processes as a reference to a private file of
-        # the session, never inside a pickle of the step (pymc_private.session).
+        # the session, never inside a pickle of the step (pymc_private.dp.session).
         self._payload = PrivatePayload(
             {node: term_statistics(analysis, released, node) for node in nodes}
         )

@@ -1,7 +1,7 @@
 """Noise primitives: the Laplace, Gaussian (continuous and discrete) and exponential mechanisms.
 
 Each function validates its inputs (before any randomness), draws the noise, and returns the
-noisy output together with a `~pymc_private.accounting.Release` that states what the release
+noisy output together with a `~pymc_private.dp.events.Release` that states what the release
 cost. A mechanism never touches a ledger: the caller records the release it is handed.
 
 Secure and insecure noise
@@ -39,12 +39,7 @@ from opendp.measures import zero_concentrated_divergence
 from opendp.metrics import l1_distance, l2_distance, linf_distance
 from opendp.mod import enable_features
 
-from pymc_private.accounting import (
-    Release,
-    unit_shift_epsilon,
-    unit_shift_scale,
-    zcdp_epsilon,
-)
+from pymc_private.dp.events import Release, unit_shift_epsilon, unit_shift_scale, zcdp_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
@@ -289,12 +284,12 @@ def unit_shift_gaussian(
     most ``shifts`` = K cells in all, at the σ of their exact privacy profile: one release.
 
     Every cell of every statistic in ``counts`` (name → exact int64 counts) gets independent
-    N_ℤ(0, σ²) noise with σ = `accounting.unit_shift_scale`(ε, δ, K), the smallest σ whose
-    (ε, δ) profile, `accounting.unit_shift_epsilon` (the K-fold composition of the unit-shift
+    N_ℤ(0, σ²) noise with σ = `events.unit_shift_scale`(ε, δ, K), the smallest σ whose
+    (ε, δ) profile, `events.unit_shift_epsilon` (the K-fold composition of the unit-shift
     discrete Gaussian, proved the worst case there), is within (ε, δ). The statistics are one
     vector release, so they are recorded as one `Release` stating that profile's ε at δ, with
     ρ = K/(2σ²) as OpenDP's privacy map gives it at Δ₂ = `ceil_sqrt`(K) (the same noise is
-    ρ-zCDP, which the ledger's Rényi route composes; `accounting.Release`). Compared with the
+    ρ-zCDP, which the ledger's Rényi route composes; `events.Release`). Compared with the
     zCDP calibration of `discrete_gaussian` (σ = √(K/2ρ), ρ = `zcdp_rho`(ε, δ)) it is about
     7 % less noise at ε = 1, δ = 10⁻⁶.
 
@@ -336,7 +331,7 @@ def planned_unit_shift_gaussian(
     statistics: Sequence[str], shifts: int, epsilon: float, delta: float, secure: bool
 ) -> Release:
     """The one `Release` `unit_shift_gaussian` records for these statistics (a budget check
-    before any noise): ε = `accounting.unit_shift_epsilon`(σ, K, δ) ≤ ``epsilon`` at δ, and ρ
+    before any noise): ε = `events.unit_shift_epsilon`(σ, K, δ) ≤ ``epsilon`` at δ, and ρ
     from OpenDP's map of the vector Gaussian at scale σ and Δ₂ = √K."""
     sigma = unit_shift_scale(epsilon, delta, shifts)
     sensitivity = ceil_sqrt(shifts)
@@ -386,7 +381,7 @@ def discrete_gaussian(
     (Canonne, Kamath & Steinke 2020, Theorem 4 for the multivariate case with independent
     coordinates: the Rényi divergence of order α between shifted discrete Gaussians is at most
     α‖μ − μ'‖₂²/(2σ²)). ρ-zCDP implies (ε, δ)-DP for every δ > 0 at
-    ``ε = accounting.zcdp_epsilon(ρ, δ)`` (the ledger's conversion). Integer outputs have no
+    ``ε = events.zcdp_epsilon(ρ, δ)`` (the ledger's conversion). Integer outputs have no
     least significant bits to leak (Mironov 2012).
 
     Parameters
@@ -445,7 +440,7 @@ def gaussian(
 
     Releases ``values + N(0, σ² I)``; with ``‖s(D) − s(D')‖₂ ≤ Δ₂`` it is ρ-zCDP with
     ρ = Δ₂²/(2σ²) (Bun & Steinke 2016, Proposition 1.6), (ε, δ)-DP at
-    ``ε = accounting.zcdp_epsilon(ρ, δ)``.
+    ``ε = events.zcdp_epsilon(ρ, δ)``.
 
     Parameters
     ----------
