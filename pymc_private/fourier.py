@@ -57,7 +57,7 @@ import numpy as np
 
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.dp.events import Release, zcdp_rho
-from pymc_private.dp.mechanisms import integer_release, planned_release
+from pymc_private.dp.integer_release import integer_release, planned_release
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import StatisticSpec
 from pymc_private.noise_aware import NoiseLaw

@@ -42,13 +42,13 @@ from pymc_private.data import RELEASED_TAG, datasets_of, exact_statistics, in_me
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.composition import checked_delta
 from pymc_private.dp.events import Release, unit_shift_scale, zcdp_epsilon, zcdp_rho
-from pymc_private.dp.mechanisms import (
-    ceil_float,
+from pymc_private.dp.integer_release import (
     integer_release,
     planned_release,
     planned_unit_shift_gaussian,
     unit_shift_gaussian,
 )
+from pymc_private.dp.mechanisms import ceil_float
 from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     CalibrationWarning,
@@ -250,7 +250,7 @@ def privatize(
     (`dp.events.unit_shift_epsilon`, proved the worst case there; dp-accounting's PLD):
     every cell gets σ = `dp.events.unit_shift_scale`(ε, δ, K), about 7 % below Δ₂/√(2ρ) at
     ε = 1, δ = 10⁻⁶, and the statistics are recorded as one vector release
-    (`mechanisms.unit_shift_gaussian`) whose ε is that profile's at δ, ≤ ε.
+    (`integer_release.unit_shift_gaussian`) whose ε is that profile's at δ, ≤ ε.
 
     Projection Π (post-processing, free of privacy cost): counts (category 0 derived) are
     projected onto {v ≥ 0, Σ_k v_k = N} in Euclidean distance and rounded to integers with
@@ -598,7 +598,7 @@ def _with_joint_release(analysis: PrivacyAnalysis, releases: list[Release], delt
 
 def _unit_shift_noised(exact_values, specs, shifts, epsilon, delta, secure, rng):
     """`_noised` for a plan of counts that `_unit_shift_plan` accepts: every noised statistic
-    gets the discrete Gaussian of the exact profile (`mechanisms.unit_shift_gaussian`), one
+    gets the discrete Gaussian of the exact profile (`integer_release.unit_shift_gaussian`), one
     release for all of them, noise law N(0, σ²) per cell (counts: unit 1)."""
     noised = [spec for spec in specs if spec.sensitivity > 0]
     counts, release, sigma = unit_shift_gaussian(

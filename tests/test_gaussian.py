@@ -34,13 +34,8 @@ from pymc_private.dp.events import (
     zcdp_epsilon,
     zcdp_rho,
 )
-from pymc_private.dp.mechanisms import (
-    ceil_sqrt,
-    discrete_gaussian,
-    gaussian,
-    planned_unit_shift_gaussian,
-    unit_shift_gaussian,
-)
+from pymc_private.dp.integer_release import planned_unit_shift_gaussian, unit_shift_gaussian
+from pymc_private.dp.mechanisms import ceil_sqrt, discrete_gaussian, gaussian
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 from pymc_private.families import regression_group, regression_l2_squared
 from pymc_private.ledgers import PrivacyLedger, ledger_for
