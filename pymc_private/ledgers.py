@@ -19,9 +19,10 @@ from pymc_private.records import source_dataset
 __all__ = ["PrivacyLedger", "ledger_for"]
 
 
-# The public ledger: the core's, which can also be attached to a model. It keeps the core's
-# docstring (what the ledger is), so it has none of its own.
 class PrivacyLedger(ledger.PrivacyLedger):
+    # The core's ledger, which can also be attached to a model: documented as the core's.
+    __doc__ = ledger.PrivacyLedger.__doc__
+
     def attach(self, model: Any = None) -> None:
         """Charge this ledger (made by `open`) with every release from the private data
         ``model`` reads (the model on the context stack by default), in this process, from
