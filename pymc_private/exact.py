@@ -23,7 +23,7 @@ of the conjugate family (beta: log θ, log(1 − θ); gamma: log τ, −τ; norm
 posterior's coefficients β (beta: α − 1, β − 1; gamma: α − 1, rate; normal: h − J·m, J;
 dirichlet: a − 1). Then the released value is drawn uniformly inside the chosen cell (a
 Dirichlet releases the lattice point itself). The selection is exact: OpenDP's Gumbel noisy
-max (`pymc_private.mechanisms.exact_choice`) returns k with probability exactly
+max (`pymc_private.dp.mechanisms.exact_choice`) returns k with probability exactly
 softmax(ŝ)_k for the float scores ŝ as computed; the jitter uses only k and public numbers.
 
 What the draw is: the tempered posterior with its density held constant on each cell, at
@@ -82,8 +82,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from pymc_private.dp.mechanisms import ceil_float, exact_choice
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.mechanisms import ceil_float, exact_choice
 from pymc_private.statistics import as_exact
 from pymc_private.support import ParameterSupport
 
