@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from pymc_private.mechanisms import discrete_laplace, laplace
+from pymc_private.dp.mechanisms import discrete_laplace, laplace
 
 SIZES = (10, 1_000, 100_000)
 

@@ -1,9 +1,12 @@
 """pymc-private: differentially private posterior sampling for PyMC models."""
 
-from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.audit import AuditResult, epsilon_lower_bound
 from pymc_private.data import PrivateData, check_private_data, private_data
+from pymc_private.dp.budget import Budget
+from pymc_private.dp.composition import Composition
+from pymc_private.dp.events import Release
+from pymc_private.dp.mechanisms import discrete_laplace, exponential_mechanism, laplace
 from pymc_private.errors import (
     BudgetExceededError,
     CalibrationWarning,
@@ -20,8 +23,8 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.leak_guard import refuse_private_paths
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.map_estimate import map_utility_bound, private_map
-from pymc_private.mechanisms import discrete_laplace, exponential_mechanism, laplace
 from pymc_private.posterior import (
     PosteriorSampleResponder,
     psaqr_utility_bound,

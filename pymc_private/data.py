@@ -26,8 +26,9 @@ import pymc as pm
 import pytensor
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_private import session
-from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.dp import session
+from pymc_private.dp.ledger import checked_source
+from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.records import (
     RecordCheck,
     Source,
@@ -44,7 +45,6 @@ __all__ = [
     "PrivateData",
     "PrivateDataSpec",
     "check_private_data",
-    "checked_source",
     "datasets_of",
     "exact_statistics",
     "in_memory_values",
@@ -293,26 +293,6 @@ def PrivateData(
         session.declare_source(records, spec.dataset)
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable
-
-
-def checked_source(source) -> str | None:
-    """Validate an optional data ``source`` name at the boundary: None, or a non-empty
-    string of at most 200 printable characters without leading or trailing spaces."""
-    if source is None:
-        return None
-    if (
-        not isinstance(source, str)
-        or not source
-        or len(source) > 200
-        or not source.isprintable()
-        or source != source.strip()
-    ):
-        raise InvalidPrivacyParameterError(
-            f"source must be None or the name of a data source, a non-empty string of at most "
-            f"200 printable characters without leading or trailing spaces, got {source!r}; "
-            "e.g. source='survey-2026'."
-        )
-    return source
 
 
 def check_private_data(model: pm.Model | None = None) -> None:

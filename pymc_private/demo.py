@@ -42,9 +42,9 @@ from matplotlib.figure import Figure
 from scipy import stats
 from sklearn.datasets import load_breast_cancer
 
-from pymc_private.accounting import PrivacyLedger, ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.data import PrivateData
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.priors import TruncatedBeta
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import privatize

@@ -24,7 +24,7 @@ posterior's coefficients β (beta: α − 1, β − 1; gamma: α − 1, rate; no
 dirichlet: a − 1), as the family objects of `pymc_private.conjugate` compute them
 (``grid_features``, ``grid_centre``, ``grid_coefficients``). Then the released value is
 drawn uniformly inside the chosen cell (a Dirichlet releases the lattice point itself). The
-selection is exact: OpenDP's Gumbel noisy max (`pymc_private.mechanisms.exact_choice`)
+selection is exact: OpenDP's Gumbel noisy max (`pymc_private.dp.mechanisms.exact_choice`)
 returns k with probability exactly softmax(ŝ)_k for the float scores ŝ as computed; the
 jitter uses only k and public numbers.
 
@@ -85,8 +85,8 @@ from fractions import Fraction
 import numpy as np
 
 from pymc_private.conjugate import ConjugateFamily
+from pymc_private.dp.mechanisms import ceil_float, exact_choice
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.mechanisms import ceil_float, exact_choice
 from pymc_private.statistics import as_exact
 from pymc_private.support import ParameterSupport
 

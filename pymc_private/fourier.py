@@ -55,10 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_private.accounting import Release, zcdp_rho
 from pymc_private.analysis import PrivacyAnalysis
+from pymc_private.dp.events import Release, zcdp_rho
+from pymc_private.dp.integer_release import integer_release, planned_release
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.mechanisms import integer_release, planned_release
 from pymc_private.noise_aware import NoiseLaw
 from pymc_private.statistics import StatisticSpec
 

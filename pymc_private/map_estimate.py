@@ -28,16 +28,18 @@ from fractions import Fraction
 import numpy as np
 import pymc as pm
 
-from pymc_private.accounting import Budget, Release, checked_budget, ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.conditionals import ConjugateBlock, grid_block, raw_statistics
+from pymc_private.dp.budget import Budget, checked_budget
+from pymc_private.dp.events import Release
+from pymc_private.dp.mechanisms import ceil_float
+from pymc_private.dp.session import releasing
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.exact import DEFAULT_CELLS, GridBlock, checked_cells
-from pymc_private.mechanisms import ceil_float
+from pymc_private.ledgers import ledger_for
 from pymc_private.posterior import checked_rng, product_of_blocks
 from pymc_private.privatisation import privatised_route
 from pymc_private.privatize import checked_epsilon, term_statistics
-from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure
 
 __all__ = ["map_utility_bound", "private_map"]
@@ -135,7 +137,7 @@ def private_map(
         ),
     )
     ledger = ledger_for(model)
-    with releasing():  # one lock across check → record (pymc_private.session)
+    with releasing():  # one lock across check → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):
             limit.check(ledger, [release])
         ledger.record(release, budget=budget)

@@ -22,7 +22,6 @@ import arviz as az
 import numpy as np
 import pymc as pm
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conditionals import (
     NOISE_AWARE_GIBBS,
@@ -32,16 +31,19 @@ from pymc_private.conditionals import (
     raw_statistics,
 )
 from pymc_private.conjugate import CENTRE_SWEEPS
+from pymc_private.dp.budget import Budget, checked_budget
+from pymc_private.dp.events import Release
+from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.privatisation import POTENTIAL_SUFFIX, Privatisation, privatised_route
 from pymc_private.privatize import term_statistics
 from pymc_private.release import LEDGER_ATTR, seal
-from pymc_private.session import releasing
 from pymc_private.steps.base import checked_secure, checked_temperature
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
@@ -195,7 +197,7 @@ def sample_posterior(
         ),
     )
     ledger = ledger_for(model)
-    with releasing():  # one lock across check → record (pymc_private.session)
+    with releasing():  # one lock across check → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
             _check_budget(limit, ledger, release, n)
         ledger.record(release, budget=budget)

@@ -18,9 +18,9 @@ import numpy as np
 import pymc as pm
 from pytensor.graph.basic import Variable
 
-from pymc_private.accounting import Release
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.data import RELEASED_TAG
+from pymc_private.dp.events import Release
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.leak_guard import reads_private_data
 from pymc_private.noise_aware import NoiseLaw

@@ -35,32 +35,27 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 
-from pymc_private.accounting import (
-    Budget,
-    Release,
-    checked_budget,
-    checked_delta,
-    ledger_for,
-    unit_shift_scale,
-    zcdp_epsilon,
-    zcdp_rho,
-)
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conditionals import has_conditional
 from pymc_private.data import datasets_of, exact_statistics, in_memory_values
+from pymc_private.dp.budget import Budget, checked_budget
+from pymc_private.dp.composition import checked_delta
+from pymc_private.dp.events import Release, unit_shift_scale, zcdp_epsilon, zcdp_rho
+from pymc_private.dp.integer_release import (
+    integer_release,
+    planned_release,
+    planned_unit_shift_gaussian,
+    unit_shift_gaussian,
+)
+from pymc_private.dp.mechanisms import ceil_float
+from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     CalibrationWarning,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
 from pymc_private.fourier import FourierPlan, fourier_plan
-from pymc_private.mechanisms import (
-    ceil_float,
-    integer_release,
-    planned_release,
-    planned_unit_shift_gaussian,
-    unit_shift_gaussian,
-)
+from pymc_private.ledgers import ledger_for
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood, noise_to_spread
 from pymc_private.privatisation import (
     POTENTIAL_SUFFIX,
@@ -69,7 +64,6 @@ from pymc_private.privatisation import (
     tag_released,
 )
 from pymc_private.records import Placeholder, SharedRecords, Source, statistics_pass
-from pymc_private.session import releasing
 from pymc_private.statistics import (
     StatisticSpec,
     complete_statistic,
@@ -146,7 +140,7 @@ def privatize(
     --------------------------------------------------------------
     With ``mechanism="gaussian"`` (or ``"auto"`` when it adds less noise) each s_j gets
     OpenDP's exact discrete Gaussian instead, at ρ_j = ρ·Δ₂_j²/Δ₂² where ρ = `zcdp_rho`(ε, δ)
-    is the largest ρ the ledger converts to at most ε at δ (`accounting.zcdp_epsilon`), and
+    is the largest ρ the ledger converts to at most ε at δ (`dp.events.zcdp_epsilon`), and
     Δ₂_j² = unit_j²·Δ_j·Δ∞_j bounds the squared L2 sensitivity (`StatisticSpec
     .sensitivity_l2_squared`; exact for counts: √(2d + 1) for naive Bayes against Δ₁ =
     2d + 1). Every cell gets σ = Δ₂/√(2ρ) in natural units. Release j is ρ_j-zCDP; the ρ_j
@@ -159,10 +153,10 @@ def privatize(
 
     When every noised statistic is a count (cells move by at most 1; Δ₁ = K cells in all),
     the zCDP conversion is replaced by the exact privacy profile of K unit shifts
-    (`accounting.unit_shift_epsilon`, proved the worst case there; dp-accounting's PLD):
-    every cell gets σ = `accounting.unit_shift_scale`(ε, δ, K), about 7 % below Δ₂/√(2ρ) at
+    (`dp.events.unit_shift_epsilon`, proved the worst case there; dp-accounting's PLD):
+    every cell gets σ = `dp.events.unit_shift_scale`(ε, δ, K), about 7 % below Δ₂/√(2ρ) at
     ε = 1, δ = 10⁻⁶, and the statistics are recorded as one vector release
-    (`mechanisms.unit_shift_gaussian`) whose ε is that profile's at δ, ≤ ε.
+    (`integer_release.unit_shift_gaussian`) whose ε is that profile's at δ, ≤ ε.
 
     Projection Π (post-processing, free of privacy cost): counts (category 0 derived) are
     projected onto {v ≥ 0, Σ_k v_k = N} in Euclidean distance and rounded to integers with
@@ -273,7 +267,7 @@ def privatize(
             ],
             delta,
         )
-    with releasing():  # one lock across check → release → record (pymc_private.session)
+    with releasing():  # one lock across check → release → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):
             limit.check(ledger, planned)
         released = release_statistics(
@@ -506,7 +500,7 @@ def _with_joint_release(analysis: PrivacyAnalysis, releases: list[Release], delt
 
 def _unit_shift_noised(exact_values, specs, shifts, epsilon, delta, secure, rng):
     """`_noised` for a plan of counts that `_unit_shift_plan` accepts: every noised statistic
-    gets the discrete Gaussian of the exact profile (`mechanisms.unit_shift_gaussian`), one
+    gets the discrete Gaussian of the exact profile (`integer_release.unit_shift_gaussian`), one
     release for all of them, noise law N(0, σ²) per cell (counts: unit 1)."""
     noised = [spec for spec in specs if spec.sensitivity > 0]
     counts, release, sigma = unit_shift_gaussian(
@@ -527,10 +521,10 @@ def _unit_shift_plan(
     analysis: PrivacyAnalysis, epsilon: float, delta: float, mechanism: str
 ) -> int | None:
     """K, when the Gaussian release is calibrated by its exact privacy profile
-    (`accounting.unit_shift_epsilon`) instead of zCDP: every noised statistic is a count whose
+    (`dp.events.unit_shift_epsilon`) instead of zCDP: every noised statistic is a count whose
     cells one record moves by at most 1 (Δ∞ = 1, unit 1), so the record moves at most
     K = Σ_j Δ₁_j cells by 1 each in all (each moved cell adds at least 1 to Δ₁_j), and the
-    profile's σ is below the zCDP one (`accounting.unit_shift_scale`). None otherwise."""
+    profile's σ is below the zCDP one (`dp.events.unit_shift_scale`). None otherwise."""
     if mechanism != "gaussian":
         return None
     noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]

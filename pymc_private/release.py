@@ -26,10 +26,10 @@ import xarray as xr
 from pymc.model.fgraph import clone_model
 from pytensor.graph.traversal import ancestors
 
-from pymc_private.accounting import PrivacyLedger
 from pymc_private.compiling import compiling
 from pymc_private.data import private_data
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.ledgers import PrivacyLedger
 from pymc_private.noise_aware import replicate_statistics
 from pymc_private.privatisation import privatised_route
 

@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pymc_private.accounting import PrivacyLedger, Release
+from pymc_private.dp.events import Release
+from pymc_private.ledgers import PrivacyLedger
 from pymc_private.release import ledger_of
 
 __all__ = ["PrivacyReport", "plot_privacy", "privacy_report"]

@@ -17,10 +17,12 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release, checked_budget, ledger_for
 from pymc_private.augmentation import augmented_posterior
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of
+from pymc_private.dp.budget import Budget, checked_budget
+from pymc_private.dp.events import Release
+from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     BudgetExceededError,
     ConvergenceWarning,
@@ -28,10 +30,10 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.leak_guard import refuse_private_paths
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.posterior import batched_posterior, checked_rng, inference_data
 from pymc_private.privatisation import Privatisation, privatised_route
 from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
-from pymc_private.session import releasing
 from pymc_private.steps.base import PrivateStep
 
 __all__ = ["sample"]
@@ -161,7 +163,7 @@ def sample(
     planned = [
         s.planned_release(tune + draws, chain) for chain in range(chains) for s in private_steps
     ]
-    with releasing():  # one lock across check → record (pymc_private.session)
+    with releasing():  # one lock across check → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):  # the ledger's files' budgets (`attach`) too
             _check_budget(limit, ledger, planned, private_steps, chains=chains, tune=tune)
         # Charged before the data is touched: a run that fails part-way has still released

@@ -48,7 +48,7 @@ def fresh_ledgers(tmp_path):
     """Every test starts a fresh session: empty data-set ledgers whose journals live in the
     test's own directory, and no attached ledger files (ledgers are keyed by the data's
     values, so fixture models shared across tests would otherwise compose their spends)."""
-    from pymc_private import session
+    from pymc_private.dp import session
 
     folder = tmp_path / "session"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""Tests of the privacy ledger, its compositions and budgets (pymc_private.accounting)."""
+"""Tests of the privacy ledger, its compositions and budgets (pymc_private.dp)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from pymc_private.accounting import Budget, Composition, PrivacyLedger, Release
+from pymc_private.dp.budget import Budget
+from pymc_private.dp.composition import Composition
+from pymc_private.dp.events import Release
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
+from pymc_private.ledgers import PrivacyLedger
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=40)
 

@@ -21,29 +21,23 @@ from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 from hypothesis import HealthCheck, given, settings
 
-from pymc_private.accounting import (
-    Budget,
-    PrivacyLedger,
+from pymc_private.analysis import analyze
+from pymc_private.audit import epsilon_lower_bound
+from pymc_private.data import PrivateData
+from pymc_private.demo import naive_bayes_model
+from pymc_private.dp.budget import Budget
+from pymc_private.dp.events import (
     Release,
     ZcdpEvent,
-    ledger_for,
     unit_shift_epsilon,
     unit_shift_scale,
     zcdp_epsilon,
     zcdp_rho,
 )
-from pymc_private.analysis import analyze
-from pymc_private.audit import epsilon_lower_bound
-from pymc_private.data import PrivateData
-from pymc_private.demo import naive_bayes_model
+from pymc_private.dp.integer_release import planned_unit_shift_gaussian, unit_shift_gaussian
+from pymc_private.dp.mechanisms import ceil_sqrt, discrete_gaussian, gaussian
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
-from pymc_private.mechanisms import (
-    ceil_sqrt,
-    discrete_gaussian,
-    gaussian,
-    planned_unit_shift_gaussian,
-    unit_shift_gaussian,
-)
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedGamma,

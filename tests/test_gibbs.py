@@ -21,13 +21,13 @@ from pymc.sampling.mcmc import assign_step_methods
 from pymc.step_methods.compound import Competence
 from scipy import special, stats
 
-from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.conjugate import GAMMA, MVNORMAL
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.ledgers import ledger_for
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedDirichlet,

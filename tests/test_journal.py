@@ -1,4 +1,4 @@
-"""Journals that land whole or fail, and that fail closed (`pymc_private.journal`).
+"""Journals that land whole or fail, and that fail closed (`pymc_private.dp.journal`).
 
 After every scenario the ledger holds at least what was released, and no release is returned
 whose line is not on disk: a full disk (``RLIMIT_FSIZE`` with ``SIGXFSZ`` ignored, which makes
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import pymc_private as pmp
-from pymc_private.accounting import Release
+from pymc_private.dp.events import Release
 
 SPEND = Release("laplace", 0.3, statistic="s")
 
@@ -146,7 +146,9 @@ def test_scenario_3_a_changed_byte_refuses_open_and_every_release_before_any_noi
         pmp.PrivacyLedger.open(path)
     drawn = []
     monkeypatch.setattr(
-        sys.modules["pymc_private.mechanisms"], "discrete_laplace", lambda *a, **k: drawn.append(1)
+        sys.modules["pymc_private.dp.mechanisms"],
+        "discrete_laplace",
+        lambda *a, **k: drawn.append(1),
     )
     # Today: the file said 0.6 and a fourth 0.3 was accepted against Budget(1.0).
     with pytest.raises(pmp.LedgerIntegrityError, match="line 3"):

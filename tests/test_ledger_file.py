@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import pymc_private as pmp
-from pymc_private.accounting import Release
+from pymc_private.dp.events import Release
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 
 SPEND = Release("laplace", 0.1, statistic="s")
@@ -115,7 +115,7 @@ def test_a_crash_loses_no_recorded_release_and_a_torn_line_hides_nothing(tmp_pat
         f"""
         import os
         import pymc_private as pmp
-        from pymc_private.accounting import Release
+        from pymc_private.dp.events import Release
         ledger = pmp.PrivacyLedger.open({str(path)!r}, budget=pmp.Budget(1.0))
         ledger.record(Release("laplace", 0.25, statistic="s"))
         os._exit(3)  # dies at once: no cleanup, no flush of Python buffers
@@ -147,7 +147,7 @@ def test_attach_charges_the_file_with_this_and_earlier_releases_and_its_budget_h
     # The file's budget is checked before any noise, with no budget= passed.
     drawn = []
     monkeypatch.setattr(
-        sys.modules["pymc_private.mechanisms"],
+        sys.modules["pymc_private.dp.mechanisms"],
         "discrete_laplace",
         lambda *a, **k: drawn.append(1),
     )

@@ -13,15 +13,16 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from pymc_private import conditionals
-from pymc_private.accounting import Budget, ledger_for
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
+from pymc_private.dp.budget import Budget
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
     PrivacyError,
     UnsupportedModelError,
 )
+from pymc_private.ledgers import ledger_for
 from pymc_private.map_estimate import MapMechanism, map_utility_bound, private_map
 from pymc_private.priors import (
     TruncatedBeta,

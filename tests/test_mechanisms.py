@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from pymc_private.audit import epsilon_lower_bound
+from pymc_private.dp.mechanisms import discrete_laplace, exponential_mechanism, laplace
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
-from pymc_private.mechanisms import discrete_laplace, exponential_mechanism, laplace
 
 DATA = np.array([4.0, 7.0, 1.0])
 NEIGHBOUR = np.array([4.0, 9.0, 1.0])  # one coordinate moves by the whole Δ₁ = 2

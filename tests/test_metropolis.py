@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import pymc_private.steps.metropolis as metropolis_module
-from pymc_private.accounting import Budget, PrivacyLedger, ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
+from pymc_private.dp.budget import Budget
+from pymc_private.dp.mechanisms import exact_choice
 from pymc_private.errors import (
     BudgetExceededError,
     DataBoundsError,
@@ -29,7 +30,7 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.mechanisms import exact_choice
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedDirichlet,

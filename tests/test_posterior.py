@@ -13,14 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from pymc_private.accounting import Budget, Release, ledger_for
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
+from pymc_private.dp.budget import Budget
+from pymc_private.dp.events import Release
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
+from pymc_private.ledgers import ledger_for
 from pymc_private.posterior import (
     PosteriorSampleResponder,
     psaqr_utility_bound,

@@ -23,11 +23,11 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 from scipy import special, stats
 
-from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import RELEASED_TAG, PrivateData
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.ledgers import ledger_for
 from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
 from pymc_private.privatisation import privatisation_of, privatised_statistics
 from pymc_private.privatize import privatize, release_statistics
@@ -269,8 +269,8 @@ def test_invalid_epsilon_is_refused_before_any_noise(nb_model, monkeypatch, epsi
     def no_noise(*args, **kwargs):
         raise AssertionError("noise drawn")
 
-    # The noise is drawn in pymc_private.mechanisms (`integer_release`).
-    module = sys.modules["pymc_private.mechanisms"]
+    # The noise is drawn in pymc_private.dp.mechanisms (`integer_release`).
+    module = sys.modules["pymc_private.dp.mechanisms"]
     monkeypatch.setattr(module, "discrete_laplace", no_noise)
     ledger = ledger_for(nb_model)
     recorded = len(ledger)
@@ -304,7 +304,7 @@ def test_split_of_epsilon_is_validated_before_any_noise(monkeypatch, build, epsi
     def no_noise(*args, **kwargs):
         raise AssertionError("noise drawn")
 
-    module = sys.modules["pymc_private.mechanisms"]
+    module = sys.modules["pymc_private.dp.mechanisms"]
     monkeypatch.setattr(module, "discrete_laplace", no_noise)
     model = build()
     with pytest.raises(InvalidPrivacyParameterError, match=message):
@@ -333,7 +333,7 @@ def test_deterministics_and_potentials_reading_data_shapes_are_refused_by_name(m
     def no_noise(*args, **kwargs):
         raise AssertionError("noise drawn")
 
-    module = sys.modules["pymc_private.mechanisms"]
+    module = sys.modules["pymc_private.dp.mechanisms"]
     monkeypatch.setattr(module, "discrete_laplace", no_noise)
     model = _with_extras(
         lambda y, p, data: pm.Deterministic("per_record", p * data.shape[0]),

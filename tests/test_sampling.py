@@ -16,15 +16,17 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from pymc_private.accounting import Budget, PrivacyLedger, Release, ledger_for
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
+from pymc_private.dp.budget import Budget
+from pymc_private.dp.events import Release
 from pymc_private.errors import (
     BudgetExceededError,
     ConvergenceWarning,
     PrivacyError,
     UnsupportedModelError,
 )
+from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.posterior import batched_posterior
 from pymc_private.priors import TruncatedBeta
 from pymc_private.privatisation import privatisation_of

@@ -180,7 +180,7 @@ def test_privatize_checks_its_budget_before_any_noise(labels, monkeypatch):
     def no_noise(*args, **kwargs):
         raise AssertionError("noise drawn")
 
-    monkeypatch.setattr(sys.modules["pymc_private.mechanisms"], "discrete_laplace", no_noise)
+    monkeypatch.setattr(sys.modules["pymc_private.dp.mechanisms"], "discrete_laplace", no_noise)
     with pytest.raises(pmp.BudgetExceededError, match="Nothing was recorded"):
         pmp.privatize(model, 1.0, budget=budget)
     assert pmp.ledger_for(model).epsilon() == pytest.approx(1.0)

@@ -18,8 +18,9 @@ from typing import ClassVar
 import numpy as np
 from pymc.util import get_untransformed_name, is_transformed_name
 
-from pymc_private.accounting import PrivacyLedger, Release
+from pymc_private.dp.events import Release
 from pymc_private.errors import InvalidPrivacyParameterError
+from pymc_private.ledgers import PrivacyLedger
 
 __all__ = ["PrivateStep", "checked_secure", "checked_temperature"]
 
@@ -32,7 +33,7 @@ class PrivateStep:
     1/``temperature``), ``temperature``, ``sensitivity`` (the Lipschitz constant or Δ₁ it is
     calibrated to) and ``mechanism`` (a name from the papers),
     set ``secure`` (True: every data-dependent choice is drawn by an exact sampler from the
-    operating system's generator, `pymc_private.mechanisms.exact_choice`, and ``self.rng``
+    operating system's generator, `pymc_private.dp.mechanisms.exact_choice`, and ``self.rng``
     feeds only data-independent randomness such as proposals; False: everything is drawn
     from ``self.rng``, so the chain is reproducible from a seed by whoever holds it, and its
     releases are marked not secure), and list in ``released_stats`` the sample stats that
@@ -57,7 +58,7 @@ class PrivateStep:
         """Pickle the step's state only. PyMC's `BlockedStep` keeps the arguments of its
         construction, the model included, to rebuild a step when unpickling; the model's
         `PrivateData` hold raw data, which must not travel with a pickled step. Steps keep
-        what they need from the data in a `pymc_private.session.PrivatePayload`."""
+        what they need from the data in a `pymc_private.dp.session.PrivatePayload`."""
         state = {k: v for k, v in self.__getstate__().items() if k != "_BlockedStep__newargs"}
         return _bare_step, (type(self),), state
 

@@ -24,7 +24,6 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
 
-from pymc_private.accounting import ledger_for
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.compiling import compiling
 from pymc_private.conditionals import (
@@ -37,11 +36,12 @@ from pymc_private.conditionals import (
     raw_statistics,
 )
 from pymc_private.data import datasets_of
+from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.exact import DEFAULT_CELLS, checked_cells
+from pymc_private.ledgers import ledger_for
 from pymc_private.privatisation import has_closed_form_conditional, privatised_route
 from pymc_private.privatize import term_statistics
-from pymc_private.session import PrivatePayload
 from pymc_private.statistics import as_exact
 from pymc_private.steps.base import PrivateStep, checked_secure, checked_temperature
 from pymc_private.support import prior_parameter_graphs
@@ -255,7 +255,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
             self.privacy_epsilon_per_draw = 0.0
             self.sensitivity = None
         # The raw statistics travel to worker processes as a reference to a private file of
-        # the session, never inside a pickle of the step (pymc_private.session).
+        # the session, never inside a pickle of the step (pymc_private.dp.session).
         self._payload = PrivatePayload(
             {node: term_statistics(analysis, released, node) for node in nodes}
         )

@@ -37,10 +37,11 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 
-from pymc_private.accounting import ledger_for
 from pymc_private.analysis import analyze
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of, in_memory_values, private_data
+from pymc_private.dp.mechanisms import ceil_float, exact_choice
+from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
@@ -48,8 +49,7 @@ from pymc_private.errors import (
 )
 from pymc_private.families import LikelihoodTerm
 from pymc_private.leak_guard import refuse_private_paths, shape_is_public
-from pymc_private.mechanisms import ceil_float, exact_choice
-from pymc_private.session import PrivatePayload
+from pymc_private.ledgers import ledger_for
 from pymc_private.steps.base import PrivateStep, checked_temperature
 
 __all__ = [
@@ -220,7 +220,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     with K = c (clipped) or K = C + 4η rounded up (unclipped). The m_i are summed exactly in
     integers, and the last line is a fraction of integers (every float is one) rounded once,
     correctly, by integer true division.
-    The decision is `pymc_private.mechanisms.exact_choice` on the log-weights (Λ, 0), index
+    The decision is `pymc_private.dp.mechanisms.exact_choice` on the log-weights (Λ, 0), index
     0 = accept: with ``secure=True``, OpenDP's exact Gumbel noisy max, whose output is
     exactly the softmax of the two floats, so P(accept) = σ(Λ) exactly for the float Λ. (The
     former test log u < −log(1 + e^−Λ) with a float uniform u = k·2⁻⁵³ made the rejection

@@ -1,7 +1,7 @@
 """Noise primitives: the Laplace, Gaussian (continuous and discrete) and exponential mechanisms.
 
 Each function validates its inputs (before any randomness), draws the noise, and returns the
-noisy output together with a `~pymc_private.accounting.Release` that states what the release
+noisy output together with a `~pymc_private.dp.events.Release` that states what the release
 cost. A mechanism never touches a ledger: the caller records the release it is handed.
 
 Secure and insecure noise
@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -39,26 +38,19 @@ from opendp.measures import zero_concentrated_divergence
 from opendp.metrics import l1_distance, l2_distance, linf_distance
 from opendp.mod import enable_features
 
-from pymc_private.accounting import (
-    Release,
-    unit_shift_epsilon,
-    unit_shift_scale,
-    zcdp_epsilon,
-)
+from pymc_private.dp.events import Release, zcdp_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
     "ceil_sqrt",
+    "checked_values",
     "discrete_gaussian",
     "discrete_laplace",
     "exact_choice",
     "exponential_mechanism",
     "gaussian",
-    "integer_release",
     "laplace",
-    "planned_release",
-    "planned_unit_shift_gaussian",
-    "unit_shift_gaussian",
+    "opendp_gaussian_at",
 ]
 
 enable_features("contrib")
@@ -124,7 +116,7 @@ def laplace(
         ``values`` is empty, not real-numeric, or holds NaN or infinite entries.
     """
     epsilon, sensitivity, secure = _check_arguments(epsilon, sensitivity, secure, rng)
-    values = _check_values("values", values, integer=False).astype(np.float64)
+    values = checked_values("values", values, integer=False).astype(np.float64)
     scale = _checked_scale(sensitivity, epsilon)
     if secure:
         noisy, scale, epsilon_spent = _opendp_laplace_noise("float", values, sensitivity, epsilon)
@@ -204,7 +196,7 @@ def discrete_laplace(
     epsilon, sensitivity, secure = _check_arguments(
         epsilon, sensitivity, secure, rng, integer_sensitivity=True
     )
-    counts = _check_values("counts", counts, integer=True).astype(np.int64)
+    counts = checked_values("counts", counts, integer=True).astype(np.int64)
     scale = _checked_scale(sensitivity, epsilon)
     if secure:
         noisy, scale, epsilon_spent = _opendp_laplace_noise("int", counts, sensitivity, epsilon)
@@ -227,134 +219,6 @@ def discrete_laplace(
         note=note,
     )
     return noisy, release
-
-
-def planned_release(
-    statistic: str, share: float, delta: float, mechanism: str, secure: bool
-) -> Release:
-    """The `Release` a discrete Laplace (``share`` = ε) or discrete Gaussian (``share`` = ρ,
-    stated at ``delta``) release of ``statistic`` will record, for a budget check before any
-    noise is drawn."""
-    if mechanism == "gaussian":
-        return Release(
-            "discrete_gaussian",
-            zcdp_epsilon(share, delta),
-            delta=delta,
-            rho=share,
-            statistic=statistic,
-            secure=secure,
-        )
-    return Release("discrete_laplace", share, statistic=statistic, secure=secure)
-
-
-def integer_release(
-    exact,
-    share: float,
-    mechanism: str,
-    *,
-    sensitivity_l1: int,
-    sensitivity_l2_squared: int,
-    delta: float,
-    rng: RandomState,
-    secure: bool,
-    statistic: str,
-) -> tuple[np.ndarray, Release, float]:
-    """One release of an integer statistic with the mechanism and share of a plan, as
-    `planned_release` states it: `discrete_laplace` at ε = ``share`` and Δ₁, or
-    `discrete_gaussian` at ρ = ``share`` and Δ₂ = `ceil_sqrt`(Δ₂²). Returns the noisy values,
-    the release and the noise scale in integer steps (Laplace Δ₁/ε, Gaussian Δ₂/√(2ρ), with
-    the ε or ρ the release records)."""
-    if mechanism == "gaussian":
-        sensitivity = ceil_sqrt(sensitivity_l2_squared)
-        values, release = discrete_gaussian(
-            exact, sensitivity, share, delta=delta, rng=rng, secure=secure, statistic=statistic
-        )
-        return values, release, sensitivity / math.sqrt(2.0 * release.rho)
-    values, release = discrete_laplace(
-        exact, sensitivity_l1, share, rng=rng, secure=secure, statistic=statistic
-    )
-    return values, release, sensitivity_l1 / release.epsilon
-
-
-def unit_shift_gaussian(
-    counts: Mapping[str, np.ndarray],
-    shifts: int,
-    epsilon: float,
-    delta: float,
-    *,
-    rng: RandomState,
-    secure: bool,
-) -> tuple[dict[str, np.ndarray], Release, float]:
-    """The discrete Gaussian on count statistics one record moves by at most 1 per cell, in at
-    most ``shifts`` = K cells in all, at the σ of their exact privacy profile: one release.
-
-    Every cell of every statistic in ``counts`` (name → exact int64 counts) gets independent
-    N_ℤ(0, σ²) noise with σ = `accounting.unit_shift_scale`(ε, δ, K), the smallest σ whose
-    (ε, δ) profile, `accounting.unit_shift_epsilon` (the K-fold composition of the unit-shift
-    discrete Gaussian, proved the worst case there), is within (ε, δ). The statistics are one
-    vector release, so they are recorded as one `Release` stating that profile's ε at δ, with
-    ρ = K/(2σ²) as OpenDP's privacy map gives it at Δ₂ = `ceil_sqrt`(K) (the same noise is
-    ρ-zCDP, which the ledger's Rényi route composes; `accounting.Release`). Compared with the
-    zCDP calibration of `discrete_gaussian` (σ = √(K/2ρ), ρ = `zcdp_rho`(ε, δ)) it is about
-    7 % less noise at ε = 1, δ = 10⁻⁶.
-
-    ``secure=True`` draws with OpenDP's ``make_gaussian`` on integer vectors at scale σ (the
-    exact sampler of Canonne, Kamath & Steinke 2020); ``secure=False`` rounds numpy normals of
-    sd σ, marked not secure: the rounded continuous Gaussian is not the discrete one, and its
-    profile is not proved here (it stayed below δ in every case computed in review; the
-    unrounded continuous Gaussian at σ does not), so only the secure release carries the
-    claim.
-
-    Returns the noisy counts by name, the release and σ. The caller has validated ε, δ and
-    checked that ``shifts`` bounds the moved cells (`pymc_private.privatize`); σ comes from
-    `planned_unit_shift_gaussian`'s rule, so that a budget check sees the release recorded.
-    """
-    release = planned_unit_shift_gaussian(list(counts), shifts, epsilon, delta, secure)
-    sigma = unit_shift_scale(epsilon, delta, shifts)
-    values = {
-        name: _check_values("counts", value, integer=True).astype(np.int64)
-        for name, value in counts.items()
-    }
-    if secure:
-        measurement = _opendp_gaussian_at("int", sigma)
-        noisy = {
-            name: np.asarray(measurement(value.ravel().tolist()), dtype=np.int64).reshape(
-                value.shape
-            )
-            for name, value in values.items()
-        }
-    else:
-        generator = np.random.default_rng(rng)
-        noisy = {
-            name: value + np.rint(generator.normal(0.0, sigma, value.shape)).astype(np.int64)
-            for name, value in values.items()
-        }
-    return noisy, release, sigma
-
-
-def planned_unit_shift_gaussian(
-    statistics: Sequence[str], shifts: int, epsilon: float, delta: float, secure: bool
-) -> Release:
-    """The one `Release` `unit_shift_gaussian` records for these statistics (a budget check
-    before any noise): ε = `accounting.unit_shift_epsilon`(σ, K, δ) ≤ ``epsilon`` at δ, and ρ
-    from OpenDP's map of the vector Gaussian at scale σ and Δ₂ = √K."""
-    sigma = unit_shift_scale(epsilon, delta, shifts)
-    sensitivity = ceil_sqrt(shifts)
-    rho = float(_opendp_gaussian_at("int", sigma).map(sensitivity))
-    source = "OpenDP make_gaussian (int), exact sampler" if secure else "numpy normal rounded"
-    return Release(
-        "discrete_gaussian",
-        unit_shift_epsilon(sigma, shifts, delta),
-        delta=delta,
-        rho=rho,
-        sensitivity=sensitivity,
-        statistic=", ".join(statistics),
-        secure=secure,
-        note=(
-            f"{source}, scale={sigma!r}: one record moves at most {shifts} cells by 1; ε from "
-            "the exact privacy profile (dp-accounting PLD)" + ("" if secure else ": not secure")
-        ),
-    )
 
 
 def ceil_sqrt(value: int) -> float:
@@ -386,7 +250,7 @@ def discrete_gaussian(
     (Canonne, Kamath & Steinke 2020, Theorem 4 for the multivariate case with independent
     coordinates: the Rényi divergence of order α between shifted discrete Gaussians is at most
     α‖μ − μ'‖₂²/(2σ²)). ρ-zCDP implies (ε, δ)-DP for every δ > 0 at
-    ``ε = accounting.zcdp_epsilon(ρ, δ)`` (the ledger's conversion). Integer outputs have no
+    ``ε = events.zcdp_epsilon(ρ, δ)`` (the ledger's conversion). Integer outputs have no
     least significant bits to leak (Mironov 2012).
 
     Parameters
@@ -445,7 +309,7 @@ def gaussian(
 
     Releases ``values + N(0, σ² I)``; with ``‖s(D) − s(D')‖₂ ≤ Δ₂`` it is ρ-zCDP with
     ρ = Δ₂²/(2σ²) (Bun & Steinke 2016, Proposition 1.6), (ε, δ)-DP at
-    ``ε = accounting.zcdp_epsilon(ρ, δ)``.
+    ``ε = events.zcdp_epsilon(ρ, δ)``.
 
     Parameters
     ----------
@@ -485,7 +349,7 @@ def _gaussian_mechanism(mechanism, values, sensitivity_l2, rho, delta, rng, secu
     integer = mechanism == "discrete_gaussian"
     dtype = np.int64 if integer else np.float64
     name = "counts" if integer else "values"
-    values = _check_values(name, values, integer=integer).astype(dtype)
+    values = checked_values(name, values, integer=integer).astype(dtype)
     scale = _checked_scale(sensitivity, math.sqrt(2.0 * rho))
     if secure:
         kind = "int" if integer else "float"
@@ -577,7 +441,7 @@ def exponential_mechanism(
     epsilon, sensitivity, secure = _check_arguments(
         epsilon, sensitivity, secure, rng, monotone=monotone
     )
-    scores = _check_values("scores", scores, integer=False).astype(np.float64)
+    scores = checked_values("scores", scores, integer=False).astype(np.float64)
     if scores.ndim != 1:
         raise DataBoundsError(
             f"scores must be one-dimensional (one utility per candidate), got {scores.ndim}"
@@ -728,7 +592,7 @@ def _check_rng(rng) -> None:
     )
 
 
-def _check_values(name: str, values, *, integer: bool) -> np.ndarray:
+def checked_values(name: str, values, *, integer: bool) -> np.ndarray:
     """The validated array (no copy of private values into any message)."""
     try:
         array = np.asarray(values)
@@ -825,7 +689,7 @@ def _opendp_gaussian(kind: str, sensitivity: float, rho: float):
 
 
 @functools.lru_cache(maxsize=256)
-def _opendp_gaussian_at(kind: str, scale: float):
+def opendp_gaussian_at(kind: str, scale: float):
     """OpenDP's vector Gaussian at exactly this scale (its map gives the ρ)."""
     atom = atom_domain(T="i64") if kind == "int" else atom_domain(T=float, nan=False)
     return measurements.make_gaussian(vector_domain(atom), l2_distance(T=float), scale=scale)

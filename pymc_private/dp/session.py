@@ -138,7 +138,7 @@ def journal(dataset: str) -> Path:
 
 
 def views() -> dict[tuple[str, ...], Any]:
-    """The session's ledger views by data-set key (`accounting.dataset_ledger`)."""
+    """The session's ledger views by data-set key (`PrivacyLedger._session_view`)."""
     return _STATE.views
 
 

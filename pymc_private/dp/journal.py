@@ -62,7 +62,7 @@ from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from typing import Any
 
-from pymc_private import session
+from pymc_private.dp import session
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     LedgerError,

@@ -1,0 +1,354 @@
+"""Composition: the (ε, δ) of many releases, by the plain sum, dp-accounting's PLD or RDP.
+
+Only the ledger composes (`pymc_private.dp.ledger`); this module holds how. Releases
+(`pymc_private.dp.events.Release`) are grouped by their distinct (ε_i, δ_i, ρ_i) with a count
+(`groups_of`), and `compose` gives the tightest figure of a group set at a target δ. Every
+figure is an upper bound; the smallest valid one is reported:
+
+- ``"sum"``: basic sequential composition, ε = Σ_i ε_i (Dwork & Roth 2014, Theorem 3.16),
+  exact for pure ε-DP. With δ_i > 0 it holds at δ = 1 − Π_i(1 − δ_i) ≤ Σ_i δ_i (Kairouz, Oh &
+  Viswanath 2015, Theorem 3.3, the i = 0 term). Sums are exact over the binary values of the
+  ε_i and rounded once, so thirty releases of 0.1 cost exactly 3.0.
+- ``"pld"``: dp-accounting's privacy-loss-distribution accountant. An (ε_i, δ_i)-DP
+  mechanism is dominated by (ε_i, δ_i) randomized response (Kairouz et al. 2015, §2), whose
+  privacy loss is +∞ with probability δ_i and ±ε_i otherwise: the PLD of
+  `privacy_loss_distribution.from_privacy_parameters`. Each ε_i is rounded up to a common grid
+  (ε'-randomized response dominates every ε_i-DP mechanism when ε' >= ε_i; a single distinct
+  ε is represented exactly), k identical releases are composed exactly by the binomial law,
+  and distinct groups by dp-accounting's pessimistic `compose`, which also converts to ε.
+- ``"rdp"``: Rényi DP, each ε_i-DP release bounded by the Rényi divergence of binary
+  randomized response with ratio e^{ε_i} (Mironov 2017, Proposition 5; a valid RDP curve for
+  any ε_i-DP mechanism by the same domination and data processing), converted to (ε, δ) by
+  dp-accounting's `rdp_privacy_accountant.compute_epsilon`; the δ_i are paid as
+  1 − Π_i(1 − δ_i) on top (the leaking branch of the same dominating pair). Releases of the
+  Gaussian mechanism (ρ-zCDP, `pymc_private.dp.events.ZcdpEvent`) add their curve α·ρ
+  instead, and no δ_i.
+
+At δ = 0 the plain sum is reported. At δ > 0 the smallest of the three is reported (the
+PLD only when its grid is small enough to compute quickly: many distinct ε values or huge
+ratios between them leave the RDP figure); an accountant's figure replaces the plain sum only
+when it is smaller by more than 0.1 %.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+from dp_accounting.pld import privacy_loss_distribution
+from dp_accounting.rdp import rdp_privacy_accountant
+from scipy import stats
+from scipy.special import expit
+
+from pymc_private.dp.events import RDP_ORDERS, Release, event_of
+from pymc_private.errors import InvalidPrivacyParameterError
+
+__all__ = [
+    "Composition",
+    "GroupKey",
+    "Groups",
+    "add_releases",
+    "checked_delta",
+    "compose",
+    "counts_of",
+    "exact_sum",
+    "groups_of",
+    "has_zcdp",
+    "leaked_delta",
+    "rounded",
+    "six_digits",
+    "unavoidable_delta",
+    "validated_releases",
+    "within",
+]
+
+# The PLD grid h is the coarsest for which rounding every ε_i up to a multiple of h adds at
+# most this fraction of the plain sum (a single distinct ε is represented exactly) ...
+_PLD_GRID_TOLERANCE = 1e-4
+# ... or, when that grid would be too large, the finest affordable one if it adds at most
+# this fraction; otherwise the RDP accountant is used.
+_PLD_COARSE_GRID_TOLERANCE = 2e-2
+_PLD_GRID_DIVISORS = np.unique(
+    np.concatenate(
+        [np.arange(1, 17), np.geomspace(17, 1 / _PLD_GRID_TOLERANCE + 1, 60).astype(int)]
+    )
+)
+# Size limits of the PLD: points of the composed dense PMF, distinct grid losses (one FFT
+# composition each), and points times compositions.
+_PLD_MAX_POINTS = 500_000
+_PLD_MAX_GROUPS = 16
+_PLD_MAX_WORK = 2_000_000
+_PLD_TAIL_MASS_TRUNCATION = 1e-15
+# The accountant's figure replaces the plain sum only when it is smaller by more than this
+# fraction: differences at the accountant's resolution are not worth a less simple figure.
+_REPORTING_RESOLUTION = 1e-3
+
+_METHOD_DESCRIPTIONS = {
+    "sum": "plain sum of the per-release ε (basic sequential composition)",
+    "pld": "dp-accounting privacy-loss-distribution accountant (pessimistic)",
+    "rdp": "Rényi-DP bound of randomized response, converted by dp-accounting",
+}
+
+# (epsilon, delta, rho, count) for every distinct (ε_i, δ_i, ρ_i) that costs something,
+# sorted; ρ_i = 0.0 for releases that are not zCDP.
+Groups = tuple[tuple[float, float, float, int], ...]
+
+
+class Composition(NamedTuple):
+    """The (ε, δ) guarantee of a composition and the route that produced it.
+
+    Parameters
+    ----------
+    epsilon
+        The composed ε.
+    delta
+        The δ at which ``epsilon`` holds.
+    method
+        ``"sum"`` (basic composition, Σ ε_i), ``"pld"`` (dp-accounting's privacy loss
+        distribution accountant) or ``"rdp"`` (Rényi DP, converted by dp-accounting).
+    """
+
+    epsilon: float
+    delta: float
+    method: str
+
+    @property
+    def description(self) -> str:
+        """One line for a person: the guarantee and how it was obtained."""
+        if self.method == "sum":  # Σ ε_i holds at the releases' own δ, any larger δ too
+            return (
+                f"ε = {six_digits(self.epsilon)} by the {_METHOD_DESCRIPTIONS['sum']}, at the "
+                f"releases' own δ (the δ column), so also at δ = {six_digits(self.delta)}: no "
+                "accountant does better here"
+            )
+        return (
+            f"(ε = {six_digits(self.epsilon)}, δ = {six_digits(self.delta)})-DP by the "
+            f"{_METHOD_DESCRIPTIONS[self.method]}"
+        )
+
+
+def six_digits(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def checked_delta(delta: float, name: str = "delta") -> float:
+    if (
+        isinstance(delta, bool | np.bool_)
+        or not isinstance(delta, int | float | np.integer | np.floating)
+        or not 0 <= delta < 1
+    ):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a number in [0, 1), got {delta!r}; use 0 for pure ε-DP or a "
+            "small value such as 1e-6."
+        )
+    return float(delta)
+
+
+def validated_releases(releases: Iterable[Release], name: str) -> list[Release]:
+    items = list(releases)
+    for index, item in enumerate(items):
+        if not isinstance(item, Release):
+            raise TypeError(
+                f"{name}[{index}] must be a Release, got {type(item).__name__}; describe each "
+                "spend as Release(mechanism=..., epsilon=..., ...)."
+            )
+    return items
+
+
+GroupKey = tuple[float, float, float]
+
+
+def add_releases(counts: dict[GroupKey, int], releases: Iterable[Release]) -> None:
+    for release in releases:
+        if release.epsilon > 0 or release.delta > 0:
+            key = (release.epsilon, release.delta, release.rho or 0.0)
+            counts[key] = counts.get(key, 0) + release.count
+
+
+def counts_of(releases: Iterable[Release]) -> dict[GroupKey, int]:
+    counts: dict[GroupKey, int] = {}
+    add_releases(counts, releases)
+    return counts
+
+
+def groups_of(counts: Mapping[GroupKey, int]) -> Groups:
+    return tuple(sorted((*key, count) for key, count in counts.items()))
+
+
+def has_zcdp(groups: Groups) -> bool:
+    return any(rho > 0 for _, _, rho, _ in groups)
+
+
+@lru_cache(maxsize=512)
+def exact_sum(groups: Groups) -> Fraction:
+    return sum((Fraction(eps) * count for eps, _, _, count in groups), Fraction(0))
+
+
+def rounded(exact: Fraction) -> float:
+    """``exact`` rounded once to the nearest float (infinite beyond the float range)."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def within(exact: Fraction, bound: float) -> bool:
+    """The exact-sum rule: an exact spend fits when its once-rounded value is <= bound."""
+    return rounded(exact) <= bound
+
+
+@lru_cache(maxsize=512)
+def leaked_delta(groups: Groups) -> float:
+    """1 − Π_i(1 − δ_i) over ``groups``: the δ the plain sum and the PLD hold at."""
+    if all(delta == 0 for _, delta, _, _ in groups):
+        return 0.0
+    product_form = -math.expm1(
+        math.fsum(count * math.log1p(-delta) for _, delta, _, count in groups)
+    )
+    plain_sum = rounded(
+        sum((Fraction(delta) * count for _, delta, _, count in groups), Fraction(0))
+    )
+    return min(product_form, plain_sum)
+
+
+def unavoidable_delta(groups: Groups) -> float:
+    """The δ below which no ε makes the composition (ε, δ)-DP: 1 − Π(1 − δ_i) over the
+    releases that are not zCDP (a zCDP release holds at every δ > 0)."""
+    return leaked_delta(tuple(group for group in groups if group[2] == 0))
+
+
+def _pld_plan(groups: Groups) -> tuple[float, dict[tuple[int, float], int]] | None:
+    """The PLD grid h and the counts of releases per (grid index n, δ_i), n = ⌈ε_i / h⌉.
+
+    None when no grid meets the tolerances within the size limits.
+    """
+    eps = np.array([e for e, _, _, _ in groups])
+    eps_min = eps[eps > 0].min()
+    if eps.max() > _PLD_MAX_POINTS * eps_min:
+        return None
+    counts = [c for *_, c in groups]
+    total = rounded(exact_sum(groups))
+    hoeffding = 2 * math.log(2 / _PLD_TAIL_MASS_TRUNCATION)
+    plan = None
+    for divisor in _PLD_GRID_DIVISORS:
+        # Rounded up, so that ε_min (and its float multiples) sit on or just below a point.
+        grid = float(np.nextafter(eps_min / divisor, np.inf))
+        points = np.ceil(eps / grid)
+        points += points * grid < eps
+        inflation = math.fsum(
+            c * (n * grid - e) for c, n, e in zip(counts, points, eps, strict=True)
+        )
+        merged: dict[tuple[int, float], int] = {}
+        for (_, delta, _, count), n in zip(groups, points.astype(int).tolist(), strict=True):
+            merged[(n, delta)] = merged.get((n, delta), 0) + count
+        # Points of each self-composed PMF after tail truncation (Hoeffding: a sum of c losses
+        # in [-n h, n h] rarely leaves n h sqrt(2 c ln(2/τ)) of its mean).
+        size = sum(2 * n * min(c, math.sqrt(hoeffding * c)) + 1 for (n, _), c in merged.items())
+        if (
+            size > _PLD_MAX_POINTS
+            or len(merged) > _PLD_MAX_GROUPS
+            or size * len(merged) > _PLD_MAX_WORK
+        ):
+            break
+        plan = grid, merged, inflation
+        if inflation <= _PLD_GRID_TOLERANCE * total:
+            break
+    if plan is None or plan[2] > _PLD_COARSE_GRID_TOLERANCE * total:
+        return None
+    return plan[0], plan[1]
+
+
+def _repeated_release_pld(
+    n: int, grid: float, delta: float, count: int
+) -> privacy_loss_distribution.PrivacyLossDistribution:
+    """The PLD of ``count`` releases dominated by (n h, δ)-randomized response, composed.
+
+    One release has loss +n h or −n h with probabilities (1 − δ) e^{ε'}/(1 + e^{ε'}) and
+    (1 − δ)/(1 + e^{ε'}), ε' = n h, and +∞ with probability δ (the PLD of
+    `privacy_loss_distribution.from_privacy_parameters`). Their ``count``-fold composition is
+    +∞ with probability 1 − (1 − δ)^count and otherwise (count − 2J) n h with
+    J ~ Binomial(count, 1/(1 + e^{ε'})): computed here from the binomial law rather than by
+    `self_compose`, whose FFT power amplifies round-off in the tails that small δ reads.
+    Tails of mass below the truncation are moved pessimistically: the high-loss tail to +∞,
+    the low-loss tail onto the lowest loss kept.
+    """
+    kept = math.exp(count * math.log1p(-delta))
+    if n == 0:
+        return privacy_loss_distribution.PrivacyLossDistribution.create_from_rounded_probability(
+            {0: kept}, 1 - kept, grid
+        )
+    negative = float(expit(-n * grid))
+    half_tail = _PLD_TAIL_MASS_TRUNCATION / 2
+    first = int(stats.binom.ppf(half_tail, count, negative))
+    last = int(stats.binom.isf(half_tail, count, negative))
+    j = np.arange(first, last + 1)
+    probs = stats.binom.pmf(j, count, negative)
+    probs[-1] += stats.binom.sf(last, count, negative)
+    high_tail = float(stats.binom.cdf(first - 1, count, negative)) if first > 0 else 0.0
+    losses = ((count - 2 * j) * n).tolist()
+    return privacy_loss_distribution.PrivacyLossDistribution.create_from_rounded_probability(
+        dict(zip(losses, (kept * probs).tolist(), strict=True)),
+        1 - kept + kept * high_tail,
+        grid,
+    )
+
+
+def _pld_epsilon(groups: Groups, delta: float) -> float | None:
+    plan = _pld_plan(groups)
+    if plan is None:
+        return None
+    grid, merged = plan
+    composed = None
+    for (n, release_delta), count in merged.items():
+        repeated = _repeated_release_pld(n, grid, release_delta, count)
+        composed = (
+            repeated
+            if composed is None
+            else composed.compose(repeated, tail_mass_truncation=_PLD_TAIL_MASS_TRUNCATION)
+        )
+    return float(composed.get_epsilon_for_delta(delta))
+
+
+def _rdp_epsilon(groups: Groups, delta: float) -> float:
+    """Σ of the releases' Rényi curves (their events' privacy maps), converted at δ less
+    the δ the events pay apart from their curves, 1 − Π(1 − δ_i)."""
+    events = [(event_of(eps, delta_i, rho), count) for eps, delta_i, rho, count in groups]
+    leak = -math.expm1(math.fsum(count * math.log1p(-event.delta) for event, count in events))
+    pure_delta = (delta - leak) / (1 - leak)
+    if pure_delta <= 0:
+        return math.inf
+    rdp = sum((count * event.rdp(RDP_ORDERS) for event, count in events), np.zeros_like(RDP_ORDERS))
+    return float(rdp_privacy_accountant.compute_epsilon(RDP_ORDERS, rdp, pure_delta)[0])
+
+
+@lru_cache(maxsize=512)
+def compose(groups: Groups, delta: float) -> Composition:
+    floor = unavoidable_delta(groups)
+    if delta < floor:
+        raise InvalidPrivacyParameterError(
+            f"The releases include δ_i > 0, so their composition is (ε, δ)-DP only for "
+            f"δ >= 1 − Π(1 − δ_i) = {six_digits(floor)}; got delta={six_digits(delta)}. Ask for "
+            f"a delta of at least {six_digits(floor)}."
+        )
+    if has_zcdp(groups):
+        # The sum and the PLD read each release's (ε_i, δ_i): valid from their leaked δ on.
+        if delta == 0:
+            return Composition(math.inf, 0.0, "rdp")
+        rdp = Composition(_rdp_epsilon(groups, delta), delta, "rdp")
+        if delta < leaked_delta(groups):
+            return rdp
+        plain = Composition(rounded(exact_sum(groups)), delta, "sum")
+        return rdp if rdp.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION) else plain
+    plain = Composition(rounded(exact_sum(groups)), delta, "sum")
+    if delta == 0 or plain.epsilon == 0 or math.isinf(plain.epsilon):
+        return plain
+    pld = _pld_epsilon(groups, delta)
+    rdp = Composition(_rdp_epsilon(groups, delta), delta, "rdp")
+    accountant = rdp if pld is None or rdp.epsilon < pld else Composition(pld, delta, "pld")
+    if accountant.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION):
+        return accountant
+    return plain
