@@ -30,6 +30,7 @@ from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import privatize, release_statistics
+from pymc_private.release_plan import chosen_plan
 
 __all__ = ["CoverageResult", "coverage_study", "grid_interval"]
 
@@ -133,13 +134,14 @@ def coverage_study(
         grid_values = np.asarray(grid, dtype=np.float64)
     analysis = analyze(template)  # public: the same for every data set of this size
     (name,) = analysis.private_data
+    plan = chosen_plan(analysis, epsilon, secure=False)
     hits, widths, reference_widths = 0, [], []
     for repetition in range(repetitions):
         if repetition:
             truth, data = simulate(rng)
             pm.set_data({name: data}, model=template)
             check_private_data(template)
-        released = release_statistics(analysis, template, epsilon, secure=False, rng=rng)
+        released = release_statistics(analysis, template, plan, rng=rng)
         values = released.noisy if noise_aware else released.statistics
         if sampled:
             fitted = replace(privatisation_of(private), statistics=dict(values))

@@ -15,7 +15,6 @@ import contextlib
 import math
 import warnings
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,24 +36,16 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conditionals import has_conditional
-from pymc_private.data import datasets_of, exact_statistics, in_memory_values
+from pymc_private.data import datasets_of
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.composition import checked_delta
-from pymc_private.dp.events import Release, unit_shift_scale, zcdp_epsilon, zcdp_rho
-from pymc_private.dp.integer_release import (
-    integer_release,
-    planned_release,
-    planned_unit_shift_gaussian,
-    unit_shift_gaussian,
-)
-from pymc_private.dp.mechanisms import ceil_float
+from pymc_private.dp.events import Release
 from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     CalibrationWarning,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
-from pymc_private.fourier import FourierPlan, fourier_plan
 from pymc_private.ledgers import ledger_for
 from pymc_private.noise_aware import NoiseLaw, add_noise_aware_likelihood, noise_to_spread
 from pymc_private.privatisation import (
@@ -63,13 +54,9 @@ from pymc_private.privatisation import (
     tag_conjugate,
     tag_released,
 )
-from pymc_private.records import Placeholder, SharedRecords, Source, statistics_pass
-from pymc_private.statistics import (
-    StatisticSpec,
-    complete_statistic,
-    regression_group,
-    regression_l2_squared,
-)
+from pymc_private.records import SharedRecords
+from pymc_private.release_plan import ReleasePlan, chosen_plan
+from pymc_private.statistics import StatisticSpec, complete_statistic
 from pymc_private.steps.base import checked_secure
 
 __all__ = ["privatize", "release_statistics", "term_statistics"]
@@ -149,14 +136,14 @@ def privatize(
 
     A regression's moments XᵀX, Xᵀy and yᵀy count in Δ₂² by their joint bound
     (`statistics.regression_l2_squared`), and are recorded as one release at the ρ of that
-    bound (`_joint_rho`).
+    bound (`release_plan.CellsPlan`).
 
     When every noised statistic is a count (cells move by at most 1; Δ₁ = K cells in all),
     the zCDP conversion is replaced by the exact privacy profile of K unit shifts
     (`dp.events.unit_shift_epsilon`, proved the worst case there; dp-accounting's PLD):
     every cell gets σ = `dp.events.unit_shift_scale`(ε, δ, K), about 7 % below Δ₂/√(2ρ) at
     ε = 1, δ = 10⁻⁶, and the statistics are recorded as one vector release
-    (`integer_release.unit_shift_gaussian`) whose ε is that profile's at δ, ≤ ε.
+    (`release_plan.UnitShiftPlan`) whose ε is that profile's at δ, ≤ ε.
 
     Projection Π (post-processing, free of privacy cost): counts (category 0 derived) are
     projected onto {v ≥ 0, Σ_k v_k = N} in Euclidean distance and rounded to integers with
@@ -191,7 +178,7 @@ def privatize(
         δ > 0 allows the Gaussian mechanism (below).
     mechanism
         ``"auto"`` (default): the mechanism of lower noise variance per cell at (ε, δ)
-        (`chosen_mechanism`; Laplace when δ = 0); ``"laplace"``; or ``"gaussian"`` (needs
+        (`release_plan.chosen_plan`; Laplace when δ = 0); ``"laplace"``; or ``"gaussian"`` (needs
         δ > 0). The ledger shows which was used.
     budget
         A `pmp.Budget` the data sets' ledger plus this release must fit, checked before
@@ -201,7 +188,7 @@ def privatize(
         ``"cells"`` (default): every statistic as above. ``"fourier"``: for models of
         Boolean variables (Bernoulli naive Bayes), the parity counts of Zhang et al. 2016,
         Algorithm 2, noised once at Δ₁ = their number and reconstructed into consistent
-        tables (`pymc_private.fourier`, which states its cost); plug-in posterior only
+        tables (`release_plan.FourierPlan`, which states its cost); plug-in posterior only
         (``noise_aware=False``).
     secure
         True (default): OpenDP's exact samplers from the operating system's generator, not
@@ -242,8 +229,9 @@ def privatize(
     rng = np.random.default_rng(random_seed)
     analysis = analyze(model)
     analysis.epsilon_per_draw("privatize")
-    fourier = fourier_plan(analysis) if release == "fourier" else None
-    mechanism = chosen_mechanism(analysis, epsilon, delta, mechanism, fourier=fourier)
+    plan = chosen_plan(
+        analysis, epsilon, delta=delta, mechanism=mechanism, release=release, secure=secure
+    )
     datasets = datasets_of(model)
     placeholders = {
         spec.name: spec.natural(np.zeros(spec.shape, dtype=np.int64))
@@ -252,34 +240,11 @@ def privatize(
     dry_run = ReleasedStatistics(placeholders, [], placeholders, {})
     _model_on_statistics(model, analysis, _released(analysis, dry_run, 0.0, datasets, noise_aware))
     ledger = ledger_for(model)
-    if fourier is not None:
-        planned = [fourier.planned_release(epsilon, delta, mechanism, secure)]
-    elif (shifts := _unit_shift_plan(analysis, epsilon, delta, mechanism)) is not None:
-        names = [spec.name for spec in analysis.statistics if spec.sensitivity > 0]
-        planned = [planned_unit_shift_gaussian(names, shifts, epsilon, delta, secure)]
-    else:
-        planned = _with_joint_release(
-            analysis,
-            [
-                planned_release(spec.name, share, delta, mechanism, secure)
-                for spec, share in _noise_plan(analysis, epsilon, delta, mechanism)
-                if share > 0
-            ],
-            delta,
-        )
+    planned = plan.releases()
     with releasing():  # one lock across check → release → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):
             limit.check(ledger, planned)
-        released = release_statistics(
-            analysis,
-            model,
-            epsilon,
-            delta=delta,
-            mechanism=mechanism,
-            release=release,
-            secure=secure,
-            rng=rng,
-        )
+        released = release_statistics(analysis, model, plan, rng=rng)
         # Checked again under the journals' locks; if it cannot be recorded whole, the noisy
         # statistics are discarded with the error.
         ledger.record_all(released.releases, budget=budget)
@@ -358,55 +323,20 @@ class ReleasedStatistics(NamedTuple):
 def release_statistics(
     analysis: PrivacyAnalysis,
     data: pm.Model | Mapping[str, np.ndarray],
-    epsilon: float,
+    plan: ReleasePlan,
     *,
-    delta: float = 0.0,
-    mechanism: str = "laplace",
-    release: str = "cells",
-    secure: bool = True,
     rng: np.random.Generator | None = None,
 ) -> ReleasedStatistics:
     """The mechanism of `privatize` on raw arrays: s(D) + noise, projected, and its releases.
 
     ``analysis`` is the (public) analysis of the data's model; ``data`` is that model, its
     `PrivateData` checked (`pymc_private.data.check_private_data`), or its raw in-memory
-    arrays by `PrivateData` name, checked by the caller (simulations). ``epsilon``,
-    ``delta``, ``mechanism`` (``"laplace"`` or ``"gaussian"``) and ``release``
-    (``"cells"`` or ``"fourier"``) are assumed validated. The cost and the split of the
-    budget between the statistics are documented in `privatize` (and
-    `pymc_private.fourier`). The caller records the returned releases.
+    arrays by `PrivateData` name, checked by the caller (simulations). ``plan`` is the
+    release plan of ``analysis`` (`pymc_private.release_plan.chosen_plan`), which states its
+    cost and the split of the budget between the statistics. The caller records the returned
+    releases.
     """
-    model = data if isinstance(data, pm.Model) else None
-    if release == "fourier":
-        names = list(analysis.private_data)
-        arrays = data
-        if model is not None:
-            values = in_memory_values(model, names, 'release="fourier"')
-            arrays = dict(zip(names, values, strict=True))
-        noisy, releases, noise = fourier_plan(analysis).release(
-            arrays, epsilon, delta, mechanism, secure, rng
-        )
-    else:
-        plan = _noise_plan(analysis, epsilon, delta, mechanism)
-        specs = [spec for spec, _ in plan]
-        if model is not None:
-            exact = exact_statistics(model, specs)
-        else:
-            if any(isinstance(values, Placeholder) for values in data.values()):
-                raise UnsupportedModelError(
-                    "release_statistics was handed the placeholder of Dask-backed PrivateData "
-                    "as records: pass the model, whose records are read where they are."
-                )
-            sources = {name: Source(np.asarray(values)) for name, values in data.items()}
-            exact = statistics_pass(specs, sources).statistics
-        shifts = _unit_shift_plan(analysis, epsilon, delta, mechanism)
-        if shifts is None:
-            noisy, releases, noise = _noised(exact, plan, mechanism, delta, secure, rng)
-            releases = _with_joint_release(analysis, releases, delta)
-        else:
-            noisy, releases, noise = _unit_shift_noised(
-                exact, specs, shifts, epsilon, delta, secure, rng
-            )
+    noisy, releases, noise = plan.run(plan.read(data), rng)
     statistics = projected_statistics(analysis, noisy, noise)
     noisy = {name: np.array(value) for name, value in noisy.items()}
     for value in (*statistics.values(), *noisy.values()):
@@ -427,113 +357,6 @@ def checked_epsilon(epsilon) -> float:
             "e.g. epsilon=1.0."
         )
     return value
-
-
-# ---------------------------------------------------------------------------------------
-# Noise: one discrete Laplace release for the integer statistics, one Laplace for the rest
-# ---------------------------------------------------------------------------------------
-
-
-def _noised(
-    exact_values: Mapping[str, np.ndarray],
-    plan: list[tuple[StatisticSpec, float]],
-    mechanism: str,
-    delta: float,
-    secure: bool,
-    rng: np.random.Generator,
-) -> tuple[dict[str, np.ndarray], list[Release], dict[str, NoiseLaw]]:
-    """Each statistic in integer steps plus the plan's noise, then in natural units, with
-    the noise's law in natural units: Laplace scale unit · Δ_j / ε_j, or Gaussian σ =
-    unit · Δ₂_j / √(2ρ_j), with ε_j, ρ_j as recorded. The plan is validated (`_noise_plan`)
-    before this draws any noise."""
-    noisy: dict[str, np.ndarray] = {}
-    releases: list[Release] = []
-    noise: dict[str, NoiseLaw] = {}
-    for spec, share in plan:
-        exact = exact_values[spec.name]
-        if spec.sensitivity == 0:
-            noisy[spec.name] = spec.natural(exact)
-            continue
-        values, release, scale = integer_release(
-            exact,
-            share,
-            mechanism,
-            sensitivity_l1=spec.sensitivity,
-            sensitivity_l2_squared=spec.sensitivity_l2_squared,
-            delta=delta,
-            rng=rng,
-            secure=secure,
-            statistic=spec.name,
-        )
-        noise[spec.name] = NoiseLaw(mechanism, float(spec.unit) * scale)
-        releases.append(release)
-        noisy[spec.name] = spec.natural(values)
-    return noisy, releases, noise
-
-
-def _with_joint_release(analysis: PrivacyAnalysis, releases: list[Release], delta: float):
-    """The Gaussian releases with a regression's moments (`statistics.regression_group`) merged
-    into one release at their joint ρ (`_joint_rho`, from the ρ_j each records, rounded up),
-    stated at δ; other releases as they are."""
-    noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
-    group = regression_group(noised)
-    names = {spec.name for spec in group}
-    members = [r for r in releases if r.statistic in names and r.rho is not None]
-    if not group or len(members) != len(group):
-        return releases
-    rho = ceil_float(_joint_rho(group, {r.statistic: r.rho for r in members}))
-    joint = Release(
-        members[0].mechanism,
-        zcdp_epsilon(rho, delta),
-        delta=delta,
-        rho=rho,
-        sensitivity=math.sqrt(float(regression_l2_squared(group))),
-        statistic=", ".join(r.statistic for r in members),
-        secure=members[0].secure,
-        note=(
-            "the regression's moments released together, ρ from their joint L2 bound "
-            "(sensitivity in natural units); " + "; ".join(r.note for r in members)
-        ),
-    )
-    return [r for r in releases if r.statistic not in names] + [joint]
-
-
-def _unit_shift_noised(exact_values, specs, shifts, epsilon, delta, secure, rng):
-    """`_noised` for a plan of counts that `_unit_shift_plan` accepts: every noised statistic
-    gets the discrete Gaussian of the exact profile (`integer_release.unit_shift_gaussian`), one
-    release for all of them, noise law N(0, σ²) per cell (counts: unit 1)."""
-    noised = [spec for spec in specs if spec.sensitivity > 0]
-    counts, release, sigma = unit_shift_gaussian(
-        {spec.name: exact_values[spec.name] for spec in noised},
-        shifts,
-        epsilon,
-        delta,
-        rng=rng,
-        secure=secure,
-    )
-    noisy = {spec.name: spec.natural(exact_values[spec.name]) for spec in specs}
-    noisy.update({spec.name: spec.natural(counts[spec.name]) for spec in noised})
-    noise = {spec.name: NoiseLaw("gaussian", sigma) for spec in noised}
-    return noisy, [release], noise
-
-
-def _unit_shift_plan(
-    analysis: PrivacyAnalysis, epsilon: float, delta: float, mechanism: str
-) -> int | None:
-    """K, when the Gaussian release is calibrated by its exact privacy profile
-    (`dp.events.unit_shift_epsilon`) instead of zCDP: every noised statistic is a count whose
-    cells one record moves by at most 1 (Δ∞ = 1, unit 1), so the record moves at most
-    K = Σ_j Δ₁_j cells by 1 each in all (each moved cell adds at least 1 to Δ₁_j), and the
-    profile's σ is below the zCDP one (`dp.events.unit_shift_scale`). None otherwise."""
-    if mechanism != "gaussian":
-        return None
-    noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
-    if not noised or any(
-        spec.kind != "counts" or spec.unit != 1 or spec.sensitivity_linf != 1 for spec in noised
-    ):
-        return None
-    shifts = sum(spec.sensitivity for spec in noised)
-    return shifts if unit_shift_scale(epsilon, delta, shifts) is not None else None
 
 
 def _checked_mechanism(mechanism, delta: float) -> str:
@@ -560,114 +383,6 @@ def _checked_release(release, noise_aware: bool) -> None:
             "correlated noise the noise-aware posterior does not model: pass "
             "noise_aware=False (the plug-in posterior), or use release='cells'."
         )
-
-
-def chosen_mechanism(
-    analysis: PrivacyAnalysis,
-    epsilon: float,
-    delta: float,
-    mechanism: str,
-    *,
-    fourier: FourierPlan | None = None,
-):
-    """The mechanism `privatize` uses: ``mechanism`` unless it is ``"auto"``, then the one
-    whose noise variance per cell (natural units, the same for every cell) is lower at
-    (ε, δ): Laplace 2(Δ₁/ε)², Gaussian Δ₂²/(2ρ) with ρ = `zcdp_rho`(ε, δ) and
-    Δ₂² = Σ_j Δ₂_j² over the statistics (for a ``fourier`` release of m parity counts,
-    Δ₁ = Δ₂² = m). Laplace when δ = 0."""
-    if mechanism != "auto":
-        return mechanism
-    if delta == 0 or analysis.sensitivity_l1 in (None, 0):
-        return "laplace"
-    l1 = analysis.sensitivity_l1 if fourier is None else fourier.size
-    l2_squared = float(_l2_weights(analysis)[1]) if fourier is None else fourier.size
-    laplace = 2.0 * (l1 / epsilon) ** 2
-    gaussian = l2_squared / (2.0 * zcdp_rho(epsilon, delta))
-    shifts = None if fourier is not None else _unit_shift_plan(analysis, epsilon, delta, "gaussian")
-    if shifts is not None:
-        gaussian = unit_shift_scale(epsilon, delta, shifts) ** 2
-    return "gaussian" if gaussian < laplace else "laplace"
-
-
-def _l2_weights(analysis: PrivacyAnalysis) -> tuple[list[Fraction], Fraction]:
-    """Δ₂_j² of each noised statistic in natural units (exact) and the Δ₂² of them all: their
-    sum, with a regression's moments counted by their joint bound when it is smaller
-    (`statistics.regression_l2_squared`)."""
-    noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
-    weights = [Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared for spec in noised]
-    total = sum(weights, Fraction(0))
-    group = regression_group(noised)
-    if group:
-        apart = sum(
-            (w for spec, w in zip(noised, weights, strict=True) if spec in group), Fraction(0)
-        )
-        total -= apart - min(apart, regression_l2_squared(group))
-    return weights, total
-
-
-def _joint_rho(group, shares: Mapping[str, float]) -> Fraction:
-    """The ρ of a regression's moments released together when statistic j is ρ_j-zCDP at its
-    own Δ₂_j: each gets σ_j² ≥ Δ₂_j²/(2ρ_j) (natural units), and the Rényi divergences of the
-    independent cells add, so the release is (Δ₂²/2·min_j σ_j²)-zCDP with Δ₂² the joint bound,
-    at most max_j ρ_j·Δ₂²/Δ₂_j²."""
-    joint = regression_l2_squared(group)
-    return max(
-        Fraction(shares[spec.name])
-        * joint
-        / (Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared)
-        for spec in group
-    )
-
-
-def _spent(noised, shares, group) -> Fraction:
-    """What the shares cost in all: their sum, a regression's moments at their joint ρ."""
-    named = {spec.name: share for spec, share in zip(noised, shares, strict=True)}
-    apart = sum((Fraction(named[spec.name]) for spec in noised if spec not in group), Fraction(0))
-    return apart + (_joint_rho(group, named) if group else 0)
-
-
-def _noise_plan(
-    analysis: PrivacyAnalysis, epsilon: float, delta: float = 0.0, mechanism: str = "laplace"
-) -> list[tuple[StatisticSpec, float]]:
-    """Each statistic with its share of ``mechanism``'s budget, validated.
-
-    Laplace: ε_j = ε·Δ_j/Δ₁ (natural units), so every cell gets the scale Δ₁/ε. Gaussian:
-    ρ = `zcdp_rho`(ε, δ), the largest ρ the ledger converts to at most ε at δ, and
-    ρ_j = ρ·Δ₂_j²/Δ₂², so every cell gets σ = Δ₂/√(2ρ) (natural units) and Σ_j ρ_j ≤ ρ.
-    The shares are rounded down until their sum is ≤ ε (or ρ) exactly. A statistic of
-    sensitivity 0 is a public function of n and the bounds and gets no share. A share must
-    be finite and > 0 with a finite noise scale > 0 in floating point, which floating point
-    can deny when one statistic's sensitivity is ~1e-17 of the total or the scale overflows.
-    """
-    noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
-    if mechanism == "gaussian":
-        weights, total = _l2_weights(analysis)
-        budget = zcdp_rho(epsilon, delta)
-    else:
-        weights = [Fraction(spec.sensitivity_l1) for spec in noised]
-        total = Fraction(analysis.sensitivity_l1)
-        budget = epsilon
-    shares = [budget * float(weight / total) for weight in weights]
-    group = regression_group(noised) if mechanism == "gaussian" else ()
-    while _spent(noised, shares, group) > Fraction(budget):
-        shares = [math.nextafter(share, 0.0) for share in shares]
-    plan = [(spec, 0.0) for spec in analysis.statistics if spec.sensitivity == 0]
-    for spec, share in zip(noised, shares, strict=True):
-        if mechanism == "gaussian":
-            scale = math.sqrt(spec.sensitivity_l2_squared / (2 * share)) if share > 0 else math.inf
-        else:
-            scale = spec.sensitivity / share if share > 0 else math.inf
-        if not (share > 0 and math.isfinite(share) and 0 < scale < math.inf):
-            raise InvalidPrivacyParameterError(
-                f"The statistic {spec.name} has sensitivity Δ = {spec.sensitivity_l1!r} of "
-                f"Δ₁ = {float(total)!r}, so its share ε·Δ/Δ₁ of epsilon={epsilon!r} is "
-                f"{share!r} with noise scale {scale!r} (in grid steps), not a finite ε > 0 with "
-                f"a finite scale > 0 in floating point. Rescale {list(spec.data)} (and their "
-                "bounds) so that the sensitivities are within a few orders of magnitude of "
-                "each other, or choose another epsilon."
-            )
-        plan.append((spec, share))
-    return plan
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 import pymc_private as pmp
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.fourier import fourier_plan
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import release_statistics
+from pymc_private.release_plan import ParityCounts, chosen_plan
 
 D = 3
 
@@ -51,7 +51,7 @@ def _worst_pair(n=40, d=1):
 def test_tables_are_the_exact_counts_and_consistent_for_any_coefficients(nb):
     model, arrays = nb
     analysis = pmp.analyze(model)
-    plan = fourier_plan(analysis)
+    plan = ParityCounts.of(analysis)
     assert plan.size == 2 * D + 1 == analysis.sensitivity_l1
     exact = {spec.name: spec.compute(arrays) for spec in analysis.statistics}
     for name, table in plan.tables(plan.parities(arrays)).items():
@@ -82,7 +82,7 @@ def _parities(plan, noisy):
 def test_audit_worst_pair_passes_and_half_scale_is_caught(epsilon):
     data, neighbour = _worst_pair()
     analysis = pmp.analyze(_naive_bayes(data["y_obs"], data["x_obs"]))
-    plan = fourier_plan(analysis)
+    plan = ParityCounts.of(analysis)
     before, after = plan.parities(data), plan.parities(neighbour)
     direction = np.sign(after - before)
     assert np.count_nonzero(direction) == 2
@@ -91,10 +91,10 @@ def test_audit_worst_pair_passes_and_half_scale_is_caught(epsilon):
         return bool(np.all(direction * (released - after) >= 0))
 
     def mechanism(scale_epsilon):
+        fourier = chosen_plan(analysis, scale_epsilon, release="fourier", secure=False)
+
         def run(arrays, rng):
-            noisy = release_statistics(
-                analysis, arrays, scale_epsilon, release="fourier", secure=False, rng=rng
-            ).noisy
+            noisy = release_statistics(analysis, arrays, fourier, rng=rng).noisy
             return _parities(plan, noisy)
 
         return run

@@ -8,6 +8,7 @@ numpy) mechanism catch a half-scale one at every ε; the secure OpenDP sampler i
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from fractions import Fraction
@@ -34,7 +35,6 @@ from pymc_private.dp.events import (
     zcdp_epsilon,
     zcdp_rho,
 )
-from pymc_private.dp.integer_release import planned_unit_shift_gaussian, unit_shift_gaussian
 from pymc_private.dp.mechanisms import ceil_sqrt, discrete_gaussian, gaussian
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 from pymc_private.ledgers import PrivacyLedger, ledger_for
@@ -45,13 +45,8 @@ from pymc_private.priors import (
     TruncatedNormal,
 )
 from pymc_private.privatisation import privatisation_of
-from pymc_private.privatize import (
-    _noise_plan,
-    _noised,
-    _with_joint_release,
-    chosen_mechanism,
-    privatize,
-)
+from pymc_private.privatize import privatize
+from pymc_private.release_plan import CellsPlan, UnitShiftPlan, chosen_plan
 from pymc_private.sampling import sample
 from pymc_private.statistics import regression_group, regression_l2_squared
 
@@ -214,14 +209,20 @@ def test_audit_unit_shift_release_on_its_worst_pair_and_catch_half_scale(epsilon
 
 
 def test_audit_secure_unit_shift_release_stays_below_its_claim():
-    """The secure OpenDP path of `unit_shift_gaussian` itself, on the worst pair of K = 2."""
-    claim = planned_unit_shift_gaussian(["c"], 2, 1.0, AUDIT_DELTA, True).epsilon
+    """The secure OpenDP path of `UnitShiftPlan.run` itself, on the worst pair of K = 2 (two
+    cells of one count statistic, each moved by 1)."""
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.array([0, 1, 1]), bounds=(0, 1))
+        p = TruncatedBeta("p", 1, 1, lower=0.05, upper=0.95)
+        pm.Bernoulli("y", p, observed=y_obs)
+    plan = UnitShiftPlan.of(analyze(model), 2, 1.0, AUDIT_DELTA, secure=True)
+    ((name, claim),) = [(release.statistic, release.epsilon) for release in plan.releases()]
 
     def mechanism(which, rng, size):
-        counts = {"c": np.full((size, 2), 5 + which, dtype=np.int64)}
-        noisy, release, _ = unit_shift_gaussian(counts, 2, 1.0, AUDIT_DELTA, rng=None, secure=True)
+        counts = {name: np.full((size, 2), 5 + which, dtype=np.int64)}
+        noisy, (release,), _ = plan.run(counts, None)
         assert release.epsilon == claim
-        return noisy["c"].sum(axis=1)
+        return noisy[name].sum(axis=1)
 
     result = epsilon_lower_bound(
         mechanism, 0, 1, n=60_000, alpha=0.01, random_seed=8, vectorized=True, delta=AUDIT_DELTA
@@ -505,20 +506,22 @@ def test_audit_joint_regression_release_on_its_worst_pair_and_catch_half_scale(e
     pair = max(itertools.combinations(corners, 2), key=lambda pair: moved(pair) @ moved(pair))
     direction = moved(pair) / np.linalg.norm(moved(pair))
     exact = [moments(record) for record in pair]
-    plan = _noise_plan(analysis, epsilon, AUDIT_DELTA, "gaussian")
-    releases = _noised(exact[0], plan, "gaussian", AUDIT_DELTA, False, np.random.default_rng(0))[1]
-    (release,) = _with_joint_release(analysis, releases, AUDIT_DELTA)
+    plan = CellsPlan.of(analysis, epsilon, AUDIT_DELTA, "gaussian", secure=False)
+    (release,) = plan.run(exact[0], np.random.default_rng(0))[1]
+    (planned,) = plan.releases()  # the cost checked before the data: the same at secure=False
+    assert (release.epsilon, release.rho) == (planned.epsilon, planned.rho)
     assert release.epsilon <= epsilon
 
     def mechanism(scale):
-        scaled = [(spec, share / scale**2) for spec, share in plan]
+        shares = tuple((spec, share / scale**2) for spec, share in plan.shares)
+        scaled = dataclasses.replace(plan, shares=shares)
 
         def run(which, rng, size):
             values = {
                 name: np.broadcast_to(value, (size, *value.shape)).copy()
                 for name, value in exact[which].items()
             }
-            noisy = _noised(values, scaled, "gaussian", AUDIT_DELTA, False, rng)[0]
+            noisy = scaled.run(values, rng)[0]
             return np.concatenate([noisy[name].reshape(size, -1) for name in values], 1) @ direction
 
         return run
@@ -557,8 +560,9 @@ def test_auto_picks_the_gaussian_for_naive_bayes_and_the_ledger_holds_epsilon(nb
     # d = 30: Δ₁ = 61, Δ₂ = √61; at (1, 1e-6) Laplace sd 86, the zCDP Gaussian σ =
     # √61/√(2ρ) ≈ 35.4, the exact profile of 61 unit shifts σ ≈ 33.1.
     analysis = analyze(nb_model)
-    assert chosen_mechanism(analysis, 1.0, 1e-6, "auto") == "gaussian"
-    assert chosen_mechanism(analysis, 1.0, 0.0, "auto") == "laplace"
+    plan = chosen_plan(analysis, 1.0, delta=1e-6)
+    assert isinstance(plan, UnitShiftPlan) and plan.shifts == 61
+    assert chosen_plan(analysis, 1.0).mechanism == "laplace"
     private = privatize(nb_model, 1.0, delta=1e-6, noise_aware=False)
     (release,) = privatisation_of(private).releases  # one vector release of both statistics
     assert release.mechanism == "discrete_gaussian"

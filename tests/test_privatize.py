@@ -32,6 +32,7 @@ from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal
 from pymc_private.privatisation import privatisation_of, privatised_statistics
 from pymc_private.privatize import privatize, release_statistics
 from pymc_private.release import ledger_of
+from pymc_private.release_plan import chosen_plan
 from pymc_private.report import privacy_report
 from pymc_private.sampling import sample
 
@@ -269,7 +270,7 @@ def test_invalid_epsilon_is_refused_before_any_noise(nb_model, monkeypatch, epsi
     def no_noise(*args, **kwargs):
         raise AssertionError("noise drawn")
 
-    # The noise is drawn in pymc_private.dp.mechanisms (`integer_release`).
+    # The noise is drawn in pymc_private.dp.mechanisms (`release_plan.CellsPlan.run`).
     module = sys.modules["pymc_private.dp.mechanisms"]
     monkeypatch.setattr(module, "discrete_laplace", no_noise)
     ledger = ledger_for(nb_model)
@@ -430,8 +431,10 @@ def bb_analysis():
 
 
 def test_audit_beta_bernoulli_release_secure_default(bb_analysis):
+    plan = chosen_plan(bb_analysis, 1.0)
+
     def mechanism(arrays, rng):
-        return release_statistics(bb_analysis, arrays, 1.0).statistics["counts(y_obs)"][0]
+        return release_statistics(bb_analysis, arrays, plan).statistics["counts(y_obs)"][0]
 
     result = epsilon_lower_bound(
         mechanism,
@@ -448,7 +451,9 @@ def test_audit_beta_bernoulli_release_secure_default(bb_analysis):
 def test_audit_beta_bernoulli_release_and_half_scale_copy_is_caught(bb_analysis):
     def mechanism(epsilon):
         def run(arrays, rng):
-            released = release_statistics(bb_analysis, arrays, epsilon, secure=False, rng=rng)
+            released = release_statistics(
+                bb_analysis, arrays, chosen_plan(bb_analysis, epsilon, secure=False), rng=rng
+            )
             return released.statistics["counts(y_obs)"][0]
 
         return run
@@ -499,7 +504,9 @@ def test_audit_naive_bayes_release_and_half_scale_copy_is_caught():
     def mechanism(epsilon):
         def run(arrays, rng):
             # The mechanism's output before the (post-processing) projection.
-            noisy = release_statistics(analysis, arrays, epsilon, secure=False, rng=rng).noisy
+            noisy = release_statistics(
+                analysis, arrays, chosen_plan(analysis, epsilon, secure=False), rng=rng
+            ).noisy
             return np.concatenate([noisy[spec.name].ravel() for spec in analysis.statistics])
 
         return run
@@ -555,7 +562,10 @@ def test_private_posterior_mean_error_shrinks_like_one_over_n():
         gaps = []
         for seed in range(150):
             released = release_statistics(
-                analysis, {"y_obs": y}, 0.5, secure=False, rng=np.random.default_rng(seed)
+                analysis,
+                {"y_obs": y},
+                chosen_plan(analysis, 0.5, secure=False),
+                rng=np.random.default_rng(seed),
             )
             s = float(released.statistics["counts(y_obs)"][0])
             gaps.append(abs(_truncated_beta_mean(1 + s, 1 + n - s, A, 1 - A) - exact))

@@ -18,6 +18,7 @@ from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import release_statistics
+from pymc_private.release_plan import chosen_plan
 
 N = 120
 
@@ -110,7 +111,9 @@ def test_audit_public_index_release_and_half_scale_copy_is_caught():
 
     def mechanism(epsilon):
         def run(arrays, rng):
-            released = release_statistics(analysis, arrays, epsilon, secure=False, rng=rng)
+            released = release_statistics(
+                analysis, arrays, chosen_plan(analysis, epsilon, secure=False), rng=rng
+            )
             return released.noisy[spec.name].ravel()
 
         return run
@@ -131,8 +134,10 @@ def test_audit_public_index_secure_release_at_the_boundary():
     analysis = analyze(grouped_bernoulli(index, data["x_obs"]))
     (spec,) = analysis.statistics
 
+    plan = chosen_plan(analysis, 1.0)
+
     def mechanism(arrays, rng):
-        return release_statistics(analysis, arrays, 1.0).noisy[spec.name].ravel()[:2]
+        return release_statistics(analysis, arrays, plan).noisy[spec.name].ravel()[:2]
 
     result = epsilon_lower_bound(
         mechanism,
