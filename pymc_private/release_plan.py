@@ -78,7 +78,7 @@ def chosen_plan(
 
     ``mechanism`` is ``"laplace"``, ``"gaussian"`` or ``"auto"``: the mechanism whose noise
     variance per cell (natural units, the same for every cell) is lower at (ε, δ): Laplace
-    2(Δ₁/ε)², Gaussian Δ₂²/(2ρ) with ρ = `zcdp_rho`(ε, δ) and Δ₂² = Σ_j Δ₂_j² over the
+    2(Δ₁/ε)², Gaussian Δ₂²/(2ρ) with ρ = `zcdp_rho` (ε, δ) and Δ₂² = Σ_j Δ₂_j² over the
     statistics (`CellsPlan.l2_weights`; for the Fourier release of m parity counts,
     Δ₁ = Δ₂² = m), or σ² of the unit-shift plan when the gate admits it. Laplace when
     δ = 0. The arguments are validated by the caller (`pymc_private.privatize`).
@@ -155,9 +155,9 @@ class CellsPlan:
     OpenDP's exact discrete Laplace at ε_j = ε·Δ₁_j/Δ₁, scale Δ_j/ε_j in grid steps, so every
     cell has scale Δ₁/ε in natural units; the ε_j compose to Σ_j ε_j ≤ ε.
 
-    Gaussian (ρ-zCDP, (ε, δ)-DP; Canonne, Kamath & Steinke 2020): ρ = `zcdp_rho`(ε, δ), the
+    Gaussian (ρ-zCDP, (ε, δ)-DP; Canonne, Kamath & Steinke 2020): ρ = `zcdp_rho` (ε, δ), the
     largest ρ the ledger converts to at most ε at δ (`dp.events.zcdp_epsilon`), and statistic
-    j gets OpenDP's exact discrete Gaussian at ρ_j = ρ·Δ₂_j²/Δ₂² and Δ₂ = `ceil_sqrt`(Δ₂_j²)
+    j gets OpenDP's exact discrete Gaussian at ρ_j = ρ·Δ₂_j²/Δ₂² and Δ₂ = `ceil_sqrt` (Δ₂_j²)
     in grid steps, so every cell has σ = Δ₂/√(2ρ) in natural units; the ρ_j add (Rényi
     composition). A regression's moments XᵀX, Xᵀy and yᵀy (`statistics.regression_group`)
     count in Δ₂² by their joint bound (`statistics.regression_l2_squared`) and are recorded as
@@ -364,13 +364,13 @@ class UnitShiftPlan:
     at most K cells in all, at the σ of their exact privacy profile: one release.
 
     Every cell of every noised statistic gets independent N_ℤ(0, σ²) noise with σ =
-    `events.unit_shift_scale`(ε, δ, K), the smallest σ whose (ε, δ) profile,
+    `events.unit_shift_scale` (ε, δ, K), the smallest σ whose (ε, δ) profile,
     `events.unit_shift_epsilon` (the K-fold composition of the unit-shift discrete Gaussian,
     proved the worst case there; dp-accounting's PLD), is within (ε, δ). The statistics are
     one vector release, recorded as one `Release` stating that profile's ε at δ, with
-    ρ = K/(2σ²) as OpenDP's privacy map gives it at Δ₂ = `ceil_sqrt`(K) (the same noise is
+    ρ = K/(2σ²) as OpenDP's privacy map gives it at Δ₂ = `ceil_sqrt` (K) (the same noise is
     ρ-zCDP, which the ledger's Rényi route composes; `events.Release`). Compared with the
-    zCDP calibration of `CellsPlan` (σ = √(K/2ρ), ρ = `zcdp_rho`(ε, δ)) it is about 7 % less
+    zCDP calibration of `CellsPlan` (σ = √(K/2ρ), ρ = `zcdp_rho` (ε, δ)) it is about 7 % less
     noise at ε = 1, δ = 10⁻⁶.
 
     ``secure=True`` draws with OpenDP's ``make_gaussian`` on integer vectors at scale σ (the
@@ -410,7 +410,7 @@ class UnitShiftPlan:
         secure: bool = True,
     ) -> UnitShiftPlan:
         """The plan at (ε, δ) for ``analysis``'s counts, which move at most ``shifts``
-        cells by 1: ε = `events.unit_shift_epsilon`(σ, K, δ) ≤ ``epsilon`` at δ, and ρ from
+        cells by 1: ε = `events.unit_shift_epsilon` (σ, K, δ) ≤ ``epsilon`` at δ, and ρ from
         OpenDP's map of the vector Gaussian at scale σ and Δ₂ = √K."""
         sigma = unit_shift_scale(epsilon, delta, shifts)
         sensitivity = ceil_sqrt(shifts)
@@ -653,7 +653,7 @@ class FourierPlan:
     Δ₁ = m and Δ₂ = √m; the counts are released at once by OpenDP's exact discrete Laplace
     with scale m/ε (ε-DP; Zhang et al. 2016, Corollary 2, whose scale 2|N_I| ε⁻¹ 2^{−|I|/2}
     on the normalised coefficients is this one on parity counts, with the coefficient of ∅
-    known since n is public) or its exact discrete Gaussian at ρ = `zcdp_rho`(ε, δ) with
+    known since n is public) or its exact discrete Gaussian at ρ = `zcdp_rho` (ε, δ) with
     σ = √m/√(2ρ). The exact supremum of the moved L1 mass is m − 1 for naive Bayes (a record
     keeps its class and flips every feature: 2d of the 2d + 1 counts); the ledger records the
     sound, larger cost of m. The default release has the same Δ₁ = 2d + 1 but releases 4d + 1
@@ -670,7 +670,7 @@ class FourierPlan:
     mechanism
         ``"laplace"`` or ``"gaussian"``.
     share
-        The whole budget of the one release: ε (Laplace), or ρ = `zcdp_rho`(ε, δ).
+        The whole budget of the one release: ε (Laplace), or ρ = `zcdp_rho` (ε, δ).
     delta
         δ at which a Gaussian release states its ε.
     secure
