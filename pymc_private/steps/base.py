@@ -52,7 +52,7 @@ class PrivateStep:
 
     Subclasses define a static ``cost``, the ε of one draw from public quantities only,
     before any data (its formula and proof in the subclass docstring: a constant over
-    ``temperature`` plus a floating-point allowance), and set, in
+    ``temperature`` plus a floating-point allowance, `temperature_for`), and set, in
     ``__init__``, ``privacy_epsilon_per_draw`` from it, ``temperature``, ``sensitivity`` (the
     Lipschitz constant or Δ₁ it is calibrated to) and ``mechanism`` (a name from the papers),
     set ``secure`` (True: every data-dependent choice is drawn by an exact sampler from the
@@ -102,6 +102,13 @@ class PrivateStep:
             draw=None if chain is None else 0,
             note=self.release_note(),
         )
+
+    def temperature_for(self, factor: float) -> float:
+        """The temperature that divides this step's ε per draw by ``factor``: every per-draw
+        ε here is a constant over T (2L/T, Σ_j 2L_j/T, 2c/T: `tempered_epsilon`) plus a
+        floating-point allowance ~1e-13 of it, so T·factor (`pmp.sample` quotes it when a
+        run does not fit its budget)."""
+        return factor * self.temperature
 
     def charge(self) -> None:
         """Record one transition in the data sets' ledger before it is drawn.
