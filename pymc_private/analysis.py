@@ -25,9 +25,9 @@ import pymc as pm
 
 from pymc_private.data import PrivateDataSpec, check_private_data, private_data
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.families import LikelihoodTerm
 from pymc_private.graph_reader import GraphReader
 from pymc_private.leak_guard import check_initial_values, refuse_private_paths
+from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.statistics import StatisticSpec
 from pymc_private.steps.base import tempered_epsilon
 

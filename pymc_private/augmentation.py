@@ -73,13 +73,13 @@ from pymc_private.augmented_chain import AugmentedChain
 from pymc_private.conditionals import conjugate_block
 from pymc_private.conjugate import BETA, GAMMA
 from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError
-from pymc_private.families import LikelihoodTerm
 from pymc_private.latent import (
     IntegerNoise,
     PoissonCounts,
     beta_binomial_split,
     gamma_poisson_split,
 )
+from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.noise_aware import noise_laws
 from pymc_private.prior_density import (
     SCALAR_PRIORS,

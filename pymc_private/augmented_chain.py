@@ -16,7 +16,6 @@ import numpy as np
 from pymc_private.conditionals import conjugate_block
 from pymc_private.conjugate import BETA
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.families import LikelihoodTerm
 from pymc_private.latent import (
     MultinomialCounts,
     PoissonCounts,
@@ -28,6 +27,7 @@ from pymc_private.latent import (
     remove_records,
     resample_pairs,
 )
+from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.prior_density import evaluate, support_centre
 from pymc_private.privatize import projected_statistics, term_statistics
 from pymc_private.slice_moves import SliceMoves, from_line, start_reference, to_line

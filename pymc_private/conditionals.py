@@ -27,8 +27,8 @@ from pymc_private.conjugate import ConjugateFamily, conjugate_family
 from pymc_private.data import exact_statistics
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.exact import GridBlock, check_family, intervals, statistic_bounds
-from pymc_private.families import LikelihoodTerm
 from pymc_private.graph_reader import interval_of
+from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.privatisation import POTENTIAL_SUFFIX, privatised_route
 from pymc_private.statistics import Interval, as_exact
 from pymc_private.support import ParameterSupport, parameter_support, prior_parameter_graphs

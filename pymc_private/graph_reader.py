@@ -36,7 +36,7 @@ from pytensor.tensor.type_other import NoneTypeT
 
 from pymc_private.data import PrivateDataSpec, private_data
 from pymc_private.errors import DataBoundsError, UnboundedSensitivityError, UnsupportedModelError
-from pymc_private.families import FAMILIES, LikelihoodTerm, find_family
+from pymc_private.families import FAMILIES, find_family
 from pymc_private.leak_guard import (
     is_view,
     only_constants,
@@ -44,6 +44,7 @@ from pymc_private.leak_guard import (
     private_value_inputs,
     strip_casts,
 )
+from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.statistics import DataGrid, ElementDomain, Interval, ParameterTerm, data_grid
 from pymc_private.support import parameter_support
 

@@ -30,7 +30,6 @@ from pymc_private.conditionals import (
     grid_block,
     raw_statistics,
 )
-from pymc_private.conjugate import CENTRE_SWEEPS
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.events import Release
 from pymc_private.dp.session import releasing
@@ -45,6 +44,7 @@ from pymc_private.privatisation import POTENTIAL_SUFFIX, Privatisation, privatis
 from pymc_private.privatize import term_statistics
 from pymc_private.release import LEDGER_ATTR, seal
 from pymc_private.steps.base import checked_secure, checked_temperature, tempered_epsilon
+from pymc_private.truncated import CENTRE_SWEEPS
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
 

@@ -20,7 +20,7 @@ import math
 import numpy as np
 from scipy import integrate, signal, special, stats
 
-from pymc_private import conjugate
+from pymc_private import truncated
 
 __all__ = ["ball_log_masses", "dirichlet_log_masses"]
 
@@ -113,7 +113,7 @@ def _dirichlet_log_mass_by_convolution(
         + log_peak.sum()
         - tilt
         + math.log(extrapolated)
-        - conjugate.log_multivariate_beta(a)
+        - truncated.log_multivariate_beta(a)
     )
 
 

@@ -51,7 +51,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorVariable
 from scipy import stats
 
-from pymc_private import conjugate
+from pymc_private import truncated
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
@@ -458,7 +458,7 @@ class TruncatedDirichletRV(RandomVariable):
             Π_k ((m + c q_k)/(m + c))^{a_k−1} q_k^{1−b_k}, which is ≤ 1; its acceptance is
             P·B(a) / (c^{K−1} B(b) (m + c)^{Σ(a_k−1)}), exactly 1 when a = 1.
         Raises `TruncationError` when the better acceptance is below `_MIN_ACCEPTANCE`;
-        the draws come from `pymc_private.conjugate.truncated_dirichlet`.
+        the draws come from `pymc_private.truncated.truncated_dirichlet`.
         """
         n_categories = a.shape[-1]
         batch_shape = (
@@ -474,9 +474,9 @@ class TruncatedDirichletRV(RandomVariable):
         log_acceptance_a = log_mass
         log_acceptance_b = (
             log_mass
-            + conjugate.log_multivariate_beta(a)
+            + truncated.log_multivariate_beta(a)
             - (n_categories - 1) * np.log(width)
-            - conjugate.log_multivariate_beta(b)
+            - truncated.log_multivariate_beta(b)
             - (a - 1.0).sum(-1) * np.log(m + width)
         )
         best = np.maximum(log_acceptance_a, log_acceptance_b)
@@ -489,7 +489,7 @@ class TruncatedDirichletRV(RandomVariable):
             )
         # The sampler of the conjugate posteriors draws (same two proposals); `min_prob` is
         # one public number (`TruncatedDirichlet.dist`), broadcast above.
-        draws = conjugate.truncated_dirichlet(rng, a, float(m[0]), name="TruncatedDirichlet")
+        draws = truncated.truncated_dirichlet(rng, a, float(m[0]), name="TruncatedDirichlet")
         return draws.reshape((*batch_shape, n_categories))
 
 
@@ -632,7 +632,7 @@ class TruncatedMvNormalRV(RandomVariable):
 
         mu = 0 and cov = s²·I: ‖w‖² = s²·F⁻¹_{χ²_d}(U·F_{χ²_d}(R²/s²)) with a uniform
         direction (inverse CDF, any radius). Otherwise rejection from N(mu, cov), whose
-        acceptance is exp(log_mass), by `pymc_private.conjugate.mvnormal_in_ball`;
+        acceptance is exp(log_mass), by `pymc_private.truncated.mvnormal_in_ball`;
         `TruncationError` below `_MIN_ACCEPTANCE`.
         """
         dimension = mu.shape[-1]
@@ -673,7 +673,7 @@ class TruncatedMvNormalRV(RandomVariable):
             draws[isotropic_centred] = radial[:, None] * direction
         general = np.flatnonzero(~isotropic_centred)
         if general.size:
-            draws[general] = conjugate.mvnormal_in_ball(
+            draws[general] = truncated.mvnormal_in_ball(
                 rng, mu[general], cov[general], float(radius[0]), name="TruncatedMvNormal"
             )
         return draws.reshape((*batch_shape, dimension))

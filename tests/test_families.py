@@ -26,13 +26,13 @@ from pymc_private.families import (
     Binomial,
     Categorical,
     Exponential,
-    LikelihoodTerm,
     NormalFreeSigma,
     NormalKnownSigma,
     NormalLinearRegression,
     Poisson,
     find_family,
 )
+from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.statistics import (
     ElementDomain,
     Interval,

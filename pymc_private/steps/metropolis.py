@@ -47,9 +47,9 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.families import LikelihoodTerm
 from pymc_private.leak_guard import refuse_private_paths, shape_is_public
 from pymc_private.ledgers import ledger_for
+from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.steps.base import PrivateStep, checked_temperature
 
 __all__ = [
