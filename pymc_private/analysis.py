@@ -29,6 +29,7 @@ from pymc_private.graph_reader import GraphReader
 from pymc_private.leak_guard import check_initial_values, refuse_private_paths
 from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.statistics import StatisticSpec
+from pymc_private.steps.base import tempered_epsilon
 
 __all__ = ["ROUTES", "PrivacyAnalysis", "analyze"]
 
@@ -168,16 +169,14 @@ class PrivacyAnalysis:
     ) -> float:
         """The ε one draw costs under ``route``, at temperature T ≥ 1.
 
-        - ``"posterior_sampling"``: one exact draw from the tempered posterior is the
-          exponential mechanism with utility Σ_i ℓ(x_i; θ) of sensitivity L: ε = 2L/T
-          (Dimitrakakis et al. 2017, Theorem 8; T = 1 is the plain posterior).
-        - ``"gibbs"``: one sweep draws each block θ_j from its tempered conditional, each a
-          (2L_j/T)-DP exponential mechanism given the released state: ε = Σ_j 2L_j/T
-          (Foulds et al. 2016, §4.1). ``blocks`` lists the blocks (names or variables);
+        The per-draw routes cost `pymc_private.steps.base.tempered_epsilon` (whose
+        docstring proves each) in exact arithmetic, before the steps' floating-point
+        allowances:
+
+        - ``"posterior_sampling"``: ε = 2L/T, L = ``record_lipschitz``.
+        - ``"gibbs"``: ε = Σ_j 2L_j/T. ``blocks`` lists the blocks (names or variables);
           default: one block per free variable.
-        - ``"metropolis"``: one Barker step with a data-independent proposal moves its
-          acceptance log-odds by at most 2L/T between neighbours: ε = 2L/T
-          (:ref:`costs-metropolis`).
+        - ``"metropolis"``: ε = 2L/T.
         - ``"privatize"``: 0 per draw. The whole cost is the ε of the single release of the
           privatised statistics (Laplace noise of scale Δ₁/ε); every draw after it is
           post-processing.
@@ -204,8 +203,8 @@ class PrivacyAnalysis:
                 total = sum(self.block_lipschitz.values())
             else:
                 total = sum(self.lipschitz_for(block) for block in blocks)
-            return 2.0 * total / temperature
-        return 2.0 * self.record_lipschitz / temperature
+            return tempered_epsilon(total, temperature)
+        return tempered_epsilon(self.record_lipschitz, temperature)
 
     def to_dict(self) -> dict:
         """A JSON-serialisable summary of every public number in the analysis."""

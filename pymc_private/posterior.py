@@ -43,7 +43,7 @@ from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.privatisation import POTENTIAL_SUFFIX, Privatisation, privatised_route
 from pymc_private.privatize import term_statistics
 from pymc_private.release import LEDGER_ATTR, seal
-from pymc_private.steps.base import checked_secure, checked_temperature
+from pymc_private.steps.base import checked_secure, checked_temperature, tempered_epsilon
 from pymc_private.truncated import CENTRE_SWEEPS
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
@@ -177,7 +177,7 @@ def sample_posterior(
     )
     epsilon = 0.0
     if not privatised:
-        epsilon = analysis.epsilon_per_draw("posterior_sampling", temperature) + sum(
+        epsilon = tempered_epsilon(analysis.record_lipschitz, temperature) + sum(
             grid.allowance for grid in grids.values()
         )
     release = Release(

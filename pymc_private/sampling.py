@@ -413,12 +413,14 @@ def _check_budget(
         advice = f"With {chains} chains and tune={tune}, at most {affordable} draws per chain fit"
         remaining = budget.remaining(ledger)
         if remaining > 0:
-            # Per-draw ε is proportional to 1/T (2L/T, 2L_j/T, 2c/T): scaling every
-            # temperature by `factor` makes the planned spend fit by the plain sum.
+            # Dividing every step's per-draw ε by `factor` makes the planned spend fit by
+            # the plain sum; each step says at which temperature (`temperature_for`).
             factor = math.fsum(r.epsilon * r.count for r in planned) / remaining
-            temperatures = {s.temperature for s in private_steps if s.privacy_epsilon_per_draw}
+            temperatures = {
+                s.temperature_for(factor) for s in private_steps if s.privacy_epsilon_per_draw
+            }
             advice += (
-                f"; or sample at temperature ≥ {factor * temperatures.pop():.4g}"
+                f"; or sample at temperature ≥ {temperatures.pop():.4g}"
                 if len(temperatures) == 1
                 else f"; or multiply every step's temperature by at least {factor:.4g}"
             )

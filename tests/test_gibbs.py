@@ -140,6 +140,14 @@ def test_privacy_epsilon_per_draw_is_the_formula(request, fixture, temperature, 
     assert step.touches_raw_data and step.mechanism == "gibbs_exponential"
     ledger = ledger_of(idata)
     assert ledger.epsilon() == pytest.approx(10 * (epsilon + allowance), rel=1e-12)
+    # The cost is known before the step is built: the same figure from public quantities.
+    analysis, blocks = analyze(model), [[block.name] for block in step.blocks]
+    assert PrivateGibbs.cost(analysis, blocks, temperature) == analysis.epsilon_per_draw(
+        "gibbs", temperature
+    )
+    allowances = [grid.allowance for grid in step._grids.values()]
+    cost = PrivateGibbs.cost(analysis, blocks, temperature, allowances)
+    assert cost == step.privacy_epsilon_per_draw
     assert list(idata.sample_stats.data_vars) == ["privacy_epsilon"]
 
 

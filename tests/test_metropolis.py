@@ -150,6 +150,10 @@ def test_step_epsilon_is_computed_from_the_analysis_and_the_error_bound(run_step
         step.sensitivity, step.log_likelihood_error, 3.0
     )
     assert step.privacy_stats() == {"privacy_epsilon": step.privacy_epsilon_per_draw}
+    assert PrivateMetropolis.cost(L_BERNOULLI, 3.0, bernoulli_eta()) == documented_epsilon(
+        L_BERNOULLI, bernoulli_eta(), 3.0
+    )
+    assert PrivateMetropolis.cost(0.2, 2.0) == documented_epsilon(0.2, 0.0, 2.0)
     release = step.planned_release(7, chain=0)
     assert release.epsilon == step.privacy_epsilon_per_draw and release.secure
 

@@ -96,6 +96,12 @@ def test_budget_refusal_samples_nothing_and_says_what_fits(model):
     assert f"at most {affordable} draws per chain" in str(refusal.value)
     temperature = 10.0 * 200 * per_draw / 1.0
     assert f"temperature ≥ {temperature:.4g}" in str(refusal.value)
+    factor = 200 * step.privacy_epsilon_per_draw / 1.0
+    assert step.temperature_for(factor) == pytest.approx(temperature, rel=1e-8)
+    cooler = PrivateMetropolis(
+        [model["theta"]], temperature=step.temperature_for(factor), model=model
+    )
+    assert 200 * cooler.privacy_epsilon_per_draw == pytest.approx(1.0, rel=1e-8)
 
 
 def test_ledger_charges_every_iteration_of_every_chain(released):

@@ -22,16 +22,39 @@ from pymc_private.dp.events import Release
 from pymc_private.errors import InvalidPrivacyParameterError
 from pymc_private.ledgers import PrivacyLedger
 
-__all__ = ["PrivateStep", "checked_secure", "checked_temperature"]
+__all__ = ["PrivateStep", "checked_secure", "checked_temperature", "tempered_epsilon"]
+
+
+def tempered_epsilon(lipschitz: float, temperature: float) -> float:
+    """ε = 2L/T: the cost of one draw whose data enter through the tempered log-likelihood
+    Σ_i ℓ(x_i; θ)/T, L the record Lipschitz constant (sup over θ in the prior support of
+    sup over records x, x' of |ℓ(x; θ) − ℓ(x'; θ)|), T ≥ 1 the temperature.
+
+    - An exact draw from the tempered posterior is the exponential mechanism with utility
+      Σ_i ℓ(x_i; θ) of sensitivity L and base measure the prior: (2L/T)-DP (Dimitrakakis et
+      al. 2017, Theorem 8; T = 1 is the plain posterior). `pmp.sample_posterior` pays it per
+      draw.
+    - A Gibbs sweep draws each block θ_j from its tempered conditional given the released
+      state, each a (2L_j/T)-DP exponential mechanism: Σ_j 2L_j/T, this formula at
+      L = Σ_j L_j (Foulds et al. 2016, §4.1; `pmp.PrivateGibbs`).
+    - A Barker step with a data-independent proposal moves its acceptance log-odds by at
+      most 2L/T between neighbours (:ref:`costs-metropolis`; `pmp.PrivateMetropolis`, which
+      adds its floating-point allowance).
+
+    The steps add the allowance of their floating-point arithmetic to this exact-arithmetic
+    figure; `pmp.analyze` shows it per route at T = 1.
+    """
+    return 2.0 * lipschitz / temperature
 
 
 class PrivateStep:
     """Mixin for step methods whose every draw is an accounted private release.
 
-    Subclasses set, in ``__init__``, ``privacy_epsilon_per_draw`` (the ε of one draw, a
-    formula of public quantities stated in the subclass docstring, proportional to
-    1/``temperature``), ``temperature``, ``sensitivity`` (the Lipschitz constant or Δ₁ it is
-    calibrated to) and ``mechanism`` (a name from the papers),
+    Subclasses define a static ``cost``, the ε of one draw from public quantities only,
+    before any data (its formula and proof in the subclass docstring: a constant over
+    ``temperature`` plus a floating-point allowance, `temperature_for`), and set, in
+    ``__init__``, ``privacy_epsilon_per_draw`` from it, ``temperature``, ``sensitivity`` (the
+    Lipschitz constant or Δ₁ it is calibrated to) and ``mechanism`` (a name from the papers),
     set ``secure`` (True: every data-dependent choice is drawn by an exact sampler from the
     operating system's generator, `pymc_private.dp.mechanisms.exact_choice`, and ``self.rng``
     feeds only data-independent randomness such as proposals; False: everything is drawn
@@ -79,6 +102,13 @@ class PrivateStep:
             draw=None if chain is None else 0,
             note=self.release_note(),
         )
+
+    def temperature_for(self, factor: float) -> float:
+        """The temperature that divides this step's ε per draw by ``factor``: every per-draw
+        ε here is a constant over T (2L/T, Σ_j 2L_j/T, 2c/T: `tempered_epsilon`) plus a
+        floating-point allowance ~1e-13 of it, so T·factor (`pmp.sample` quotes it when a
+        run does not fit its budget)."""
+        return factor * self.temperature
 
     def charge(self) -> None:
         """Record one transition in the data sets' ledger before it is drawn.

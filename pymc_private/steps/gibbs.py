@@ -11,7 +11,7 @@ exponential mechanism, ε = 2·L_j/T per block).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import ClassVar
 
@@ -43,7 +43,12 @@ from pymc_private.ledgers import ledger_for
 from pymc_private.privatisation import has_closed_form_conditional, privatised_route
 from pymc_private.privatize import term_statistics
 from pymc_private.statistics import as_exact
-from pymc_private.steps.base import PrivateStep, checked_secure, checked_temperature
+from pymc_private.steps.base import (
+    PrivateStep,
+    checked_secure,
+    checked_temperature,
+    tempered_epsilon,
+)
 from pymc_private.support import prior_parameter_graphs
 
 __all__ = ["PrivateGibbs"]
@@ -240,9 +245,10 @@ class PrivateGibbs(BlockedStep, PrivateStep):
                 for block in self.blocks
             }
             blocks = [[block.name] for block in self.blocks]
-            self.privacy_epsilon_per_draw = analysis.epsilon_per_draw(
-                "gibbs", self.temperature, blocks=blocks
-            ) + sum(grid.allowance for grid in self._grids.values())
+            allowances = [grid.allowance for grid in self._grids.values()]
+            self.privacy_epsilon_per_draw = self.cost(
+                analysis, blocks, self.temperature, allowances
+            )
             self.sensitivity = float(sum(analysis.lipschitz_for(b) for b in blocks))
             self.ledger = ledger_for(model)
             self.datasets = datasets_of(model)
@@ -285,6 +291,31 @@ class PrivateGibbs(BlockedStep, PrivateStep):
             )
             self._forward = {rv.name: _forward_transform(model, rv, compile_kwargs) for rv in rvs}
         self.rng = get_random_generator(rng)
+
+    @staticmethod
+    def cost(
+        analysis: PrivacyAnalysis,
+        blocks: Sequence[Sequence],
+        temperature: float,
+        allowances: Sequence[float] = (),
+    ) -> float:
+        """The ε of one sweep on raw data, from public quantities only: Σ_j (2·L_j/T + a_j)
+        ("Privacy cost per iteration" above; `pymc_private.steps.base.tempered_epsilon`).
+
+        Parameters
+        ----------
+        analysis
+            The model's privacy analysis (L_j of each block: ``analysis.lipschitz_for``).
+        blocks
+            The blocks, each a sequence of free variables (names or variables).
+        temperature
+            T ≥ 1, already checked.
+        allowances
+            a_j, each block's floating-point allowance (`pymc_private.exact.GridBlock`);
+            none for the exact-arithmetic figure.
+        """
+        lipschitz = sum(analysis.lipschitz_for(block) for block in blocks)
+        return tempered_epsilon(lipschitz, temperature) + sum(allowances)
 
     @staticmethod
     def competence(var, has_grad):

@@ -459,15 +459,11 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                     )
                 self.sensitivity = analysis.lipschitz_for(names)
                 self.log_likelihood_error, self.record_bound = _float_error_bounds(charged, names)
-                record_sensitivity = 2 * Fraction(self.sensitivity) + 8 * Fraction(
-                    self.log_likelihood_error
-                )
             else:
                 self.mechanism = "clipped_barker_metropolis"
                 self.sensitivity = self.record_bound = self.clip
-                record_sensitivity = 2 * Fraction(self.clip)
-            self.privacy_epsilon_per_draw = ceil_float(
-                record_sensitivity / Fraction(self.temperature) + ROUNDING_ALLOWANCE
+            self.privacy_epsilon_per_draw = self.cost(
+                self.sensitivity, self.temperature, self.log_likelihood_error
             )
             if not math.isfinite(self.privacy_epsilon_per_draw):
                 raise UnboundedSensitivityError(
@@ -524,6 +520,26 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self._compile_kwargs = compile_kwargs
         self._log_ratio_function = None
         super().__init__(vars, shared, blocked=blocked, rng=rng)
+
+    @staticmethod
+    def cost(sensitivity: float, temperature: float, log_likelihood_error: float = 0.0) -> float:
+        """The ε of one step, from public quantities only: (2L + 8η)/T + 2⁻⁴³, or 2c/T + 2⁻⁴³
+        with ``clip=c`` (c in place of L, η = 0), evaluated exactly and rounded up to a float
+        ("Privacy cost of one step" above; 2L/T is `pymc_private.steps.base.tempered_epsilon`
+        in exact arithmetic). Infinite when it overflows floating point.
+
+        Parameters
+        ----------
+        sensitivity
+            L of the likelihood terms that depend on the block (``analysis.lipschitz_for``),
+            or c.
+        temperature
+            T ≥ 1, already checked.
+        log_likelihood_error
+            η of assumption (A) (0 with ``clip``).
+        """
+        record = 2 * Fraction(sensitivity) + 8 * Fraction(log_likelihood_error)
+        return ceil_float(record / Fraction(temperature) + ROUNDING_ALLOWANCE)
 
     def _log_ratio_terms(self, q1: np.ndarray, q0: np.ndarray) -> list[np.ndarray]:
         """[prior ratio, record ratios] of the move from ``q0`` to ``q1`` on the private data
