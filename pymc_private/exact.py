@@ -86,7 +86,7 @@ import numpy as np
 
 from pymc_private.conjugate import ConjugateFamily
 from pymc_private.dp.mechanisms import ceil_float, exact_choice
-from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.errors import UnsupportedModelError
 from pymc_private.statistics import as_exact
 from pymc_private.support import ParameterSupport
 
@@ -95,14 +95,12 @@ __all__ = [
     "GridBlock",
     "IntervalNumber",
     "check_family",
-    "checked_cells",
     "intervals",
     "statistic_bounds",
 ]
 
 DEFAULT_CELLS = 1024
 """Cells per entry of a block by default (a Dirichlet's lattice has at most this many)."""
-_MAX_CELLS = 65_536
 _UNIT_ROUNDOFF = Fraction(1, 2**53)
 # A jittered value stays this fraction of its cell's width away from the cell's edges, so
 # that no draw lands on the support's boundary (where transforms are infinite).
@@ -117,17 +115,6 @@ def check_family(family: ConjugateFamily) -> None:
             "of weights is not tractable): use pmp.PrivateMetropolis for it (one 2L/T per "
             "step for the whole vector), or pmp.privatize the statistics first."
         )
-
-
-def checked_cells(cells) -> int:
-    """Validate the number of grid cells per entry (an integer in [2, 65536])."""
-    valid = isinstance(cells, int | np.integer) and not isinstance(cells, bool | np.bool_)
-    if not valid or not 2 <= int(cells) <= _MAX_CELLS:
-        raise InvalidPrivacyParameterError(
-            f"cells must be an integer in [2, {_MAX_CELLS}], got {cells!r}: the number of grid "
-            "cells each parameter entry is drawn on (more cells: finer draws, slower)."
-        )
-    return int(cells)
 
 
 def _gamma(m: int) -> Fraction:

@@ -31,16 +31,16 @@ import pymc as pm
 from pymc_private.analysis import analyze
 from pymc_private.conditionals import ConjugateBlock, grid_block, raw_statistics
 from pymc_private.dp.budget import Budget, checked_budget
+from pymc_private.dp.checks import checked_cells, checked_epsilon, checked_rng, checked_secure
 from pymc_private.dp.events import Release
 from pymc_private.dp.mechanisms import ceil_float
 from pymc_private.dp.session import releasing
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.exact import DEFAULT_CELLS, GridBlock, checked_cells
+from pymc_private.exact import DEFAULT_CELLS, GridBlock
 from pymc_private.ledgers import ledger_for
-from pymc_private.posterior import checked_rng, product_of_blocks
+from pymc_private.posterior import product_of_blocks
 from pymc_private.privatisation import privatised_route
-from pymc_private.privatize import checked_epsilon, term_statistics
-from pymc_private.steps.base import checked_secure
+from pymc_private.privatize import term_statistics
 
 __all__ = ["map_utility_bound", "private_map"]
 

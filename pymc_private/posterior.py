@@ -31,6 +31,7 @@ from pymc_private.conditionals import (
     raw_statistics,
 )
 from pymc_private.dp.budget import Budget, checked_budget
+from pymc_private.dp.checks import checked_cells, checked_rng, checked_secure, checked_temperature
 from pymc_private.dp.events import Release
 from pymc_private.dp.session import releasing
 from pymc_private.errors import (
@@ -38,12 +39,12 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
-from pymc_private.exact import DEFAULT_CELLS, checked_cells
+from pymc_private.exact import DEFAULT_CELLS
 from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.privatisation import POTENTIAL_SUFFIX, Privatisation, privatised_route
 from pymc_private.privatize import term_statistics
 from pymc_private.release import LEDGER_ATTR, seal
-from pymc_private.steps.base import checked_secure, checked_temperature, tempered_epsilon
+from pymc_private.steps.base import tempered_epsilon
 from pymc_private.truncated import CENTRE_SWEEPS
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
@@ -282,18 +283,6 @@ def _checked_count(n: Any) -> int:
             "costs 2L/T."
         )
     return int(n)
-
-
-def checked_rng(random_seed: Any) -> np.random.Generator:
-    """Validate ``random_seed`` into a generator, before anything is read or recorded
-    (numpy's error type kept)."""
-    try:
-        return np.random.default_rng(random_seed)
-    except (TypeError, ValueError) as error:
-        raise type(error)(
-            "random_seed must be None, a non-negative integer (or sequence of them) or a "
-            f"numpy.random.Generator, got {random_seed!r}: {error}"
-        ) from None
 
 
 def product_of_blocks(

@@ -38,7 +38,7 @@ from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conditionals import has_conditional
 from pymc_private.data import datasets_of
 from pymc_private.dp.budget import Budget, checked_budget
-from pymc_private.dp.composition import checked_delta
+from pymc_private.dp.checks import checked_delta, checked_epsilon, checked_secure
 from pymc_private.dp.events import Release
 from pymc_private.dp.session import releasing
 from pymc_private.errors import (
@@ -57,7 +57,6 @@ from pymc_private.privatisation import (
 from pymc_private.records import SharedRecords
 from pymc_private.release_plan import ReleasePlan, chosen_plan
 from pymc_private.statistics import StatisticSpec, complete_statistic
-from pymc_private.steps.base import checked_secure
 
 __all__ = ["privatize", "release_statistics", "term_statistics"]
 
@@ -342,21 +341,6 @@ def release_statistics(
     for value in (*statistics.values(), *noisy.values()):
         value.setflags(write=False)
     return ReleasedStatistics(statistics, releases, noisy, noise)
-
-
-def checked_epsilon(epsilon) -> float:
-    """Validate an ε to spend (a finite number > 0) at the boundary."""
-    if isinstance(epsilon, bool | np.bool_) or not isinstance(epsilon, int | float | np.number):
-        raise InvalidPrivacyParameterError(
-            f"epsilon must be a finite number > 0, got {epsilon!r}; e.g. epsilon=1.0."
-        )
-    value = float(epsilon)
-    if not (math.isfinite(value) and value > 0.0):
-        raise InvalidPrivacyParameterError(
-            f"epsilon must be a finite number > 0, got {epsilon!r}; smaller ε adds more noise, "
-            "e.g. epsilon=1.0."
-        )
-    return value
 
 
 def _checked_mechanism(mechanism, delta: float) -> str:

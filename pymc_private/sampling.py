@@ -21,6 +21,7 @@ from pymc_private.augmentation import augmented_posterior
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.dp.budget import Budget, checked_budget
+from pymc_private.dp.checks import checked_rng
 from pymc_private.dp.events import Release
 from pymc_private.dp.session import releasing
 from pymc_private.errors import (
@@ -31,7 +32,7 @@ from pymc_private.errors import (
 )
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
-from pymc_private.posterior import batched_posterior, checked_rng, inference_data
+from pymc_private.posterior import batched_posterior, inference_data
 from pymc_private.privatisation import Privatisation, privatised_route
 from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
 from pymc_private.steps.base import PrivateStep

@@ -21,8 +21,9 @@ from scipy import special
 
 from pymc_private.analysis import analyze
 from pymc_private.data import PrivateData
+from pymc_private.dp.checks import checked_cells
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.exact import IntervalNumber, checked_cells
+from pymc_private.exact import IntervalNumber
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedDirichlet,

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from pymc_private.dp.checks import checked_delta
 from pymc_private.dp.composition import (
     Composition,
-    checked_delta,
     compose,
     counts_of,
     exact_sum,

@@ -52,7 +52,6 @@ __all__ = [
     "GroupKey",
     "Groups",
     "add_releases",
-    "checked_delta",
     "compose",
     "counts_of",
     "exact_sum",
@@ -133,19 +132,6 @@ class Composition(NamedTuple):
 
 def six_digits(value: float) -> str:
     return f"{value:.6g}"
-
-
-def checked_delta(delta: float, name: str = "delta") -> float:
-    if (
-        isinstance(delta, bool | np.bool_)
-        or not isinstance(delta, int | float | np.integer | np.floating)
-        or not 0 <= delta < 1
-    ):
-        raise InvalidPrivacyParameterError(
-            f"{name} must be a number in [0, 1), got {delta!r}; use 0 for pure ε-DP or a "
-            "small value such as 1e-6."
-        )
-    return float(delta)
 
 
 def validated_releases(releases: Iterable[Release], name: str) -> list[Release]:

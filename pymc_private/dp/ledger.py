@@ -25,12 +25,12 @@ from typing import Any
 
 from pymc_private.dp import session
 from pymc_private.dp.budget import Budget
+from pymc_private.dp.checks import checked_delta
 from pymc_private.dp.composition import (
     Composition,
     GroupKey,
     Groups,
     add_releases,
-    checked_delta,
     compose,
     groups_of,
     leaked_delta,

@@ -38,6 +38,7 @@ from opendp.measures import zero_concentrated_divergence
 from opendp.metrics import l1_distance, l2_distance, linf_distance
 from opendp.mod import enable_features
 
+from pymc_private.dp.checks import check_noise_rng, checked_privacy_parameter, checked_secure_noise
 from pymc_private.dp.events import Release, zcdp_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
@@ -527,8 +528,8 @@ def _check_arguments(
 ) -> tuple[float, float, bool]:
     """The arguments every mechanism shares, validated in one order: ε, Δ (an integer when
     ``integer_sensitivity``), ``secure``, ``monotone``, ``rng``. Returns (ε, Δ, secure)."""
-    epsilon = _check_privacy_parameter("epsilon", epsilon)
-    sensitivity = _check_privacy_parameter("sensitivity", sensitivity)
+    epsilon = checked_privacy_parameter("epsilon", epsilon)
+    sensitivity = checked_privacy_parameter("sensitivity", sensitivity)
     if integer_sensitivity and (
         sensitivity != math.floor(sensitivity) or sensitivity > _MAX_EXACT_INTEGER
     ):
@@ -536,17 +537,17 @@ def _check_arguments(
             f"sensitivity must be a positive integer for discrete_laplace, got {sensitivity!r};"
             " use laplace() for a real-valued sensitivity."
         )
-    secure = _check_secure(secure)
+    secure = checked_secure_noise(secure)
     if not isinstance(monotone, bool | np.bool_):
         raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}.")
-    _check_rng(rng)
+    check_noise_rng(rng)
     return epsilon, sensitivity, secure
 
 
 def _check_gaussian_arguments(rho, sensitivity, delta, secure, rng):
     """ρ, Δ₂, δ, ``secure``, ``rng`` validated in that order; returns (ρ, Δ₂, δ, secure)."""
-    rho = _check_privacy_parameter("rho", rho)
-    sensitivity = _check_privacy_parameter("sensitivity_l2", sensitivity)
+    rho = checked_privacy_parameter("rho", rho)
+    sensitivity = checked_privacy_parameter("sensitivity_l2", sensitivity)
     if (
         isinstance(delta, bool | np.bool_)
         or not isinstance(delta, numbers.Real)
@@ -556,40 +557,9 @@ def _check_gaussian_arguments(rho, sensitivity, delta, secure, rng):
             f"delta must be a number in (0, 1), got {delta!r}: a Gaussian release is "
             "(ε, δ)-DP only for δ > 0; e.g. delta=1e-6."
         )
-    secure = _check_secure(secure)
-    _check_rng(rng)
+    secure = checked_secure_noise(secure)
+    check_noise_rng(rng)
     return rho, sensitivity, float(delta), secure
-
-
-def _check_privacy_parameter(name: str, value) -> float:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise InvalidPrivacyParameterError(
-            f"{name} must be a real number, got {type(value).__name__}; pass a finite float > 0."
-        )
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise InvalidPrivacyParameterError(
-            f"{name} must be finite and > 0, got {value!r}; pass a finite float > 0."
-        )
-    return value
-
-
-def _check_secure(secure) -> bool:
-    if not isinstance(secure, bool | np.bool_):
-        raise TypeError(f"secure must be True or False, got {type(secure).__name__}.")
-    return bool(secure)
-
-
-def _check_rng(rng) -> None:
-    accepted = np.random.Generator | np.random.BitGenerator | np.random.SeedSequence
-    if rng is None or isinstance(rng, accepted):
-        return
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_) and rng >= 0:
-        return
-    raise TypeError(
-        f"rng must be None, a non-negative int seed or a numpy.random.Generator, got "
-        f"{type(rng).__name__}; pass np.random.default_rng(seed)."
-    )
 
 
 def checked_values(name: str, values, *, integer: bool) -> np.ndarray:

@@ -10,8 +10,6 @@ step never composes anything itself: composition is the ledger's job.
 
 from __future__ import annotations
 
-import math
-import numbers
 import warnings
 from typing import ClassVar
 
@@ -19,10 +17,9 @@ import numpy as np
 from pymc.util import get_untransformed_name, is_transformed_name
 
 from pymc_private.dp.events import Release
-from pymc_private.errors import InvalidPrivacyParameterError
 from pymc_private.ledgers import PrivacyLedger
 
-__all__ = ["PrivateStep", "checked_secure", "checked_temperature", "tempered_epsilon"]
+__all__ = ["PrivateStep", "tempered_epsilon"]
 
 
 def tempered_epsilon(lipschitz: float, temperature: float) -> float:
@@ -149,27 +146,3 @@ def _variable_name(value_name: str) -> str:
 def _bare_step(cls: type) -> PrivateStep:
     """An uninitialised step for unpickling (`BlockedStep.__new__` wants a model)."""
     return object.__new__(cls)
-
-
-def checked_temperature(temperature, cost: str) -> float:
-    """Validate a temperature T ≥ 1 (finite, a real number, not a bool) at the boundary.
-
-    ``cost`` is the sampler's per-draw ε formula, quoted in the error message.
-    """
-    valid = isinstance(temperature, numbers.Real) and not isinstance(temperature, bool | np.bool_)
-    if not valid or not (math.isfinite(float(temperature)) and float(temperature) >= 1.0):
-        raise InvalidPrivacyParameterError(
-            f"temperature must be a finite number >= 1, got {temperature!r}; T = 1 samples "
-            f"the posterior, larger T tempers the likelihood and lowers ε = {cost}."
-        )
-    return float(temperature)
-
-
-def checked_secure(secure) -> bool:
-    """Validate a step's ``secure`` flag (True or False) at the boundary."""
-    if not isinstance(secure, bool | np.bool_):
-        raise InvalidPrivacyParameterError(
-            f"secure must be True or False, got {secure!r}: True draws data-dependent choices "
-            "with exact samplers from the system's generator, False from the seeded rng."
-        )
-    return bool(secure)

@@ -36,17 +36,16 @@ from pymc_private.conditionals import (
     raw_statistics,
 )
 from pymc_private.data import datasets_of
+from pymc_private.dp.checks import checked_cells, checked_secure, checked_temperature
 from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.exact import DEFAULT_CELLS, checked_cells
+from pymc_private.exact import DEFAULT_CELLS
 from pymc_private.ledgers import ledger_for
 from pymc_private.privatisation import has_closed_form_conditional, privatised_route
 from pymc_private.privatize import term_statistics
 from pymc_private.statistics import as_exact
 from pymc_private.steps.base import (
     PrivateStep,
-    checked_secure,
-    checked_temperature,
     tempered_epsilon,
 )
 from pymc_private.support import prior_parameter_graphs

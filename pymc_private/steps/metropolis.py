@@ -40,6 +40,7 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 from pymc_private.analysis import analyze
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of, in_memory_values, private_data
+from pymc_private.dp.checks import checked_secure_decisions, checked_temperature
 from pymc_private.dp.mechanisms import ceil_float, exact_choice
 from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import (
@@ -50,7 +51,7 @@ from pymc_private.errors import (
 from pymc_private.leak_guard import refuse_private_paths, shape_is_public
 from pymc_private.ledgers import ledger_for
 from pymc_private.likelihood import LikelihoodTerm
-from pymc_private.steps.base import PrivateStep, checked_temperature
+from pymc_private.steps.base import PrivateStep
 
 __all__ = [
     "LOG_LIKELIHOOD_ERROR",
@@ -432,7 +433,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.temperature = checked_temperature(temperature, "(2L + 8η)/T + 2⁻⁴³ per step")
         proposal_scale = _checked_proposal_scale(proposal_scale)
         self.clip = None if clip is None else _checked_clip(clip)
-        self.secure = _checked_secure(secure)
+        self.secure = checked_secure_decisions(secure)
 
         model = pm.modelcontext(model)
         vars = _checked_vars(model, model.value_vars if vars is None else vars)
@@ -664,15 +665,6 @@ def _checked_clip(clip) -> float:
             f"Lipschitz constant), got {clip!r}; ε per step is 2·clip/T + 2**-43."
         )
     return value
-
-
-def _checked_secure(secure) -> bool:
-    if not isinstance(secure, bool | np.bool_):
-        raise InvalidPrivacyParameterError(
-            f"secure must be True (exact decisions from the operating system's generator) or "
-            f"False (reproducible numpy decisions, releases marked not secure), got {secure!r}."
-        )
-    return bool(secure)
 
 
 def _checked_proposal_scale(proposal_scale) -> np.ndarray:

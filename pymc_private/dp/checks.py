@@ -1,0 +1,158 @@
+"""Boundary validators: the privacy parameters and options a public function accepts (ε, δ,
+the temperature T, ``secure``, the random generator or seed, the grid's cells), each checked
+before anything is read, drawn or recorded.
+
+A validator returns the value in the type the package computes with, or raises with a message
+that says what is accepted. Where two callers accept the same option with different meanings,
+each keeps its own validator, named by what it checks: `checked_secure` (a step's or
+privatisation's data-dependent choices), `checked_secure_decisions` (`pmp.PrivateMetropolis`'s
+accept/reject decisions) and `checked_secure_noise` (a noise mechanism's sampler);
+`checked_rng` (a ``random_seed`` turned into a generator) and `check_noise_rng` (a noise
+mechanism's ``rng``); `checked_epsilon` (an ε to spend) and `checked_privacy_parameter` (a
+mechanism's ε, ρ or sensitivity). Validators that read PyMC or PyTensor objects stay with them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from pymc_private.errors import InvalidPrivacyParameterError
+
+__all__ = [
+    "check_noise_rng",
+    "checked_cells",
+    "checked_delta",
+    "checked_epsilon",
+    "checked_privacy_parameter",
+    "checked_rng",
+    "checked_secure",
+    "checked_secure_decisions",
+    "checked_secure_noise",
+    "checked_temperature",
+]
+
+_MAX_CELLS = 65_536
+
+
+def checked_epsilon(epsilon) -> float:
+    """Validate an ε to spend (a finite number > 0) at the boundary."""
+    if isinstance(epsilon, bool | np.bool_) or not isinstance(epsilon, int | float | np.number):
+        raise InvalidPrivacyParameterError(
+            f"epsilon must be a finite number > 0, got {epsilon!r}; e.g. epsilon=1.0."
+        )
+    value = float(epsilon)
+    if not (math.isfinite(value) and value > 0.0):
+        raise InvalidPrivacyParameterError(
+            f"epsilon must be a finite number > 0, got {epsilon!r}; smaller ε adds more noise, "
+            "e.g. epsilon=1.0."
+        )
+    return value
+
+
+def checked_delta(delta: float, name: str = "delta") -> float:
+    """Validate a δ (a number in [0, 1)); ``name`` is the argument the message names."""
+    if (
+        isinstance(delta, bool | np.bool_)
+        or not isinstance(delta, int | float | np.integer | np.floating)
+        or not 0 <= delta < 1
+    ):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a number in [0, 1), got {delta!r}; use 0 for pure ε-DP or a "
+            "small value such as 1e-6."
+        )
+    return float(delta)
+
+
+def checked_temperature(temperature, cost: str) -> float:
+    """Validate a temperature T ≥ 1 (finite, a real number, not a bool) at the boundary.
+
+    ``cost`` is the sampler's per-draw ε formula, quoted in the error message.
+    """
+    valid = isinstance(temperature, numbers.Real) and not isinstance(temperature, bool | np.bool_)
+    if not valid or not (math.isfinite(float(temperature)) and float(temperature) >= 1.0):
+        raise InvalidPrivacyParameterError(
+            f"temperature must be a finite number >= 1, got {temperature!r}; T = 1 samples "
+            f"the posterior, larger T tempers the likelihood and lowers ε = {cost}."
+        )
+    return float(temperature)
+
+
+def checked_secure(secure) -> bool:
+    """Validate a step's ``secure`` flag (True or False) at the boundary."""
+    if not isinstance(secure, bool | np.bool_):
+        raise InvalidPrivacyParameterError(
+            f"secure must be True or False, got {secure!r}: True draws data-dependent choices "
+            "with exact samplers from the system's generator, False from the seeded rng."
+        )
+    return bool(secure)
+
+
+def checked_secure_decisions(secure) -> bool:
+    """Validate `pmp.PrivateMetropolis`'s ``secure`` flag (how its decisions are drawn)."""
+    if not isinstance(secure, bool | np.bool_):
+        raise InvalidPrivacyParameterError(
+            f"secure must be True (exact decisions from the operating system's generator) or "
+            f"False (reproducible numpy decisions, releases marked not secure), got {secure!r}."
+        )
+    return bool(secure)
+
+
+def checked_secure_noise(secure) -> bool:
+    """Validate a noise mechanism's ``secure`` flag (a TypeError, as numpy raises)."""
+    if not isinstance(secure, bool | np.bool_):
+        raise TypeError(f"secure must be True or False, got {type(secure).__name__}.")
+    return bool(secure)
+
+
+def checked_privacy_parameter(name: str, value) -> float:
+    """Validate a mechanism's ε, ρ or sensitivity ``name`` (a finite real number > 0)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a real number, got {type(value).__name__}; pass a finite float > 0."
+        )
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be finite and > 0, got {value!r}; pass a finite float > 0."
+        )
+    return value
+
+
+def checked_rng(random_seed: Any) -> np.random.Generator:
+    """Validate ``random_seed`` into a generator, before anything is read or recorded
+    (numpy's error type kept)."""
+    try:
+        return np.random.default_rng(random_seed)
+    except (TypeError, ValueError) as error:
+        raise type(error)(
+            "random_seed must be None, a non-negative integer (or sequence of them) or a "
+            f"numpy.random.Generator, got {random_seed!r}: {error}"
+        ) from None
+
+
+def check_noise_rng(rng) -> None:
+    """Validate a noise mechanism's ``rng`` (None, a non-negative int seed or a generator)."""
+    accepted = np.random.Generator | np.random.BitGenerator | np.random.SeedSequence
+    if rng is None or isinstance(rng, accepted):
+        return
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_) and rng >= 0:
+        return
+    raise TypeError(
+        f"rng must be None, a non-negative int seed or a numpy.random.Generator, got "
+        f"{type(rng).__name__}; pass np.random.default_rng(seed)."
+    )
+
+
+def checked_cells(cells) -> int:
+    """Validate the number of grid cells per entry (an integer in [2, 65536])."""
+    valid = isinstance(cells, int | np.integer) and not isinstance(cells, bool | np.bool_)
+    if not valid or not 2 <= int(cells) <= _MAX_CELLS:
+        raise InvalidPrivacyParameterError(
+            f"cells must be an integer in [2, {_MAX_CELLS}], got {cells!r}: the number of grid "
+            "cells each parameter entry is drawn on (more cells: finer draws, slower)."
+        )
+    return int(cells)
