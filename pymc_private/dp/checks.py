@@ -4,12 +4,11 @@ before anything is read, drawn or recorded.
 
 A validator returns the value in the type the package computes with, or raises with a message
 that says what is accepted. Where two callers accept the same option with different meanings,
-each keeps its own validator, named by what it checks: `checked_secure` (a step's or
-privatisation's data-dependent choices), `checked_secure_decisions` (`pmp.PrivateMetropolis`'s
-accept/reject decisions) and `checked_secure_noise` (a noise mechanism's sampler);
-`checked_rng` (a ``random_seed`` turned into a generator) and `check_noise_rng` (a noise
-mechanism's ``rng``); `checked_epsilon` (an ε to spend) and `checked_privacy_parameter` (a
-mechanism's ε, ρ or sensitivity). Validators that read PyMC or PyTensor objects stay with them.
+each keeps its own validator, named by what it checks: `checked_rng` (a ``random_seed``
+turned into a generator) and `check_noise_rng` (a noise mechanism's ``rng``);
+`checked_epsilon` (an ε to spend) and `checked_privacy_parameter` (a mechanism's ε, ρ or
+sensitivity). One `checked_secure` serves steps, privatisations and noise mechanisms (these
+raise ``TypeError``). Validators that read PyMC or PyTensor objects stay with them.
 """
 
 from __future__ import annotations
@@ -30,8 +29,6 @@ __all__ = [
     "checked_privacy_parameter",
     "checked_rng",
     "checked_secure",
-    "checked_secure_decisions",
-    "checked_secure_noise",
     "checked_temperature",
 ]
 
@@ -81,30 +78,14 @@ def checked_temperature(temperature, cost: str) -> float:
     return float(temperature)
 
 
-def checked_secure(secure) -> bool:
-    """Validate a step's ``secure`` flag (True or False) at the boundary."""
+def checked_secure(secure, error: type[Exception] = InvalidPrivacyParameterError) -> bool:
+    """Validate a ``secure`` flag (True or False) at the boundary: a step's, a privatisation's
+    or a noise mechanism's (which raise ``TypeError``, as numpy does for a wrong type)."""
     if not isinstance(secure, bool | np.bool_):
-        raise InvalidPrivacyParameterError(
+        raise error(
             f"secure must be True or False, got {secure!r}: True draws data-dependent choices "
             "with exact samplers from the system's generator, False from the seeded rng."
         )
-    return bool(secure)
-
-
-def checked_secure_decisions(secure) -> bool:
-    """Validate `pmp.PrivateMetropolis`'s ``secure`` flag (how its decisions are drawn)."""
-    if not isinstance(secure, bool | np.bool_):
-        raise InvalidPrivacyParameterError(
-            f"secure must be True (exact decisions from the operating system's generator) or "
-            f"False (reproducible numpy decisions, releases marked not secure), got {secure!r}."
-        )
-    return bool(secure)
-
-
-def checked_secure_noise(secure) -> bool:
-    """Validate a noise mechanism's ``secure`` flag (a TypeError, as numpy raises)."""
-    if not isinstance(secure, bool | np.bool_):
-        raise TypeError(f"secure must be True or False, got {type(secure).__name__}.")
     return bool(secure)
 
 

@@ -38,7 +38,7 @@ from opendp.measures import zero_concentrated_divergence
 from opendp.metrics import l1_distance, l2_distance, linf_distance
 from opendp.mod import enable_features
 
-from pymc_private.dp.checks import check_noise_rng, checked_privacy_parameter, checked_secure_noise
+from pymc_private.dp.checks import check_noise_rng, checked_privacy_parameter, checked_secure
 from pymc_private.dp.events import Release, zcdp_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
@@ -537,7 +537,7 @@ def _check_arguments(
             f"sensitivity must be a positive integer for discrete_laplace, got {sensitivity!r};"
             " use laplace() for a real-valued sensitivity."
         )
-    secure = checked_secure_noise(secure)
+    secure = checked_secure(secure, TypeError)
     if not isinstance(monotone, bool | np.bool_):
         raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}.")
     check_noise_rng(rng)
@@ -557,7 +557,7 @@ def _check_gaussian_arguments(rho, sensitivity, delta, secure, rng):
             f"delta must be a number in (0, 1), got {delta!r}: a Gaussian release is "
             "(ε, δ)-DP only for δ > 0; e.g. delta=1e-6."
         )
-    secure = checked_secure_noise(secure)
+    secure = checked_secure(secure, TypeError)
     check_noise_rng(rng)
     return rho, sensitivity, float(delta), secure
 

@@ -40,7 +40,7 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 from pymc_private.analysis import analyze
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of, in_memory_values, private_data
-from pymc_private.dp.checks import checked_secure_decisions, checked_temperature
+from pymc_private.dp.checks import checked_secure, checked_temperature
 from pymc_private.dp.mechanisms import ceil_float, exact_choice
 from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import (
@@ -433,7 +433,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.temperature = checked_temperature(temperature, "(2L + 8η)/T + 2⁻⁴³ per step")
         proposal_scale = _checked_proposal_scale(proposal_scale)
         self.clip = None if clip is None else _checked_clip(clip)
-        self.secure = checked_secure_decisions(secure)
+        self.secure = checked_secure(secure)
 
         model = pm.modelcontext(model)
         vars = _checked_vars(model, model.value_vars if vars is None else vars)
