@@ -1,9 +1,11 @@
 """Likelihood families, one object each: Bernoulli, Binomial, Categorical and Poisson
-counts; Exponential, Normal with a known or a free σ, and the Normal linear regression.
+counts; Exponential, Normal with a known or a free σ (the regressions, whose parameter is a
+linear predictor X @ w, are in `pymc_private.regression`).
 
-A new family is one new object appended to `FAMILIES`, the order in which `find_family`
-tries them. What each family knows (its op, support, log-likelihood range, statistics and
-their sensitivity, conjugate update and the log-likelihood of its statistics) is the contract
+A new family is one new object appended to `pymc_private.supported.FAMILIES`, the order in
+which `find_family` tries them. What each family knows (its op, support, log-likelihood
+range, statistics and their sensitivity, conjugate update and the log-likelihood of its
+statistics) is the contract
 `pymc_private.likelihood.LikelihoodFamily`; an observed node bound to its family is a
 `pymc_private.likelihood.LikelihoodTerm`.
 """
@@ -27,27 +29,20 @@ from pytensor.tensor.random.basic import (
 )
 from scipy.special import gammaln, xlogy
 
-from pymc_private.conjugate import BETA, DIRICHLET, GAMMA, MVNORMAL, NORMAL
-from pymc_private.errors import UnsupportedModelError
+from pymc_private.conjugate import BETA, DIRICHLET, GAMMA, NORMAL
 from pymc_private.latent import MultinomialCounts, PoissonCounts
 from pymc_private.likelihood import LikelihoodFamily, LikelihoodTerm
 from pymc_private.statistics import (
     ElementDomain,
     Interval,
-    ParameterTerm,
     StatisticSpec,
     as_exact,
     entries_to_cells,
     expand_totals,
-    grid_ranges,
-    integer_statistic,
-    product_range,
     reduce_to_entries,
-    square_range,
 )
 
 __all__ = [
-    "FAMILIES",
     "Bernoulli",
     "Binomial",
     "Categorical",
@@ -55,9 +50,7 @@ __all__ = [
     "Exponential",
     "NormalFreeSigma",
     "NormalKnownSigma",
-    "NormalLinearRegression",
     "Poisson",
-    "find_family",
 ]
 
 
@@ -696,153 +689,3 @@ class NormalFreeSigma(_Normal):
             "alpha": reduce_to_entries(count, param) / (2 * temperature),
             "beta": reduce_to_entries(quadratic, param) / (2 * temperature),
         }
-
-
-class NormalLinearRegression(_Normal):
-    """Normal(Xw, σ), X private with declared bounds, ‖w‖₂ ≤ R (TruncatedMvNormal), σ known
-    or free; conjugate MvNormal on w (given σ) and Gamma on τ = 1/σ² (given w).
-
-    L: (By + Bx·R)²/(2σ_min²) for |y| ≤ By and ‖x‖₂ ≤ Bx (:ref:`costs-lipschitz-table`;
-    see `_Normal`, μ varying), tighter for asymmetric bounds on y. Statistics per record: t(x, y) =
-    (x xᵀ, x y[, y²]), released as XᵀX (upper triangle), Xᵀy and, when σ is free, yᵀy.
-    Δ₁ ≤ Σ_{j≤k} width(x_j x_k) + Σ_j width(x_j y) [+ width(y²)], the sum of each entry's
-    range over the declared box (an upper bound on the joint sup). Symbolic
-    log-likelihood: −(yᵀy − 2wᵀXᵀy + wᵀXᵀXw)/(2σ²) − n log σ − (n/2) log 2π, without yᵀy and
-    the constants when σ is known.
-    """
-
-    name = "Normal linear regression (mu = X @ w, X PrivateData)"
-    conjugate_priors = MappingProxyType(
-        {"mu": (MVNORMAL, "linear"), "sigma": (GAMMA, "inverse_sqrt")}
-    )
-
-    def accepts(self, parameters):
-        return parameters["mu"].covariates is not None
-
-    def _sigma_known(self, term) -> bool:
-        return term.parameters["sigma"].constant is not None
-
-    def statistics(self, term):
-        self._require_plain(term, allow_linear=True)
-        if term.record_shape != () or term.group_by is not None:
-            raise UnsupportedModelError(
-                f"`{term.node}` ({self.name}): the response must hold one value per record "
-                "and the weights must not be indexed by private data."
-            )
-        covariates = term.parameters["mu"].covariates
-        x_grid, y_grid = term.covariate_grid, term.grid
-        x_ranges = grid_ranges(x_grid)
-        (y_range,) = grid_ranges(y_grid)
-        p = len(x_ranges)
-        rows, columns = np.triu_indices(p)
-        gram = [
-            square_range(*x_ranges[j]) if j == k else product_range(x_ranges[j], x_ranges[k])
-            for j, k in zip(rows.tolist(), columns.tolist(), strict=True)
-        ]
-        cross = [product_range(x_range, y_range) for x_range in x_ranges]
-        specs = [
-            integer_statistic(
-                f"gram({covariates})",
-                "gram",
-                (covariates,),
-                (len(gram),),
-                x_grid.quantum**2,
-                gram,
-                (len(gram),),
-                term.n,
-                grouped=False,
-                grids=(x_grid,),
-            ),
-            integer_statistic(
-                f"cross({covariates}, {term.data})",
-                "cross",
-                (covariates, term.data),
-                (p,),
-                x_grid.quantum * y_grid.quantum,
-                cross,
-                (p,),
-                term.n,
-                grouped=False,
-                grids=(x_grid, y_grid),
-            ),
-        ]
-        if not self._sigma_known(term):
-            specs.append(self._statistic(term, "sum_squares"))
-        return tuple(specs)
-
-    def _quadratic(self, w, statistics, matmul):
-        gram, cross = statistics["gram"], statistics["cross"]
-        value = -2.0 * _sum(w * cross) + _sum(w * matmul(gram, w))
-        if "sum_squares" in statistics:
-            value = value + statistics["sum_squares"]
-        return value
-
-    def logp_from_statistics(self, term, values, statistics, totals):
-        w = values["mu"]
-        tensor = isinstance(w, pt.TensorVariable)
-        quadratic = self._quadratic(w, statistics, pt.dot if tensor else np.dot)
-        sigma_term = term.parameters["sigma"]
-        if sigma_term.constant is not None:
-            sigma = float(np.unique(sigma_term.constant)[0])
-            return -quadratic / (2.0 * sigma**2)
-        sigma = sigma_term.apply_link(values["sigma"])
-        return (
-            -quadratic / (2.0 * sigma**2)
-            - totals * _log(sigma)
-            - 0.5 * totals * math.log(2 * math.pi)
-        )
-
-    def statistic_moments(self, term, values, statistics, totals):
-        """Given the covariates' Gram matrix G = XᵀX (the released one, plugged in: the
-        covariates have no model), Xᵀy ~ Normal(Gw, σ²G) exactly; with σ free, yᵀy joins it
-        with mean wᵀGw + nσ², variance 2nσ⁴ + 4σ²wᵀGw and covariance 2σ²Gw with Xᵀy."""
-        w = values["mu"]
-        tensor = isinstance(w, pt.TensorVariable)
-        gram = statistics["gram"]
-        fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w, G symmetric; w may be batched
-        sigma_term = term.parameters["sigma"]
-        if sigma_term.constant is not None:
-            var = float(np.unique(sigma_term.constant)[0]) ** 2
-            return [(("cross",), statistics["cross"], fitted, var * gram)]
-        var = _vector(sigma_term.apply_link(values["sigma"]) ** 2)
-        quadratic = _vector((w * fitted).sum(axis=-1))
-        concatenate = pt.concatenate if tensor else np.concatenate
-        mean = concatenate([fitted, quadratic + totals * var], axis=-1)
-        corner = 2 * totals * var * var + 4 * var * quadratic
-        upper = concatenate([_vector(var) * gram, _vector(2 * var * fitted)], axis=-1)
-        lower = concatenate([2 * var * fitted, corner], axis=-1)[..., None, :]
-        observed = concatenate([statistics["cross"], _vector(statistics["sum_squares"])], axis=-1)
-        cov = concatenate([upper, lower], axis=-2)
-        return [(("cross", "sum_squares"), observed, mean, cov)]
-
-    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
-        self._conjugate_check(term, target)
-        gram, cross = np.asarray(statistics["gram"]), np.asarray(statistics["cross"])
-        if target == "mu":
-            sigma = term.parameters["sigma"]
-            value = None if sigma.constant is not None else np.asarray(state["sigma"])
-            precision = self._precision(term, value, cross)
-            return {"h": cross * precision / temperature, "J": gram * precision / temperature}
-        quadratic = self._quadratic(np.asarray(state["mu"]), statistics, np.dot)
-        return {"alpha": totals / (2 * temperature), "beta": quadratic / (2 * temperature)}
-
-
-FAMILIES: tuple[LikelihoodFamily, ...] = (
-    Bernoulli(),
-    Binomial(),
-    Categorical(),
-    Poisson(),
-    Exponential(),
-    NormalLinearRegression(),
-    NormalKnownSigma(),
-    NormalFreeSigma(),
-)
-"""Every supported family, in the order they are tried."""
-
-
-def find_family(op, parameters: Mapping[str, ParameterTerm]) -> LikelihoodFamily | None:
-    """The first family of `FAMILIES` whose op matches and that accepts the parameters."""
-    for family in FAMILIES:
-        if isinstance(op, family.rv_op) and family.accepts(parameters):
-            return family
-    return None

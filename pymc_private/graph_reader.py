@@ -36,7 +36,6 @@ from pytensor.tensor.type_other import NoneTypeT
 
 from pymc_private.data import PrivateDataSpec, private_data
 from pymc_private.errors import DataBoundsError, UnboundedSensitivityError, UnsupportedModelError
-from pymc_private.families import FAMILIES, find_family
 from pymc_private.leak_guard import (
     is_view,
     only_constants,
@@ -47,6 +46,7 @@ from pymc_private.leak_guard import (
 from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.statistics import DataGrid, ElementDomain, Interval, ParameterTerm, data_grid
 from pymc_private.support import parameter_support
+from pymc_private.supported import FAMILIES, find_family
 
 __all__ = ["GraphReader", "interval_of"]
 
@@ -123,6 +123,10 @@ _PRIOR_ROLES = {
     "lognormal": "scale",
     "mvnormal": "weights",
 }
+
+
+_INVERSE_LINKS = {psm.Sigmoid: "logistic", ps.Exp: "log"}
+"""A GLM's inverse links, applied to a linear predictor X @ w, by the link they invert."""
 
 
 class GraphReader:
@@ -648,6 +652,11 @@ class GraphReader:
                 )
             return first.unstructured(interval, *inputs[1:])
         interval = self._elementwise_interval(scalar, [b.interval for b in inputs])
+        if first.covariates is not None and len(inputs) == 1:
+            # The inverse link of a GLM's linear predictor: sigmoid(X @ w), exp(X @ w).
+            for kind, link in _INVERSE_LINKS.items():
+                if isinstance(scalar, kind):
+                    return self._link(first, interval, "linear", link)
         return first.unstructured(interval, *inputs[1:])
 
     def _link(self, base: _Bound, interval: Interval, before: str, after: str) -> _Bound:

@@ -182,6 +182,8 @@ class LikelihoodFamily(ABC):
     parameters: tuple[str, ...]
     roles: Mapping[str, str]
     conjugate_priors: Mapping[str, tuple[ConjugateFamily, str]]
+    linear_parameter: str = "mu"
+    """The parameter a regression's linear predictor X @ w enters (through its link)."""
 
     def accepts(self, parameters: Mapping[str, ParameterTerm]) -> bool:
         """Whether the parameters have the structure this family object handles."""
@@ -266,6 +268,13 @@ class LikelihoodFamily(ABC):
         matrix is plugged in.
         """
 
+    def gram_direction(self, term: LikelihoodTerm, values, statistics, totals):
+        """For a regression, whose released Gram matrix G̃ = G + E is plugged into the mean of
+        its released statistics: the vector a (per batch entry) through which E moves that
+        mean to first order, by E a (`pymc_private.noise_aware` adds the covariance of E a).
+        Arguments as in `statistic_moments`; only families with a ``"gram"`` statistic have it."""
+        raise NotImplementedError(f"{self.name} releases no Gram matrix")
+
     def count_law(
         self, term: LikelihoodTerm, values, totals
     ) -> MultinomialCounts | PoissonCounts | None:
@@ -303,8 +312,8 @@ class LikelihoodFamily(ABC):
         for param in term.parameters.values():
             if param.constant is not None:
                 continue
-            if param.free_variable is None or (param.link == "linear") != (
-                allow_linear and param.name == "mu"
+            if param.free_variable is None or (param.covariates is not None) != (
+                allow_linear and param.name == self.linear_parameter
             ):
                 raise UnsupportedModelError(
                     f"`{term.node}` ({self.name}): parameter `{param.name}` is an expression, "
@@ -314,9 +323,11 @@ class LikelihoodFamily(ABC):
                     "and for a Normal mean the linear predictor X_obs @ w (X_obs PrivateData) "
                     "with w = pmp.TruncatedMvNormal(name, mu, cov, radius=R); for an "
                     "intercept, add a column of ones to X_obs with bounds "
-                    "(1, 1) in that column instead of writing alpha + X_obs @ w. Links "
-                    "(logistic, Poisson log) have no such statistics: sample those models on "
-                    "raw data on a pay-per-draw route (pmp.PrivateMetropolis)."
+                    "(1, 1) in that column instead of writing alpha + X_obs @ w; the same "
+                    "predictor under a logistic link (pm.Bernoulli(logit_p=X_obs @ w)) or a "
+                    "log link (pm.Poisson(pm.math.exp(X_obs @ w))). Other expressions: "
+                    "sample on raw data on the pay-per-draw route, pmp.PrivateMetropolis "
+                    "(with clip=c when the likelihood is unbounded)."
                 )
         groups = {p.group_by for p in term.parameters.values() if p.group_by is not None}
         if len(groups) > 1:

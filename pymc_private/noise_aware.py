@@ -320,8 +320,9 @@ def term_observations(
         elif "gram" in specs and laws[specs["gram"].name].scale > 0:
             # The released Gram matrix is plugged into the mean: its noise enters the
             # residual of Xᵀy (and yᵀy) through w (errors in variables).
+            direction = term.family.gram_direction(term, values, full, count)
             cov = cov + _gram_noise_covariance(
-                values["mu"], laws[specs["gram"].name].variance, len(kinds) == 2
+                direction, laws[specs["gram"].name].variance, len(kinds) == 2
             )
         found.append(
             Observation(

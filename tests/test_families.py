@@ -21,18 +21,16 @@ from scipy import stats
 
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.families import (
-    FAMILIES,
     Bernoulli,
     Binomial,
     Categorical,
     Exponential,
     NormalFreeSigma,
     NormalKnownSigma,
-    NormalLinearRegression,
     Poisson,
-    find_family,
 )
 from pymc_private.likelihood import LikelihoodTerm
+from pymc_private.regression import NormalLinearRegression
 from pymc_private.statistics import (
     ElementDomain,
     Interval,
@@ -40,6 +38,7 @@ from pymc_private.statistics import (
     complete_statistic,
     data_grid,
 )
+from pymc_private.supported import FAMILIES, find_family
 
 
 def free(name, lower, upper, *, shape=(), variable=None, link="identity", group_by=None):

@@ -1,0 +1,332 @@
+"""The regressions: likelihood families whose parameter is a linear predictor X @ w of
+private covariates X, released as their moments XᵀX and Xᵀy (`_regression_moments`): the
+Normal linear regression (`NormalLinearRegression`) and the GLMs with a canonical link,
+logistic (`LogisticRegression`) and Poisson (`PoissonRegression`), read through the law of
+their moments (`_GeneralizedLinear`).
+
+Generalized linear models
+-------------------------
+A GLM with canonical link g and per-record mean λ(s) = g⁻¹(s), s = x·w, X private with
+declared bounds, one column constant (the intercept), w on a ball ‖w‖₂ ≤ R
+(`pmp.TruncatedMvNormal`).
+
+**Release** (pay once): the degree-2 moments of PASS-GLM (Huggins, Adams & Broderick
+2017, §3; Kulkarni et al. 2021, eq. 4), XᵀX (upper triangle) and Xᵀy: the statistics of
+`NormalLinearRegression` with σ known, on the same grids, with the same Δ₁ and the joint
+Δ₂ of `statistics.regression_l2_squared` (y's bounds in place of a Normal response's); their
+cost is the mechanism's (:ref:`costs-pay-once`). The constant column c·1 makes n = XᵀX_jj/c²
+and Σx = XᵀX_{·j}/c part of the Gram matrix: nothing else is released.
+
+**Posterior** (post-processing, free): PASS-GLM replaces log(1 + eˢ) (or eˢ) by a fixed
+quadratic over a public range of s; measured on simulated logistic regressions (n = 10⁴,
+Chebyshev on [−4, 4]), its 90% intervals covered the truth 38% of the time, its curvature
+being the range's average and not the data's. Here the released moments are instead read
+through the law of Xᵀy given w and the covariates (Kulkarni et al. 2021, §4, who model
+the covariates as Gaussian): given X, E[Xᵀy] = Σ_i x_i λ(s_i) and Cov[Xᵀy] = Σ_i x_i x_iᵀ
+λ′(s_i) (canonical link: Var y = λ′(s)). The sums over records are taken under the
+Gaussian law of x with the released first two moments, μ = Σx/n and S = XᵀX/n − μμᵀ, for
+which Stein's lemma gives, with s ~ N(μ·w, wᵀSw) and u = Sw,
+
+    E[x λ(s)] = μ E[λ(s)] + u E[λ′(s)],
+
+one-dimensional expectations (Gauss–Hermite, 24 nodes; closed form for eˢ), and the
+covariance is taken as XᵀX·E[λ′(s)] (statistical linearisation of λ around the
+predictor's law). Xᵀy is then Normal with these moments (central limit theorem), and
+`pymc_private.noise_aware` adds the release noise, the Gram noise through the mean (first
+order: `gram_direction`). Exact when x is Gaussian; for other covariates the error is that
+of a linear regression of x on s. Measured (Laplace approximations, 40 simulated data
+sets, 3 covariates, no noise) against the exact non-private posterior, 90% interval
+coverage: uniform covariates 0.86 (n = 10³) and 0.87 (10⁴), exact 0.88 and 0.87; ±1
+covariates 0.88 and 0.69 (10⁴: the bias of the Gaussian law of x), exact 0.89, 0.91.
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+
+import numpy as np
+import pytensor.tensor as pt
+from scipy import special
+
+from pymc_private.conjugate import GAMMA, MVNORMAL
+from pymc_private.errors import UnsupportedModelError
+from pymc_private.families import Bernoulli, Poisson, _log, _Normal, _sum, _vector
+from pymc_private.likelihood import LikelihoodFamily, LikelihoodTerm
+from pymc_private.statistics import grid_ranges, integer_statistic, product_range, square_range
+
+__all__ = ["LogisticRegression", "NormalLinearRegression", "PoissonRegression"]
+
+
+def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
+    """A regression's released moments: XᵀX (upper triangle) and Xᵀy, y one value per record,
+    Δ₁ the sum of each entry's range over the declared box (an upper bound on the joint sup;
+    `statistics.regression_l2_squared` bounds Δ₂ jointly)."""
+    family._require_plain(term, allow_linear=True)
+    if term.record_shape != () or term.group_by is not None:
+        raise UnsupportedModelError(
+            f"`{term.node}` ({family.name}): the response must hold one value per record "
+            "and the weights must not be indexed by private data."
+        )
+    covariates = term.parameters[family.linear_parameter].covariates
+    x_grid, y_grid = term.covariate_grid, term.grid
+    x_ranges = grid_ranges(x_grid)
+    (y_range,) = grid_ranges(y_grid)
+    p = len(x_ranges)
+    rows, columns = np.triu_indices(p)
+    gram = [
+        square_range(*x_ranges[j]) if j == k else product_range(x_ranges[j], x_ranges[k])
+        for j, k in zip(rows.tolist(), columns.tolist(), strict=True)
+    ]
+    cross = [product_range(x_range, y_range) for x_range in x_ranges]
+    return (
+        integer_statistic(
+            f"gram({covariates})",
+            "gram",
+            (covariates,),
+            (len(gram),),
+            x_grid.quantum**2,
+            gram,
+            (len(gram),),
+            term.n,
+            grouped=False,
+            grids=(x_grid,),
+        ),
+        integer_statistic(
+            f"cross({covariates}, {term.data})",
+            "cross",
+            (covariates, term.data),
+            (p,),
+            x_grid.quantum * y_grid.quantum,
+            cross,
+            (p,),
+            term.n,
+            grouped=False,
+            grids=(x_grid, y_grid),
+        ),
+    )
+
+
+class NormalLinearRegression(_Normal):
+    """Normal(Xw, σ), X private with declared bounds, ‖w‖₂ ≤ R (TruncatedMvNormal), σ known
+    or free; conjugate MvNormal on w (given σ) and Gamma on τ = 1/σ² (given w).
+
+    L: (By + Bx·R)²/(2σ_min²) for |y| ≤ By and ‖x‖₂ ≤ Bx (:ref:`costs-lipschitz-table`;
+    see `_Normal`, μ varying), tighter for asymmetric bounds on y. Statistics per record: t(x, y) =
+    (x xᵀ, x y[, y²]), released as XᵀX (upper triangle), Xᵀy and, when σ is free, yᵀy.
+    Δ₁ ≤ Σ_{j≤k} width(x_j x_k) + Σ_j width(x_j y) [+ width(y²)], the sum of each entry's
+    range over the declared box (an upper bound on the joint sup). Symbolic
+    log-likelihood: −(yᵀy − 2wᵀXᵀy + wᵀXᵀXw)/(2σ²) − n log σ − (n/2) log 2π, without yᵀy and
+    the constants when σ is known.
+    """
+
+    name = "Normal linear regression (mu = X @ w, X PrivateData)"
+    conjugate_priors = MappingProxyType(
+        {"mu": (MVNORMAL, "linear"), "sigma": (GAMMA, "inverse_sqrt")}
+    )
+
+    def accepts(self, parameters):
+        return parameters["mu"].covariates is not None
+
+    def _sigma_known(self, term) -> bool:
+        return term.parameters["sigma"].constant is not None
+
+    def statistics(self, term):
+        specs = _regression_moments(self, term)
+        if not self._sigma_known(term):
+            specs += (self._statistic(term, "sum_squares"),)
+        return specs
+
+    def gram_direction(self, term, values, statistics, totals):
+        """Gram noise E moves the plugged-in mean G̃w of Xᵀy by Ew."""
+        return values["mu"]
+
+    def _quadratic(self, w, statistics, matmul):
+        gram, cross = statistics["gram"], statistics["cross"]
+        value = -2.0 * _sum(w * cross) + _sum(w * matmul(gram, w))
+        if "sum_squares" in statistics:
+            value = value + statistics["sum_squares"]
+        return value
+
+    def logp_from_statistics(self, term, values, statistics, totals):
+        w = values["mu"]
+        tensor = isinstance(w, pt.TensorVariable)
+        quadratic = self._quadratic(w, statistics, pt.dot if tensor else np.dot)
+        sigma_term = term.parameters["sigma"]
+        if sigma_term.constant is not None:
+            sigma = float(np.unique(sigma_term.constant)[0])
+            return -quadratic / (2.0 * sigma**2)
+        sigma = sigma_term.apply_link(values["sigma"])
+        return (
+            -quadratic / (2.0 * sigma**2)
+            - totals * _log(sigma)
+            - 0.5 * totals * math.log(2 * math.pi)
+        )
+
+    def statistic_moments(self, term, values, statistics, totals):
+        """Given the covariates' Gram matrix G = XᵀX (the released one, plugged in: the
+        covariates have no model), Xᵀy ~ Normal(Gw, σ²G) exactly; with σ free, yᵀy joins it
+        with mean wᵀGw + nσ², variance 2nσ⁴ + 4σ²wᵀGw and covariance 2σ²Gw with Xᵀy."""
+        w = values["mu"]
+        tensor = isinstance(w, pt.TensorVariable)
+        gram = statistics["gram"]
+        fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w, G symmetric; w may be batched
+        sigma_term = term.parameters["sigma"]
+        if sigma_term.constant is not None:
+            var = float(np.unique(sigma_term.constant)[0]) ** 2
+            return [(("cross",), statistics["cross"], fitted, var * gram)]
+        var = _vector(sigma_term.apply_link(values["sigma"]) ** 2)
+        quadratic = _vector((w * fitted).sum(axis=-1))
+        concatenate = pt.concatenate if tensor else np.concatenate
+        mean = concatenate([fitted, quadratic + totals * var], axis=-1)
+        corner = 2 * totals * var * var + 4 * var * quadratic
+        upper = concatenate([_vector(var) * gram, _vector(2 * var * fitted)], axis=-1)
+        lower = concatenate([2 * var * fitted, corner], axis=-1)[..., None, :]
+        observed = concatenate([statistics["cross"], _vector(statistics["sum_squares"])], axis=-1)
+        cov = concatenate([upper, lower], axis=-2)
+        return [(("cross", "sum_squares"), observed, mean, cov)]
+
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
+        self._conjugate_check(term, target)
+        gram, cross = np.asarray(statistics["gram"]), np.asarray(statistics["cross"])
+        if target == "mu":
+            sigma = term.parameters["sigma"]
+            value = None if sigma.constant is not None else np.asarray(state["sigma"])
+            precision = self._precision(term, value, cross)
+            return {"h": cross * precision / temperature, "J": gram * precision / temperature}
+        quadratic = self._quadratic(np.asarray(state["mu"]), statistics, np.dot)
+        return {"alpha": totals / (2 * temperature), "beta": quadratic / (2 * temperature)}
+
+
+# Gauss–Hermite rule (probabilists'): E f(Z), Z ~ N(0, 1), as Σ_k π_k f(z_k); 24 nodes are exact
+# for polynomials of degree 47 and within 1e-9 of E σ(m + sZ) for s ≤ 20.
+_HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite_e.hermegauss(24)
+_HERMITE_WEIGHTS = _HERMITE_WEIGHTS / _HERMITE_WEIGHTS.sum()
+# Floor of the linear predictor's variance, so that its square root is differentiable.
+_PREDICTOR_VARIANCE_FLOOR = 1e-12
+
+
+def _gaussian_logp(residual, cov):
+    """log N(residual; 0, cov) over the last axis (numpy with batch axes, or PyTensor)."""
+    p = residual.shape[-1]
+    if isinstance(residual, pt.TensorVariable) or isinstance(cov, pt.TensorVariable):
+        factor = pt.linalg.cholesky(cov)
+        z = pt.linalg.solve_triangular(factor, residual, lower=True)
+        log_det = 2.0 * pt.sum(pt.log(pt.diagonal(factor)))
+        return -0.5 * pt.sum(z * z) - 0.5 * log_det - 0.5 * p * math.log(2 * math.pi)
+    factor = np.linalg.cholesky(cov)
+    z = np.linalg.solve(factor, residual[..., None])[..., 0]
+    log_det = 2.0 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
+    return -0.5 * (z * z).sum(axis=-1) - 0.5 * log_det - 0.5 * p * math.log(2 * math.pi)
+
+
+class _GeneralizedLinear:
+    """A GLM with canonical link, mixed into the family of its response: the release and
+    the posterior of the module docstring ("Generalized linear models").
+    """
+
+    conjugate_priors = MappingProxyType({})
+    link: str
+
+    def accepts(self, parameters):
+        parameter = parameters[self.linear_parameter]
+        return parameter.covariates is not None and parameter.link == self.link
+
+    def statistics(self, term):
+        specs = _regression_moments(self, term)
+        self._intercept(term)
+        return specs
+
+    def _intercept(self, term: LikelihoodTerm) -> tuple[int, float]:
+        """(j, c): the first covariate column whose declared bounds are one value c ≠ 0."""
+        grid = term.covariate_grid
+        for j, (low, high) in enumerate(grid_ranges(grid)):
+            if low == high != 0:
+                return j, low * grid.quantum
+        covariates = term.parameters[self.linear_parameter].covariates
+        raise UnsupportedModelError(
+            f"`{term.node}` ({self.name}): the pay-once route reads n and Σx from the Gram "
+            f"matrix of an intercept column, and `{covariates}` has none. Add a column of "
+            f"ones to {covariates} with declared bounds (1, 1) in that column (bounds=(lower, "
+            "upper) as arrays over the columns), and leave out a separate intercept."
+        )
+
+    def _expectations(self, mean, variance):
+        """(E λ(s), E λ′(s)) for s ~ N(mean, variance), elementwise."""
+        raise NotImplementedError
+
+    def _linearised(self, term, w, statistics, totals):
+        """(E[Xᵀy | w], the factor E λ′(s), μ·w, Σx) of the class docstring; ``w`` may carry
+        leading batch axes (numpy)."""
+        tensor = isinstance(w, pt.TensorVariable)
+        gram = statistics["gram"]
+        j, c = self._intercept(term)
+        sums = gram[..., j] / c  # Σx
+        fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w
+        centre = (w * sums).sum(axis=-1) / totals
+        spread = (w * fitted).sum(axis=-1) / totals - centre * centre
+        spread = (pt.maximum if tensor else np.maximum)(spread, 0.0) + _PREDICTOR_VARIANCE_FLOOR
+        level, slope = self._expectations(centre, spread)
+        mean = sums * level[..., None] + (fitted - sums * centre[..., None]) * slope[..., None]
+        return mean, level, slope, centre
+
+    def statistic_moments(self, term, values, statistics, totals):
+        w = values[self.linear_parameter]
+        mean, _, slope, _ = self._linearised(term, w, statistics, totals)
+        cov = statistics["gram"] * slope[..., None, None]
+        return [(("cross",), statistics["cross"], mean, cov)]
+
+    def gram_direction(self, term, values, statistics, totals):
+        """Gram noise E moves the mean by E a, a = w E λ′ + e_j (E λ − (μ·w) E λ′)/c (first
+        order, holding the expectations; the term through μ·w in u = Sw is left out)."""
+        w = values[self.linear_parameter]
+        _, level, slope, centre = self._linearised(term, w, statistics, totals)
+        j, c = self._intercept(term)
+        unit = np.zeros(len(grid_ranges(term.covariate_grid)))
+        unit[j] = 1.0 / c
+        return w * slope[..., None] + unit * (level - centre * slope)[..., None]
+
+    def logp_from_statistics(self, term, values, statistics, totals):
+        """The log density of Xᵀy under its Normal law (class docstring), on the plug-in route."""
+        [(_, observed, mean, cov)] = self.statistic_moments(term, values, statistics, totals)
+        return _gaussian_logp(observed - mean, cov)
+
+    def count_law(self, term, values, totals):
+        return None
+
+    def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
+        self._conjugate_check(term, target)  # raises: no conjugate prior
+
+
+class LogisticRegression(_GeneralizedLinear, Bernoulli):
+    """Bernoulli(σ(X @ w)) (``logit_p=X @ w``, ``p=pm.math.sigmoid(X @ w)`` or
+    ``pm.math.invlogit``), pay once from XᵀX and Xᵀy (`_GeneralizedLinear`, λ = σ).
+
+    L on the pay-per-draw routes: Bernoulli's, over p ∈ [σ(−S), σ(S)] with S = ‖x‖₂·R the
+    bound of |x·w|."""
+
+    name = "Logistic regression (p = sigmoid(X @ w), X PrivateData)"
+    linear_parameter = "p"
+    link = "logistic"
+
+    def _expectations(self, mean, variance):
+        tensor = isinstance(mean, pt.TensorVariable)
+        points = mean[..., None] + (pt.sqrt if tensor else np.sqrt)(variance)[..., None] * (
+            _HERMITE_NODES
+        )
+        p = pt.sigmoid(points) if tensor else special.expit(points)
+        return (p * _HERMITE_WEIGHTS).sum(axis=-1), (p * (1.0 - p) * _HERMITE_WEIGHTS).sum(axis=-1)
+
+
+class PoissonRegression(_GeneralizedLinear, Poisson):
+    """Poisson(exp(X @ w)) (``mu=pm.math.exp(X @ w)``), pay once from XᵀX and Xᵀy
+    (`_GeneralizedLinear`, λ = exp, E eˢ = exp(m + v/2) exactly).
+
+    L on the pay-per-draw routes: Poisson's, over λ ∈ [e^(−S), e^S]."""
+
+    name = "Poisson regression (mu = exp(X @ w), X PrivateData)"
+    link = "log"
+
+    def _expectations(self, mean, variance):
+        level = (pt.exp if isinstance(mean, pt.TensorVariable) else np.exp)(mean + 0.5 * variance)
+        return level, level
