@@ -14,7 +14,7 @@ declared bounds, one column constant (the intercept), w on a ball ‖w‖₂ ≤
 2017, §3; Kulkarni et al. 2021, eq. 4), XᵀX (upper triangle) and Xᵀy: the statistics of
 `NormalLinearRegression` with σ known, on the same grids, with the same Δ₁ and the joint
 Δ₂ of `statistics.regression_l2_squared` (y's bounds in place of a Normal response's); their
-cost is the mechanism's (:ref:`costs-pay-once`). The constant column c·1 makes n = XᵀX_jj/c²
+cost is the mechanism's (:ref:`costs-privatize`). The constant column c·1 makes n = XᵀX_jj/c²
 and Σx = XᵀX_{·j}/c part of the Gram matrix: nothing else is released.
 
 **Posterior** (post-processing, free): PASS-GLM replaces log(1 + eˢ) (or eˢ) by a fixed
