@@ -161,7 +161,8 @@ class CellsPlan:
     in grid steps, so every cell has σ = Δ₂/√(2ρ) in natural units; the ρ_j add (Rényi
     composition). A regression's moments XᵀX, Xᵀy and yᵀy (`statistics.regression_group`)
     count in Δ₂² by their joint bound (`statistics.regression_l2_squared`) and are recorded as
-    one release at the ρ of that bound (`joint_rho`).
+    one release at the ρ of that bound (`joint_rho`), when that bound is below the sum of
+    their own (`merged_group`).
 
     The shares are rounded down until their cost is ≤ ε (or ρ) exactly, and each must be
     finite and > 0 with a finite noise scale > 0 in floating point (checked when the plan is
@@ -210,7 +211,7 @@ class CellsPlan:
             total = Fraction(analysis.sensitivity_l1)
             budget = epsilon
         shares = [budget * float(weight / total) for weight in weights]
-        group = regression_group(noised) if gaussian else ()
+        group = cls.merged_group(analysis) if gaussian else ()
         while _spent(noised, shares, group) > Fraction(budget):
             shares = [math.nextafter(share, 0.0) for share in shares]
         plan = [(spec, 0.0) for spec in analysis.statistics if spec.sensitivity == 0]
@@ -241,13 +242,27 @@ class CellsPlan:
         noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
         weights = [Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared for spec in noised]
         total = sum(weights, Fraction(0))
-        group = regression_group(noised)
+        group = CellsPlan.merged_group(analysis)
         if group:
             apart = sum(
                 (w for spec, w in zip(noised, weights, strict=True) if spec in group), Fraction(0)
             )
-            total -= apart - min(apart, regression_l2_squared(group))
+            total -= apart - regression_l2_squared(group)
         return weights, total
+
+    @staticmethod
+    def merged_group(analysis: PrivacyAnalysis) -> tuple[StatisticSpec, ...]:
+        """A regression's moments (`statistics.regression_group`) when their joint Δ₂² bound
+        is below the sum of their own, so that releasing them as one costs less; else () and
+        each is its own release. (One-signed covariates, x ∈ [0, 1]: the joint bound
+        S² + Q/2 exceeds the sum of the cells' own bounds.)"""
+        noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
+        group = regression_group(noised)
+        apart = sum(
+            (Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared for spec in group),
+            Fraction(0),
+        )
+        return group if group and regression_l2_squared(group) < apart else ()
 
     def releases(self) -> list[Release]:
         """The releases at the plan's shares (discrete Laplace at ε_j; discrete Gaussian at
