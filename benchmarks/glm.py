@@ -16,7 +16,16 @@ rows (scikit-learn, no penalty), diffprivlib's ε-DP `LogisticRegression(epsilon
 data_norm=...)` (logistic only; ``data_norm`` is the public bound on ‖x‖₂ of the features it
 is given, without the intercept, which it fits itself), and the mean-only model (predict the
 training mean). Non-private fits and the training mean are never released: they are
-references.
+references. "shift" is the largest over the weights of |posterior mean − non-private MLE| /
+posterior sd, averaged over the repetitions: with a weak prior and little noise (large ε) it
+measures how far the pay-once posterior, read through a Gaussian law of the covariates, sits
+from the exact likelihood's.
+
+diffprivlib 0.6.6 (the newest) cannot be imported with scikit-learn ≥ 1.8, which the project
+pins through PyMC's environment, so its fits run in a subprocess under
+``--diffprivlib-python``, an interpreter with diffprivlib and scikit-learn 1.7.2. The Poisson
+regression is privatised with ``mechanism="laplace"``: with the Gaussian mechanism (which
+"auto" picks at ε = 0.1) `pmp.privatize` never returns (see MECHANISMS).
 
 Preprocessing uses public constants only: the documented ranges of the survey answers
 (statsmodels' codebooks), and for unbounded quantities a clipping constant fixed a priori and
@@ -190,7 +199,7 @@ def fit_all(label, x, y, lower, upper, prior, family, repetitions, draws, epsilo
     results: dict = {"private": {}, "diffprivlib": {}, "non-private": {None: []}}
     results["mean-only"] = {None: []}
     results["non-private (raw y)"] = {None: []}
-    results["mechanisms"] = {}
+    results["mechanisms"], results["shift"] = {}, {}
     failures: dict = {epsilon: [] for epsilon in epsilons}
     failed = (np.nan,) * (2 if family == "logistic" else 1)
     for repetition in range(repetitions):
@@ -200,6 +209,7 @@ def fit_all(label, x, y, lower, upper, prior, family, repetitions, draws, epsilo
         if family == "logistic":
             reference = LogisticRegression(penalty=None, max_iter=1000)
             reference.fit(x_train[:, 1:], y_train)
+            mle = np.r_[reference.intercept_, reference.coef_.ravel()]
             results["non-private"][None].append(
                 scores(y_test, reference.predict_proba(x_test[:, 1:])[:, 1])
             )
@@ -208,6 +218,8 @@ def fit_all(label, x, y, lower, upper, prior, family, repetitions, draws, epsilo
             for name, target in (("non-private", y_train), ("non-private (raw y)", y[train])):
                 reference = PoissonRegressor(alpha=0.0, max_iter=1000)
                 reference.fit(x_train[:, 1:], target)
+                if name == "non-private":
+                    mle = np.r_[reference.intercept_, reference.coef_]
                 results[name][None].append(
                     (mean_poisson_deviance(y_test, reference.predict(x_test[:, 1:])),)
                 )
@@ -226,11 +238,13 @@ def fit_all(label, x, y, lower, upper, prior, family, repetitions, draws, epsilo
                 )
                 results["private"].setdefault(epsilon, []).append(failed)
                 results["mechanisms"].setdefault(epsilon, set())
+                results["shift"].setdefault(epsilon, []).append(np.nan)
                 continue
             if not np.all(np.isfinite(w)):
                 failures[epsilon].append("non-finite draws")
                 print(f"  {label} ε = {epsilon:g}, repetition {repetition}: non-finite draws")
                 results["private"].setdefault(epsilon, []).append(failed)
+                results["shift"].setdefault(epsilon, []).append(np.nan)
                 continue
             if not timing:
                 timing.append(time.perf_counter() - start)
@@ -242,6 +256,8 @@ def fit_all(label, x, y, lower, upper, prior, family, repetitions, draws, epsilo
                 result = (mean_poisson_deviance(y_test, np.exp(linear).mean(axis=1)),)
             results["private"].setdefault(epsilon, []).append(result)
             results["mechanisms"].setdefault(epsilon, set()).update(used)
+            shift = np.max(np.abs(w.mean(axis=0) - mle) / w.std(axis=0))
+            results["shift"].setdefault(epsilon, []).append(shift)
     if family == "logistic":
         splits = [split(len(y), repetition) for repetition in range(repetitions)]
         probabilities = diffprivlib_probabilities(x[:, 1:], y, splits, epsilons, python)
@@ -278,7 +294,7 @@ def report_logistic(results, failures, epsilons):
     print(f"log-loss {summary(mean_only[:, 1])}")
     print(
         "      ε | pmp accuracy  | pmp log-loss  | diffprivlib acc | diffprivlib log-loss "
-        "| pmp − non-private acc | pmp > dpl | failures | pmp mechanism"
+        "| pmp − non-private acc | pmp > dpl | shift | failures | pmp mechanism"
     )
     for epsilon in epsilons:
         private = np.array(results["private"][epsilon])
@@ -289,7 +305,8 @@ def report_logistic(results, failures, epsilons):
             f"  {epsilon:5g} | {summary(private[:, 0])} | {summary(private[:, 1])} "
             f"| {summary(dp[:, 0])}   | {summary(dp[:, 1])}        "
             f"| {summary(private[:, 0] - reference[:, 0]):>21} | {wins:>9} "
-            f"| {len(failures[epsilon]):>8} | {', '.join(sorted(results['mechanisms'][epsilon]))}"
+            f"| {np.nanmean(results['shift'][epsilon]):5.1f} | {len(failures[epsilon]):>8} "
+            f"| {', '.join(sorted(results['mechanisms'][epsilon]))}"
         )
 
 
@@ -297,13 +314,14 @@ def report_poisson(results, failures, epsilons):
     for name in ("non-private", "non-private (raw y)", "mean-only"):
         values = np.array(results[name][None])[:, 0]
         print(f"  {name:<28} mean Poisson deviance {summary(values)}")
-    print("      ε | pmp deviance  | pmp − non-private | failures | pmp mechanism")
+    print("      ε | pmp deviance  | pmp − non-private | shift | failures | pmp mechanism")
     reference = np.array(results["non-private"][None])[:, 0]
     for epsilon in epsilons:
         private = np.array(results["private"][epsilon])[:, 0]
         print(
             f"  {epsilon:5g} | {summary(private)} | {summary(private - reference):>17} "
-            f"| {len(failures[epsilon]):>8} | {', '.join(sorted(results['mechanisms'][epsilon]))}"
+            f"| {np.nanmean(results['shift'][epsilon]):5.1f} | {len(failures[epsilon]):>8} "
+            f"| {', '.join(sorted(results['mechanisms'][epsilon]))}"
         )
 
 
