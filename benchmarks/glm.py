@@ -56,8 +56,46 @@ One Poisson setting follows (n = 10000, ε = 1: covariates as above, w ~ N(0, 0.
 
 Measured
 --------
-(filled in below from a full run)
-"""
+2026-11-26, commit faec74a, 2 cores shared with other jobs. ``--diffprivlib-python`` a venv
+with diffprivlib 0.6.6 and scikit-learn 1.7.2; the project venv has scikit-learn 1.9.1,
+statsmodels 0.15.0. Default run (real data, 10 repetitions, 500 draws × 2 chains)::
+
+    fair: 6366 rows (20% test), 4 covariates + intercept, y = affairs > 0 (32.2%); 10 repetitions, δ = 1e-06
+    first fit (privatize + sample, with compilation): 8.8 s
+      non-private LogisticRegression: accuracy 0.721 ± 0.013, log-loss 0.551 ± 0.013
+      mean-only (training share):     accuracy 0.680 ± 0.016, log-loss 0.627 ± 0.012
+          ε | pmp accuracy  | pmp log-loss  | diffprivlib acc | diffprivlib log-loss | pmp − non-private acc | pmp > dpl | shift | failures | pmp mechanism
+        0.1 | 0.684 ± 0.019 | 0.600 ± 0.023 | 0.678 ± 0.036   | 0.758 ± 0.330        |        -0.037 ± 0.025 |       60% |   1.4 |        0 | discrete_gaussian
+        0.3 | 0.714 ± 0.012 | 0.574 ± 0.021 | 0.711 ± 0.016   | 0.571 ± 0.027        |        -0.008 ± 0.009 |       50% |   1.4 |        0 | discrete_gaussian
+          1 | 0.718 ± 0.010 | 0.557 ± 0.014 | 0.702 ± 0.023   | 0.599 ± 0.058        |        -0.003 ± 0.005 |       80% |   1.5 |        0 | discrete_gaussian
+          3 | 0.721 ± 0.012 | 0.553 ± 0.014 | 0.721 ± 0.013   | 0.551 ± 0.013        |        -0.000 ± 0.002 |       40% |   1.7 |        0 | discrete_gaussian
+         10 | 0.721 ± 0.014 | 0.552 ± 0.014 | 0.721 ± 0.014   | 0.551 ± 0.013        |         0.000 ± 0.002 |       50% |   1.9 |        0 | discrete_gaussian
+      (198 s)
+    randhie: 20190 rows (20% test), 4 covariates + intercept, y = mdvis clipped at 10 (4.7% clipped); 10 repetitions, deviance on raw test counts
+      non-private                  mean Poisson deviance 4.311 ± 0.216
+      non-private (raw y)          mean Poisson deviance 4.246 ± 0.203
+      mean-only                    mean Poisson deviance 4.686 ± 0.204
+          ε | pmp deviance  | pmp − non-private | shift | failures | pmp mechanism
+        0.1 | 4.555 ± 0.277 |     0.244 ± 0.165 |   1.3 |        0 | discrete_laplace
+        0.3 | 4.355 ± 0.215 |     0.044 ± 0.048 |   1.1 |        0 | discrete_laplace
+          1 | 4.308 ± 0.212 |    -0.003 ± 0.019 |   1.6 |        0 | discrete_laplace
+          3 | 4.298 ± 0.213 |    -0.013 ± 0.009 |   2.8 |        0 | discrete_laplace
+         10 | 4.297 ± 0.215 |    -0.014 ± 0.005 |   4.5 |        0 | discrete_laplace
+      (146 s)
+    total run time 344 s
+
+Against issue 25's targets: at ε = 1 the private accuracy is 0.3 points below non-private
+(target: within 2, met). Above diffprivlib at every ε: not met. The private predictor's mean
+accuracy is above diffprivlib's at ε = 0.1, 0.3 and 1 (by 0.6, 0.3 and 1.6 points, winning
+60%, 50% and 80% of the paired splits) and equal at ε = 3 and 10, where both reach the
+non-private accuracy; its log-loss is lower at ε = 0.1 and 1 and equal within 0.003 at the
+others (0.574 against 0.571 at ε = 0.3). With four covariates the non-private model beats the
+mean-only one by only 4 points of accuracy, so there is little room between the methods.
+The shift column grows with ε for Poisson (4.5 posterior sds at ε = 10): the pay-once
+posterior concentrates away from the exact likelihood's maximum on randhie's binary and skewed
+covariates (the bias of the Gaussian covariate law, `pymc_private.regression`); its test
+deviance is nevertheless slightly below the non-private fit on the clipped counts.
+"""  # noqa: E501 (the measured output is pasted as printed)
 
 from __future__ import annotations
 
