@@ -21,8 +21,8 @@ posterior sd, averaged over the repetitions: with a weak prior and little noise 
 measures how far the pay-once posterior, read through a Gaussian law of the covariates, sits
 from the exact likelihood's.
 
-diffprivlib 0.6.6 (the newest) cannot be imported with scikit-learn ≥ 1.8, which the project
-pins through PyMC's environment, so its fits run in a subprocess under
+diffprivlib 0.6.6 (the newest) cannot be imported with scikit-learn ≥ 1.8 (the project's venv
+has 1.9.1), so its fits run in a subprocess under
 ``--diffprivlib-python``, an interpreter with diffprivlib and scikit-learn 1.7.2. The Poisson
 regression is privatised with ``mechanism="laplace"``: with the Gaussian mechanism (which
 "auto" picks at ε = 0.1) `pmp.privatize` never returns (see MECHANISMS).
