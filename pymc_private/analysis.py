@@ -363,6 +363,8 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     Raises
     ------
     UnsupportedModelError
+        When ``pmp.PrivateMetropolis(clip=c)`` runs the model all the same, the message says
+        so with its cost per step (`pymc_private.steps.metropolis.clipped_route_note`).
         No `PrivateData`; an observed node on a raw array or on `pm.Data` that is not
         `PrivateData`; an unknown likelihood family (the message lists the supported ones);
         private data, or an observed variable (which PyMC evaluates at its data), reaching a
@@ -393,7 +395,15 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     refuse_private_paths(model)
     reader = GraphReader(model, specs)
     observed_rvs = sorted(model.observed_RVs, key=lambda rv: rv.name)
-    terms = tuple(reader.term(observed) for observed in observed_rvs)
+    try:
+        terms = tuple(reader.term(observed) for observed in observed_rvs)
+    except UnsupportedModelError as refusal:
+        from pymc_private.steps.metropolis import clipped_route_note  # it imports analyze
+
+        note = clipped_route_note(model)
+        if not note:
+            raise
+        raise UnsupportedModelError(f"{refusal} {note}") from None
     node_lipschitz = {term.node: term.lipschitz() for term in terms}
     block_lipschitz = {
         rv.name: float(sum(node_lipschitz[t.node] for t in terms if rv.name in t.free_variables))

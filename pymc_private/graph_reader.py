@@ -155,10 +155,7 @@ class GraphReader:
             raise UnsupportedModelError(
                 f"`{self.node}` is a mixture: its record log-likelihood log Σ_k w_k p_k(x) "
                 "has no fixed-size sufficient statistics (so no pay-once route and no "
-                "conjugate Gibbs), and the analysis does not bound its L. Sample it with "
-                "pmp.PrivateMetropolis(clip=c), which bounds each record's log-likelihood "
-                "ratio to ±c and pays 2c/T per step; the chain then targets the clipped "
-                "posterior (:ref:`costs-metropolis`)."
+                "conjugate Gibbs), and the analysis does not bound its L."
             )
         if not candidates:
             raise self._unknown_family(f"a {type(op).__name__} likelihood")
@@ -225,10 +222,19 @@ class GraphReader:
             what = f"pm.Data `{value.name}`, which is not PrivateData"
         else:
             what = "a computed expression"
+        lagged = (
+            " For a lagged series (an AR(1) observing x[1:] given x[:-1]), make each "
+            "(previous, next) pair a record: x_prev = pmp.PrivateData(name, x[:-1, None], "
+            "bounds=...) and x_next = pmp.PrivateData(name, x[1:], bounds=...), with the mean "
+            "x_prev @ rho (a linear regression); one value of the series then sits in two "
+            "records and is protected as two records are (group privacy)."
+            if what == "a computed expression"
+            else ""
+        )
         raise UnsupportedModelError(
             f"`{self.node}` observes {what}. Next to PrivateData every observed array is part "
             f"of the private records: declare it with pmp.PrivateData(name, value, "
-            f"bounds=(lower, upper)) and pass that variable itself as `observed=`."
+            f"bounds=(lower, upper)) and pass that variable itself as `observed=`.{lagged}"
         )
 
     def _domains(

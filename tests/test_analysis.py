@@ -405,6 +405,29 @@ def test_private_data_outside_the_likelihood_is_refused():
         analyze(model)
 
 
+def test_the_probabilities_pymc_adds_to_an_ordinal_logit_are_refused_with_how_to_drop_them():
+    labels = np.arange(N) % 3
+    x = np.linspace(-1, 1, N)[:, None]
+
+    def ordinal(eta, **kwargs):
+        with pm.Model() as model:
+            x_obs = PrivateData("x_obs", x, bounds=(-1, 1))
+            y_obs = PrivateData("y_obs", labels, bounds=(0, 2))
+            w = TruncatedNormal("w", 0, 1, lower=-1, upper=1, shape=1)
+            cutpoints = pm.Normal("c", [-1, 1], 1, transform=pm.distributions.transforms.ordered)
+            pm.OrderedLogistic("y", eta(x_obs, w), cutpoints, observed=y_obs, **kwargs)
+        return model
+
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"Deterministic `y_probs` depends on PrivateData `x_obs`.*PyMC made it "
+        r"\(pm\.OrderedLogistic.*pass compute_p=False to turn it off",
+    ):
+        refuse_private_paths(ordinal(lambda x_obs, w: x_obs @ w))
+    refuse_private_paths(ordinal(lambda x_obs, w: x_obs @ w, compute_p=False))
+    refuse_private_paths(ordinal(lambda x_obs, w: w[0]))  # parameters only: released freely
+
+
 def test_float_labels_and_out_of_range_group_index_are_refused():
     with pm.Model() as floats:
         y_obs = PrivateData("y_obs", (np.arange(N) % 2).astype(float), bounds=(0, 1))
