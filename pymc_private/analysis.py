@@ -377,9 +377,10 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     DataBoundsError
         The current value of some `PrivateData` (possibly replaced with ``pm.set_data``) no
         longer fits its declaration (`pymc_private.data.check_private_data`, which also
-        clips in place the data declared with ``out_of_bounds="clip"``); private data
-        observed by a discrete family without an integer dtype; a group index whose declared
-        bounds exceed the indexed axis.
+        clips in place the data declared with ``out_of_bounds="clip"``); float private data
+        observed by a discrete family whose bounds or values are not all integers
+        (`pymc_private.data.check_integer_values`, naming the row, never the value); a group
+        index whose declared bounds exceed the indexed axis.
     """
     model = pm.modelcontext(model)
     specs = private_data(model)

@@ -34,7 +34,7 @@ from pytensor.tensor.math import Dot
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 from pytensor.tensor.type_other import NoneTypeT
 
-from pymc_private.data import PrivateDataSpec, private_data
+from pymc_private.data import PrivateDataSpec, check_integer_values, private_data
 from pymc_private.errors import DataBoundsError, UnboundedSensitivityError, UnsupportedModelError
 from pymc_private.leak_guard import (
     is_view,
@@ -241,12 +241,7 @@ class GraphReader:
         self, spec: PrivateDataSpec, family, support: ElementDomain
     ) -> tuple[tuple[ElementDomain, int], ...]:
         if support.integer and not spec.integer:
-            raise DataBoundsError(
-                f"PrivateData `{spec.name}` is observed by {family.name} `{self.node}`, whose "
-                "values are integers, but it has a float dtype: declare it with integer "
-                "values (e.g. value.astype(int)) so that its domain is the integers within "
-                "its bounds."
-            )
+            check_integer_values(self.model, spec, f"{family.name} `{self.node}`")
         outside = (spec.lower < support.lower) | (spec.upper > support.upper)
         if outside.any():
             column = tuple(int(i) for i in np.argwhere(outside)[0]) if outside.ndim else ()

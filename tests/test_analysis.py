@@ -27,6 +27,7 @@ from pymc_private.errors import (
 )
 from pymc_private.families import Binomial, Poisson
 from pymc_private.leak_guard import refuse_private_paths
+from pymc_private.ledgers import ledger_for
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedDirichlet,
@@ -428,12 +429,46 @@ def test_the_probabilities_pymc_adds_to_an_ordinal_logit_are_refused_with_how_to
     refuse_private_paths(ordinal(lambda x_obs, w: w[0]))  # parameters only: released freely
 
 
-def test_float_labels_and_out_of_range_group_index_are_refused():
-    with pm.Model() as floats:
-        y_obs = PrivateData("y_obs", (np.arange(N) % 2).astype(float), bounds=(0, 1))
+def float_labels(values, bounds=(0, 1)):
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.asarray(values, dtype=float), bounds=bounds)
         pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=y_obs)
-    with pytest.raises(DataBoundsError, match=r"`y_obs`.*integer"):
-        analyze(floats)
+    return model
+
+
+def test_float_labels_that_are_integers_within_integer_bounds_are_analysed_as_integers():
+    labels = np.arange(N) % 2
+    with pm.Model() as integers:
+        y_obs = PrivateData("y_obs", labels, bounds=(0, 1))
+        pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=y_obs)
+    floats, reference = analyze(float_labels(labels)), analyze(integers)
+    assert floats.record_lipschitz == reference.record_lipschitz == math.log(0.9 / 0.1)
+    assert floats.sensitivity_l1 == reference.sensitivity_l1 == 1.0
+    assert floats.terms[0].domains == reference.terms[0].domains
+
+
+def test_float_labels_that_are_not_integers_are_refused_by_row_before_any_release():
+    labels = (np.arange(N) % 2).astype(float)
+    labels[7] = 0.5
+    model = float_labels(labels)
+    before = len(ledger_for(model).releases)
+    message = r"`y_obs`: row 7, column 0 \(one value per record\) is not an integer"
+    with pytest.raises(DataBoundsError, match=message) as refusal:
+        analyze(model)
+    assert "0.5" not in str(refusal.value)
+    with pytest.raises(DataBoundsError, match=message):
+        privatize(model, epsilon=1.0)
+    assert len(ledger_for(model).releases) == before
+    with pytest.raises(DataBoundsError, match=r"`y_obs`.*float dtype and bounds that are not "):
+        analyze(float_labels(np.zeros(N), bounds=(0, 0.5)))
+    with pm.Model() as clipped:
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1), out_of_bounds="clip")
+        pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=y_obs)
+    with pytest.raises(DataBoundsError, match=r"`y_obs`.*out_of_bounds='clip', which never"):
+        analyze(clipped)
+
+
+def test_out_of_range_group_index_is_refused():
     with pm.Model() as index:
         g = PrivateData("g", np.arange(N) % 2, bounds=(0, 3))
         y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1))
