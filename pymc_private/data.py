@@ -409,19 +409,19 @@ def check_integer_values(model: pm.Model, spec: PrivateDataSpec, observer: str) 
     variable = model[spec.name]
     current = variable.get_value(borrow=True)
     source = getattr(variable.tag, SOURCE_TAG, None)
-    if not integer_bounds or spec.out_of_bounds == "clip" or source is not None:
-        why = (
-            "bounds that are not integers"
-            if not integer_bounds
-            else "out_of_bounds='clip', which never refuses a value"
-            if spec.out_of_bounds == "clip"
-            else "from a Dask collection"
-        )
+    if not integer_bounds:
+        why = "bounds that are not integers: declare integer bounds, or"
+    elif spec.out_of_bounds == "clip":
+        why = "out_of_bounds='clip', which never refuses a value, so"
+    elif source is not None:
+        why = "from a Dask collection, whose values are read only into statistics, so"
+    else:
+        why = ""
+    if why:
         raise DataBoundsError(
             f"PrivateData `{spec.name}` is observed by {observer}, whose values are integers, "
-            f"but it is declared with a float dtype and {why}: declare it with integer values "
-            "(e.g. value.astype(int)) or integer bounds, so that its domain is the integers "
-            "within its bounds."
+            f"but it is declared with a float dtype and {why} declare it with integer values "
+            "(e.g. value.astype(int)), so that its domain is the integers within its bounds."
         )
     array = np.ma.getdata(current)
     rows = rows_per_chunk(int(np.prod(spec.record_shape, dtype=np.int64)))

@@ -429,6 +429,33 @@ def test_the_probabilities_pymc_adds_to_an_ordinal_logit_are_refused_with_how_to
     refuse_private_paths(ordinal(lambda x_obs, w: w[0]))  # parameters only: released freely
 
 
+def test_a_softmax_logit_has_the_softmax_interval_bound_which_brute_force_attains():
+    """z = x·W_k in [−4, 4] (‖x‖∞ ≤ 1, |W| ≤ 2, two covariates), K = 3: every entry of
+    softmax(z) lies in [1/(1 + 2e⁸), 1/(1 + 2e⁻⁸)], so L = ln((1 + 2e⁸)/(1 + 2e⁻⁸));
+    no pair of records exceeds it, and x = ±(1, 1) with W's columns at ±(2, 2) attains it."""
+    rng = np.random.default_rng(5)
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", rng.uniform(-1, 1, (N, 2)), bounds=(-1, 1))
+        y_obs = PrivateData("y_obs", np.arange(N) % 3, bounds=(0, 2))
+        W = TruncatedNormal("W", 0, 1, lower=-2, upper=2, shape=(2, 3))
+        pm.Categorical("y", p=pm.math.softmax(x_obs @ W, axis=-1), observed=y_obs)
+    bound = analyze(model).record_lipschitz
+    assert bound == pytest.approx(math.log((1 + 2 * math.exp(8)) / (1 + 2 * math.exp(-8))))
+
+    def log_softmax(x, weights):
+        z = x @ weights
+        return z - np.logaddexp.reduce(z, axis=-1, keepdims=True)
+
+    weights = rng.uniform(-2, 2, (2000, 2, 3))
+    first = log_softmax(rng.uniform(-1, 1, (2000, 1, 2)), weights)[:, 0]
+    second = log_softmax(rng.uniform(-1, 1, (2000, 1, 2)), weights)[:, 0]
+    spread = first.max(axis=-1) - second.min(axis=-1)
+    assert spread.max() <= bound
+    corner = np.array([[2.0, -2.0, -2.0], [2.0, -2.0, -2.0]])
+    attained = log_softmax(np.ones(2), corner)[0] - log_softmax(-np.ones(2), corner)[0]
+    assert attained == pytest.approx(bound, rel=1e-12)
+
+
 def float_labels(values, bounds=(0, 1)):
     with pm.Model() as model:
         y_obs = PrivateData("y_obs", np.asarray(values, dtype=float), bounds=bounds)

@@ -640,7 +640,7 @@ def clipped_route_note(model: pm.Model) -> str:
         if not observed:
             return ""
         _record_log_likelihood(model, observed, _private_data_vars(model))
-    except UnsupportedModelError:
+    except (UnsupportedModelError, NotImplementedError):  # PyMC derives no log-density
         return ""
     return (
         "pmp.PrivateMetropolis(clip=c) samples this model: it clips each record's "
