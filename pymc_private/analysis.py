@@ -363,6 +363,8 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     Raises
     ------
     UnsupportedModelError
+        When ``pmp.PrivateMetropolis(clip=c)`` runs the model all the same, the message says
+        so with its cost per step (`pymc_private.steps.metropolis.clipped_route_note`).
         No `PrivateData`; an observed node on a raw array or on `pm.Data` that is not
         `PrivateData`; an unknown likelihood family (the message lists the supported ones);
         private data, or an observed variable (which PyMC evaluates at its data), reaching a
@@ -375,9 +377,10 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     DataBoundsError
         The current value of some `PrivateData` (possibly replaced with ``pm.set_data``) no
         longer fits its declaration (`pymc_private.data.check_private_data`, which also
-        clips in place the data declared with ``out_of_bounds="clip"``); private data
-        observed by a discrete family without an integer dtype; a group index whose declared
-        bounds exceed the indexed axis.
+        clips in place the data declared with ``out_of_bounds="clip"``); float private data
+        observed by a discrete family whose bounds or values are not all integers
+        (`pymc_private.data.check_integer_values`, naming the row, never the value); a group
+        index whose declared bounds exceed the indexed axis.
     """
     model = pm.modelcontext(model)
     specs = private_data(model)
@@ -393,7 +396,15 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     refuse_private_paths(model)
     reader = GraphReader(model, specs)
     observed_rvs = sorted(model.observed_RVs, key=lambda rv: rv.name)
-    terms = tuple(reader.term(observed) for observed in observed_rvs)
+    try:
+        terms = tuple(reader.term(observed) for observed in observed_rvs)
+    except UnsupportedModelError as refusal:
+        from pymc_private.steps.metropolis import clipped_route_note  # it imports analyze
+
+        note = clipped_route_note(model)
+        if not note:
+            raise
+        raise UnsupportedModelError(f"{refusal} {note}") from None
     node_lipschitz = {term.node: term.lipschitz() for term in terms}
     block_lipschitz = {
         rv.name: float(sum(node_lipschitz[t.node] for t in terms if rv.name in t.free_variables))

@@ -34,8 +34,10 @@ from pymc_private.records import (
     Source,
     column_label,
     dataset_identity,
+    first_problem,
     is_dask,
     placeholder,
+    rows_per_chunk,
     source_dataset,
     statistics_pass,
 )
@@ -44,6 +46,7 @@ __all__ = [
     "RELEASED_TAG",
     "PrivateData",
     "PrivateDataSpec",
+    "check_integer_values",
     "check_private_data",
     "datasets_of",
     "exact_statistics",
@@ -377,6 +380,62 @@ def check_private_data(model: pm.Model | None = None) -> None:
             if spec.source:
                 session.declare_source(records, dataset)
             setattr(variable.tag, _SPEC_TAG, replace(spec, dataset=dataset, records=records))
+
+
+def check_integer_values(model: pm.Model, spec: PrivateDataSpec, observer: str) -> None:
+    """Refuse float `PrivateData` observed by a family of integer values (``observer`` names
+    the family and the node) unless its bounds are integers and so is every value it holds.
+
+    Whether the values must be integers is public (the model's family and the declaration);
+    they are then read as the declaration's checks read them (`check_private_data` ran
+    first), and the first value that is not an integer is refused by its row and column,
+    never its value, before anything is released, as a value outside the bounds is with
+    ``out_of_bounds="raise"``: the domain the family and the integer bounds declare is the
+    integers within the bounds. With ``out_of_bounds="clip"``, which promises never to
+    refuse a value, float data is refused whatever its values. Integer-valued floats then
+    enter every route exactly (a float64 holds every integer of magnitude up to 2⁵³,
+    beyond every declared bound).
+
+    Raises
+    ------
+    DataBoundsError
+        Bounds that are not integers, ``out_of_bounds="clip"``, Dask-backed data (checked
+        only as statistics are computed), or a value that is not an integer.
+    """
+    integer_bounds = all(
+        np.all(np.isfinite(bound) & (bound == np.round(bound)))
+        for bound in (spec.lower, spec.upper)
+    )
+    variable = model[spec.name]
+    current = variable.get_value(borrow=True)
+    source = getattr(variable.tag, SOURCE_TAG, None)
+    if not integer_bounds:
+        why = "bounds that are not integers: declare integer bounds, or"
+    elif spec.out_of_bounds == "clip":
+        why = "out_of_bounds='clip', which never refuses a value, so"
+    elif source is not None:
+        why = "from a Dask collection, whose values are read only into statistics, so"
+    else:
+        why = ""
+    if why:
+        raise DataBoundsError(
+            f"PrivateData `{spec.name}` is observed by {observer}, whose values are integers, "
+            f"but it is declared with a float dtype and {why} declare it with integer values "
+            "(e.g. value.astype(int)), so that its domain is the integers within its bounds."
+        )
+    array = np.ma.getdata(current)
+    rows = rows_per_chunk(int(np.prod(spec.record_shape, dtype=np.int64)))
+    for start in range(0, spec.n, rows):
+        block = array[start : start + rows]
+        fractional = block != np.round(block)
+        if fractional.any():
+            row, column = first_problem(fractional, start)
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}`: row {row}, "
+                f"{column_label(column, spec.record_shape, spec.dims)} is not an integer, but "
+                f"{observer} observes integers; encode the records as integers within the "
+                "declared bounds before declaring the data."
+            )
 
 
 def record_sources(model: pm.Model, names) -> dict[str, Source]:

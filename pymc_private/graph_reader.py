@@ -4,7 +4,9 @@ Parameters reach a family through interval arithmetic over the graph: a free var
 contributes its prior's support, a constant its value, a group index ``theta[y_obs]`` makes
 ``y_obs`` part of the record (the parameter may change with the record), and a linear
 predictor ``X @ w`` with ``X`` private and ``‖w‖₂ ≤ R`` ranges over ``[−Bx·R, Bx·R]`` with
-``Bx = sup ‖x‖₂`` over the declared box. Anything the analysis cannot bound is refused with
+``Bx = sup ‖x‖₂`` over the declared box; a softmax of entries in ``[a, b]`` has every entry
+within the interval of `GraphReader._softmax` (multinomial logit ``softmax(X @ W)``).
+Anything the analysis cannot bound is refused with
 `UnsupportedModelError`; a bound that is infinite with `UnboundedSensitivityError` naming the
 prior or the data to bound and how. `GraphReader.term` turns each observed node into the
 `LikelihoodTerm` that `pymc_private.analysis.analyze` hands to its family.
@@ -31,10 +33,11 @@ from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
+from pytensor.tensor.special import Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 from pytensor.tensor.type_other import NoneTypeT
 
-from pymc_private.data import PrivateDataSpec, private_data
+from pymc_private.data import PrivateDataSpec, check_integer_values, private_data
 from pymc_private.errors import DataBoundsError, UnboundedSensitivityError, UnsupportedModelError
 from pymc_private.leak_guard import (
     is_view,
@@ -155,10 +158,7 @@ class GraphReader:
             raise UnsupportedModelError(
                 f"`{self.node}` is a mixture: its record log-likelihood log Σ_k w_k p_k(x) "
                 "has no fixed-size sufficient statistics (so no pay-once route and no "
-                "conjugate Gibbs), and the analysis does not bound its L. Sample it with "
-                "pmp.PrivateMetropolis(clip=c), which bounds each record's log-likelihood "
-                "ratio to ±c and pays 2c/T per step; the chain then targets the clipped "
-                "posterior (:ref:`costs-metropolis`)."
+                "conjugate Gibbs), and the analysis does not bound its L."
             )
         if not candidates:
             raise self._unknown_family(f"a {type(op).__name__} likelihood")
@@ -225,22 +225,26 @@ class GraphReader:
             what = f"pm.Data `{value.name}`, which is not PrivateData"
         else:
             what = "a computed expression"
+        lagged = (
+            " For a lagged series (an AR(1) observing x[1:] given x[:-1]), make each "
+            "(previous, next) pair a record: x_prev = pmp.PrivateData(name, x[:-1, None], "
+            "bounds=...) and x_next = pmp.PrivateData(name, x[1:], bounds=...), with the mean "
+            "x_prev @ rho (a linear regression); one value of the series then sits in two "
+            "records and is protected as two records are (group privacy)."
+            if what == "a computed expression"
+            else ""
+        )
         raise UnsupportedModelError(
             f"`{self.node}` observes {what}. Next to PrivateData every observed array is part "
             f"of the private records: declare it with pmp.PrivateData(name, value, "
-            f"bounds=(lower, upper)) and pass that variable itself as `observed=`."
+            f"bounds=(lower, upper)) and pass that variable itself as `observed=`.{lagged}"
         )
 
     def _domains(
         self, spec: PrivateDataSpec, family, support: ElementDomain
     ) -> tuple[tuple[ElementDomain, int], ...]:
         if support.integer and not spec.integer:
-            raise DataBoundsError(
-                f"PrivateData `{spec.name}` is observed by {family.name} `{self.node}`, whose "
-                "values are integers, but it has a float dtype: declare it with integer "
-                "values (e.g. value.astype(int)) so that its domain is the integers within "
-                "its bounds."
-            )
+            check_integer_values(self.model, spec, f"{family.name} `{self.node}`")
         outside = (spec.lower < support.lower) | (spec.upper > support.upper)
         if outside.any():
             column = tuple(int(i) for i in np.argwhere(outside)[0]) if outside.ndim else ()
@@ -374,6 +378,8 @@ class GraphReader:
             return self._dot(owner)
         if isinstance(op, Elemwise):
             return self._elemwise(owner)
+        if isinstance(op, Softmax):
+            return self._softmax(owner)
         raise self._unsupported(f"the operation {op}")
 
     def _depends_on_private(self, index: Variable) -> bool:
@@ -394,7 +400,8 @@ class GraphReader:
             "Parameters may be free variables with bounded priors, constants and public pm.Data, "
             "indexing by a group index (theta[g], g PrivateData or public), a linear predictor "
             "X @ w (X PrivateData or public), and "
-            "elementwise arithmetic (+, −, ×, /, powers, exp, log, sigmoid) of those."
+            "elementwise arithmetic (+, −, ×, /, powers, exp, log, sigmoid) and softmax of "
+            "those."
         )
 
     def _refuse_data(self, variable: SharedVariable) -> UnsupportedModelError:
@@ -606,6 +613,29 @@ class GraphReader:
         if radius is not None:
             limit = min(box, float(np.max(np.sqrt((rows**2).sum(axis=-1)))) * radius)
         return weights.unstructured(Interval(-limit, limit))
+
+    def _softmax(self, node) -> _Bound:
+        """softmax(z)_k = 1 / (1 + Σ_{j≠k} e^(z_j − z_k)) over K entries, each z_j in [a, b]:
+        increasing in z_k and decreasing in every other z_j, so every entry lies in
+
+            [1 / (1 + (K − 1)·e^(b − a)),  1 / (1 + (K − 1)·e^(a − b))],
+
+        attained at z = (a, b, …, b) and (b, a, …, a). A Categorical on it then has
+        L = ln(upper/lower) (`Categorical.log_likelihood_range`), the largest change of
+        log softmax(z)_k between any two records and categories. K is the static length of
+        the softmax axis (all entries with axis=None), a public shape."""
+        (z,) = node.inputs
+        axis = node.op.axis
+        shape = z.type.shape if axis is None else (z.type.shape[axis],)
+        if any(length is None for length in shape):
+            raise self._unsupported("a softmax over an axis whose length is not fixed")
+        others = math.prod(shape) - 1
+        base = self.bound(z)
+        spread = base.interval.upper - base.interval.lower
+        with np.errstate(over="ignore"):
+            lower = float(1.0 / (1.0 + others * np.exp(spread)))
+            upper = float(1.0 / (1.0 + others * np.exp(-spread)))
+        return base.unstructured(Interval(lower, upper))
 
     def _elemwise(self, node) -> _Bound:
         scalar = node.op.scalar_op

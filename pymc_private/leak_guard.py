@@ -22,6 +22,7 @@ from pytensor.compile.ops import ViewOp
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors, graph_inputs
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random.basic import CategoricalRV
 from pytensor.tensor.shape import Shape, Shape_i
 
 from pymc_private.data import declaration, private_data
@@ -104,6 +105,7 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
                 "public). Declare it in this model with pmp.PrivateData."
             )
     sources = private_sources(model)
+    made_by = _compute_p_deterministics(model)
     doors = [
         *(
             (
@@ -129,7 +131,13 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
                 f"Deterministic `{variable.name}`",
                 [variable],
                 "it would be released with the draws outside the analysed likelihood. "
-                "Remove it, or compute it from the parameters only",
+                + (
+                    "PyMC made it (pm.OrderedLogistic and pm.OrderedProbit add the category "
+                    f"probabilities of `{variable.name.removesuffix('_probs')}` as a "
+                    "Deterministic by default): pass compute_p=False to turn it off"
+                    if variable in made_by
+                    else "Remove it, or compute it from the parameters only"
+                ),
             )
             for variable in model.deterministics
         ),
@@ -147,6 +155,21 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
         touched = private_value_inputs(outputs, sources)
         if touched:
             raise UnsupportedModelError(f"{what} depends on {touched[0]}: {fix}.")
+
+
+def _compute_p_deterministics(model: pm.Model) -> set[Variable]:
+    """The Deterministics PyMC adds itself: ``pm.OrderedLogistic(name, ..., compute_p=True)``
+    (and `OrderedProbit`) registers ``name_probs``, the p of the Categorical it returns."""
+    made_by = set()
+    for rv in [*model.observed_RVs, *model.free_RVs]:
+        probs = model.named_vars.get(f"{rv.name}_probs")
+        if (
+            probs in model.deterministics
+            and isinstance(rv.owner.op, CategoricalRV)
+            and probs in ancestors(rv.owner.inputs)
+        ):
+            made_by.add(probs)
+    return made_by
 
 
 def check_initial_values(model: pm.Model | None = None) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "Source",
     "column_label",
     "dataset_identity",
+    "first_problem",
     "is_dask",
     "placeholder",
     "record_digest",
@@ -145,7 +146,7 @@ class RecordCheck:
         if array.dtype.kind == "f":
             finite = ~np.isfinite(array)
             bad = finite if bad is None else bad | finite
-        first_missing = _first(bad, offset) if bad is not None and bad.any() else None
+        first_missing = first_problem(bad, offset) if bad is not None and bad.any() else None
         if array.dtype.kind in "biu":
             low, high = self.lower.astype(np.int64), self.upper.astype(np.int64)
             if array.dtype.kind == "u" and array.dtype.itemsize == 8:
@@ -167,7 +168,7 @@ class RecordCheck:
                 values = np.clip(values, low, high)
                 clipped = True
             else:
-                first_outside = _first(outside, offset)
+                first_outside = first_problem(outside, offset)
         stored = values.astype(self.dtype, copy=False)
         digest = np.zeros(2, np.uint64)
         if first_missing is None:
@@ -246,7 +247,8 @@ def column_label(column: tuple[int, ...], record_shape: tuple[int, ...], dims=No
     return label
 
 
-def _first(mask: np.ndarray, offset: int) -> Problem:
+def first_problem(mask: np.ndarray, offset: int) -> Problem:
+    """The global row (rows of ``mask`` from ``offset``) and column of its first True."""
     index = tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
     return Problem(offset + index[0], index[1:])
 

@@ -27,6 +27,7 @@ from pymc_private.errors import (
 )
 from pymc_private.families import Binomial, Poisson
 from pymc_private.leak_guard import refuse_private_paths
+from pymc_private.ledgers import ledger_for
 from pymc_private.priors import (
     TruncatedBeta,
     TruncatedDirichlet,
@@ -405,12 +406,96 @@ def test_private_data_outside_the_likelihood_is_refused():
         analyze(model)
 
 
-def test_float_labels_and_out_of_range_group_index_are_refused():
-    with pm.Model() as floats:
-        y_obs = PrivateData("y_obs", (np.arange(N) % 2).astype(float), bounds=(0, 1))
+def test_the_probabilities_pymc_adds_to_an_ordinal_logit_are_refused_with_how_to_drop_them():
+    labels = np.arange(N) % 3
+    x = np.linspace(-1, 1, N)[:, None]
+
+    def ordinal(eta, **kwargs):
+        with pm.Model() as model:
+            x_obs = PrivateData("x_obs", x, bounds=(-1, 1))
+            y_obs = PrivateData("y_obs", labels, bounds=(0, 2))
+            w = TruncatedNormal("w", 0, 1, lower=-1, upper=1, shape=1)
+            cutpoints = pm.Normal("c", [-1, 1], 1, transform=pm.distributions.transforms.ordered)
+            pm.OrderedLogistic("y", eta(x_obs, w), cutpoints, observed=y_obs, **kwargs)
+        return model
+
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"Deterministic `y_probs` depends on PrivateData `x_obs`.*PyMC made it "
+        r"\(pm\.OrderedLogistic.*pass compute_p=False to turn it off",
+    ):
+        refuse_private_paths(ordinal(lambda x_obs, w: x_obs @ w))
+    refuse_private_paths(ordinal(lambda x_obs, w: x_obs @ w, compute_p=False))
+    refuse_private_paths(ordinal(lambda x_obs, w: w[0]))  # parameters only: released freely
+
+
+def test_a_softmax_logit_has_the_softmax_interval_bound_which_brute_force_attains():
+    """z = x·W_k in [−4, 4] (‖x‖∞ ≤ 1, |W| ≤ 2, two covariates), K = 3: every entry of
+    softmax(z) lies in [1/(1 + 2e⁸), 1/(1 + 2e⁻⁸)], so L = ln((1 + 2e⁸)/(1 + 2e⁻⁸));
+    no pair of records exceeds it, and x = ±(1, 1) with W's columns at ±(2, 2) attains it."""
+    rng = np.random.default_rng(5)
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", rng.uniform(-1, 1, (N, 2)), bounds=(-1, 1))
+        y_obs = PrivateData("y_obs", np.arange(N) % 3, bounds=(0, 2))
+        W = TruncatedNormal("W", 0, 1, lower=-2, upper=2, shape=(2, 3))
+        pm.Categorical("y", p=pm.math.softmax(x_obs @ W, axis=-1), observed=y_obs)
+    bound = analyze(model).record_lipschitz
+    assert bound == pytest.approx(math.log((1 + 2 * math.exp(8)) / (1 + 2 * math.exp(-8))))
+
+    def log_softmax(x, weights):
+        z = x @ weights
+        return z - np.logaddexp.reduce(z, axis=-1, keepdims=True)
+
+    weights = rng.uniform(-2, 2, (2000, 2, 3))
+    first = log_softmax(rng.uniform(-1, 1, (2000, 1, 2)), weights)[:, 0]
+    second = log_softmax(rng.uniform(-1, 1, (2000, 1, 2)), weights)[:, 0]
+    spread = first.max(axis=-1) - second.min(axis=-1)
+    assert spread.max() <= bound
+    corner = np.array([[2.0, -2.0, -2.0], [2.0, -2.0, -2.0]])
+    attained = log_softmax(np.ones(2), corner)[0] - log_softmax(-np.ones(2), corner)[0]
+    assert attained == pytest.approx(bound, rel=1e-12)
+
+
+def float_labels(values, bounds=(0, 1)):
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", np.asarray(values, dtype=float), bounds=bounds)
         pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=y_obs)
-    with pytest.raises(DataBoundsError, match=r"`y_obs`.*integer"):
-        analyze(floats)
+    return model
+
+
+def test_float_labels_that_are_integers_within_integer_bounds_are_analysed_as_integers():
+    labels = np.arange(N) % 2
+    with pm.Model() as integers:
+        y_obs = PrivateData("y_obs", labels, bounds=(0, 1))
+        pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=y_obs)
+    floats, reference = analyze(float_labels(labels)), analyze(integers)
+    assert floats.record_lipschitz == reference.record_lipschitz == math.log(0.9 / 0.1)
+    assert floats.sensitivity_l1 == reference.sensitivity_l1 == 1.0
+    assert floats.terms[0].domains == reference.terms[0].domains
+
+
+def test_float_labels_that_are_not_integers_are_refused_by_row_before_any_release():
+    labels = (np.arange(N) % 2).astype(float)
+    labels[7] = 0.5
+    model = float_labels(labels)
+    before = len(ledger_for(model).releases)
+    message = r"`y_obs`: row 7, column 0 \(one value per record\) is not an integer"
+    with pytest.raises(DataBoundsError, match=message) as refusal:
+        analyze(model)
+    assert "0.5" not in str(refusal.value)
+    with pytest.raises(DataBoundsError, match=message):
+        privatize(model, epsilon=1.0)
+    assert len(ledger_for(model).releases) == before
+    with pytest.raises(DataBoundsError, match=r"`y_obs`.*float dtype and bounds that are not "):
+        analyze(float_labels(np.zeros(N), bounds=(0, 0.5)))
+    with pm.Model() as clipped:
+        y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1), out_of_bounds="clip")
+        pm.Bernoulli("y", TruncatedBeta("p", 1, 1, lower=0.1, upper=0.9), observed=y_obs)
+    with pytest.raises(DataBoundsError, match=r"`y_obs`.*out_of_bounds='clip', which never"):
+        analyze(clipped)
+
+
+def test_out_of_range_group_index_is_refused():
     with pm.Model() as index:
         g = PrivateData("g", np.arange(N) % 2, bounds=(0, 3))
         y_obs = PrivateData("y_obs", np.zeros(N), bounds=(0, 1))

@@ -1180,6 +1180,129 @@ def test_mixture_records_are_separated_and_add_up_to_the_likelihood():
         assert lam == pytest.approx(exact(q1) - exact(q0), rel=1e-9, abs=1e-9)
 
 
+# ---------------------------------------------------------------------------------------
+# Refusals of the analysis that clipped Barker runs: the message names it and its cost
+# ---------------------------------------------------------------------------------------
+
+_RNG = np.random.default_rng(25)
+_X = _RNG.uniform(-1.0, 1.0, (30, 2))
+_LABELS = _RNG.integers(0, 3, 30)
+
+
+def student_t_regression():
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", _X, bounds=(-1.0, 1.0))
+        y_obs = PrivateData("y_obs", _X @ [0.5, -0.3], bounds=(-2.0, 2.0))
+        w = TruncatedNormal("w", 0.0, 1.0, lower=-2.0, upper=2.0, shape=2)
+        pm.StudentT("y", nu=4, mu=x_obs @ w, sigma=0.5, observed=y_obs)
+    return model
+
+
+def per_record_binomial():
+    with pm.Model() as model:
+        trials = PrivateData("trials", _LABELS + 1, bounds=(1, 3))
+        successes = PrivateData("successes", _LABELS, bounds=(0, 3))
+        p = TruncatedBeta("p", 1.0, 1.0, lower=0.05, upper=0.95)
+        pm.Binomial("k", n=trials, p=p, observed=successes)
+    return model
+
+
+def lagged_ar1():
+    series = np.clip(np.cumsum(_RNG.normal(0.0, 0.5, 31)), -3.0, 3.0)
+    with pm.Model() as model:
+        previous = PrivateData("previous", series[:-1], bounds=(-3.0, 3.0))
+        following = PrivateData("following", series[1:], bounds=(-3.0, 3.0))
+        rho = TruncatedNormal("rho", 0.0, 1.0, lower=-0.99, upper=0.99)
+        pm.Normal("s", rho * previous, 0.5, observed=following)
+    return model
+
+
+def ordinal_logit():
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", _X, bounds=(-1.0, 1.0))
+        y_obs = PrivateData("y_obs", _LABELS, bounds=(0, 2))
+        w = TruncatedNormal("w", 0.0, 1.0, lower=-2.0, upper=2.0, shape=2)
+        cutpoints = pm.Normal(
+            "cutpoints", [-1.0, 1.0], 1.0, transform=pm.distributions.transforms.ordered
+        )
+        pm.OrderedLogistic("y", eta=x_obs @ w, cutpoints=cutpoints, observed=y_obs, compute_p=False)
+    return model
+
+
+@pytest.mark.parametrize(
+    "build",
+    [student_t_regression, per_record_binomial, lagged_ar1, ordinal_logit],
+)
+def test_a_refusal_that_clipped_barker_runs_names_it_and_its_cost_and_it_runs(build):
+    model = build()
+    cost = PrivateMetropolis.cost(1.0, 1.0)
+    assert cost == 2.0 + 2.0**-43
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"pmp\.PrivateMetropolis\(clip=c\) samples this model.*ε = 2c/T \+ 2\^-43 "
+        r"\(ε = 2 per step at c = 1 and temperature T = 1\)",
+    ) as refusal:
+        analyze(model)
+    assert ":ref:" not in str(refusal.value)
+    with pytest.raises(UnsupportedModelError, match=r"PrivateMetropolis\(clip=c\)"):
+        PrivateMetropolis(model=model)
+    # Each record's log-likelihood is separated exactly: with a clip that never binds, Λ is
+    # the change of the model's log density.
+    unclipped = PrivateMetropolis(clip=1e3, model=model)
+    exact = model.compile_logp(jacobian=True)
+    point = model.initial_point()
+    rng = np.random.default_rng(3)
+    q0 = {k: v + rng.normal(scale=0.1, size=v.shape) for k, v in point.items()}
+    q1 = {k: v + rng.normal(scale=0.1, size=v.shape) for k, v in q0.items()}
+    lam = unclipped.log_acceptance_ratio(
+        *(np.concatenate([q[v.name].ravel() for v in unclipped.vars]) for q in (q1, q0))
+    )
+    assert lam == pytest.approx(exact(q1) - exact(q0), rel=1e-9, abs=1e-9)
+    step = PrivateMetropolis(clip=1.0, model=model)
+    idata = pmp_sample(
+        3, tune=0, step=step, chains=1, cores=1, random_seed=1, progressbar=False, model=model
+    )
+    np.testing.assert_array_equal(idata.sample_stats["privacy_epsilon"], cost)
+
+
+def test_a_softmax_logit_runs_on_its_record_lipschitz_constant_with_records_separated():
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", _X, bounds=(-1.0, 1.0))
+        y_obs = PrivateData("y_obs", _LABELS, bounds=(0, 2))
+        W = TruncatedNormal("W", 0.0, 1.0, lower=-2.0, upper=2.0, shape=(2, 3))
+        pm.Categorical("y", p=pm.math.softmax(x_obs @ W, axis=-1), observed=y_obs)
+    step = PrivateMetropolis(temperature=20.0, model=model)
+    assert step.sensitivity == analyze(model).record_lipschitz
+    exact = model.compile_logp(jacobian=True)
+    point = model.initial_point()
+    q1 = {k: v + 0.1 for k, v in point.items()}
+    lam = step.log_acceptance_ratio(
+        *(np.concatenate([q[v.name].ravel() for v in step.vars]) for q in (q1, point))
+    )
+    # Λ tempers the likelihood by 1/T; the prior ratio enters whole.
+    prior = model.compile_logp(vars=model.free_RVs, jacobian=True)
+    likelihood = (exact(q1) - prior(q1)) - (exact(point) - prior(point))
+    assert lam == pytest.approx(prior(q1) - prior(point) + likelihood / 20.0, rel=1e-9)
+
+
+def test_a_refusal_that_no_route_runs_does_not_name_clipped_barker():
+    """Observing x[1:] given x[:-1] mixes records; the message says how to pair them."""
+    series = np.linspace(-1.0, 1.0, 31)
+    with pm.Model() as model:
+        x_obs = PrivateData("x_obs", series, bounds=(-3.0, 3.0))
+        rho = TruncatedNormal("rho", 0.0, 1.0, lower=-0.99, upper=0.99)
+        pm.Normal("s", rho * x_obs[:-1], 0.5, observed=x_obs[1:])
+    with pytest.raises(UnsupportedModelError, match=r"lagged series.*x_prev @ rho") as refusal:
+        analyze(model)
+    assert "PrivateMetropolis" not in str(refusal.value)
+
+
+def test_the_mixture_refusal_names_the_clipped_route_once():
+    with pytest.raises(UnsupportedModelError) as refusal:
+        analyze(normal_mixture([0.0, 1.0]))
+    assert str(refusal.value).count("clip=c") == 1
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     q1=st.tuples(coordinate, coordinate, coordinate),
