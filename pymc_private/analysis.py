@@ -28,6 +28,7 @@ from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, U
 from pymc_private.graph_reader import GraphReader
 from pymc_private.leak_guard import check_initial_values, refuse_private_paths
 from pymc_private.likelihood import LikelihoodTerm
+from pymc_private.record_likelihood import clipped_route_note
 from pymc_private.statistics import StatisticSpec
 from pymc_private.steps.base import tempered_epsilon
 
@@ -364,7 +365,7 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     ------
     UnsupportedModelError
         When ``pmp.PrivateMetropolis(clip=c)`` runs the model all the same, the message says
-        so with its cost per step (`pymc_private.steps.metropolis.clipped_route_note`).
+        so with its cost per step (`pymc_private.record_likelihood.clipped_route_note`).
         No `PrivateData`; an observed node on a raw array or on `pm.Data` that is not
         `PrivateData`; an unknown likelihood family (the message lists the supported ones);
         private data, or an observed variable (which PyMC evaluates at its data), reaching a
@@ -399,8 +400,6 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
     try:
         terms = tuple(reader.term(observed) for observed in observed_rvs)
     except UnsupportedModelError as refusal:
-        from pymc_private.steps.metropolis import clipped_route_note  # it imports analyze
-
         note = clipped_route_note(model)
         if not note:
             raise

@@ -43,6 +43,9 @@ from pymc_private.dp.events import Release, zcdp_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
+    "LOG_ODDS_BOUND",
+    "ROUNDING_ALLOWANCE",
+    "barker_epsilon",
     "ceil_sqrt",
     "checked_values",
     "discrete_gaussian",
@@ -696,3 +699,20 @@ def ceil_float(exact: Fraction) -> float:
     except OverflowError:
         return math.inf
     return nearest if Fraction(nearest) >= exact else math.nextafter(nearest, math.inf)
+
+
+LOG_ODDS_BOUND = 512.0
+"""B: the Barker choice's log-odds Λ is clamped to [−B, B] before its one rounding (changes
+σ(Λ) by less than e^−B)."""
+
+ROUNDING_ALLOWANCE = Fraction(2, 2**53) * Fraction(LOG_ODDS_BOUND)
+"""2uB = 2⁻⁴³ (u = 2⁻⁵³): how far the rounding of two clamped log-odds can move them apart."""
+
+
+def barker_epsilon(sensitivity, temperature, log_likelihood_error=0) -> float:
+    """The ε of one exact Barker choice (`pmp.PrivateMetropolis`'s step) whose tempered
+    log-odds one record moves by at most 2L/T: (2L + 8η)/T + 2⁻⁴³, or 2c/T + 2⁻⁴³ when each
+    record's ratio is clipped to ±c (c in place of L, η = 0), evaluated exactly and rounded up
+    to a float (:ref:`costs-metropolis`). Infinite when it overflows floating point."""
+    record = 2 * Fraction(sensitivity) + 8 * Fraction(log_likelihood_error)
+    return ceil_float(record / Fraction(temperature) + ROUNDING_ALLOWANCE)

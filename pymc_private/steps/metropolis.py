@@ -19,40 +19,41 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
-from pymc.distributions.mixture import MixtureRV
 from pymc.initial_point import PointType
-from pymc.logprob.utils import CheckParameterValue
 from pymc.pytensorf import compile, floatX, join_nonshared_inputs
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
-from pytensor.tensor.basic import Join
-from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
-from pytensor.tensor.math import Dot
-from pytensor.tensor.random.op import RandomVariable
-from pytensor.tensor.shape import Shape, Shape_i
-from pytensor.tensor.special import LogSoftmax, Softmax
-from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
+from pytensor.graph.traversal import graph_inputs
 
 from pymc_private.analysis import analyze
 from pymc_private.compiling import compiling
-from pymc_private.data import check_private_data, datasets_of, in_memory_values, private_data
+from pymc_private.data import check_private_data, datasets_of, in_memory_values
 from pymc_private.dp.checks import checked_secure, checked_temperature
-from pymc_private.dp.mechanisms import ceil_float, exact_choice
+from pymc_private.dp.mechanisms import (
+    LOG_ODDS_BOUND,
+    ROUNDING_ALLOWANCE,
+    barker_epsilon,
+    ceil_float,
+    exact_choice,
+)
 from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.leak_guard import refuse_private_paths, shape_is_public
+from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import ledger_for
 from pymc_private.likelihood import LikelihoodTerm
+from pymc_private.record_likelihood import (
+    checked_vars,
+    private_data_vars,
+    split_logp,
+)
 from pymc_private.steps.base import PrivateStep
 
 __all__ = [
@@ -63,14 +64,7 @@ __all__ = [
     "PrivateMetropolis",
     "PrivateMetropolisState",
     "barker_log_odds",
-    "clipped_route_note",
 ]
-
-LOG_ODDS_BOUND = 512.0
-"""B: Λ is clamped to [−B, B] before its one rounding (changes σ(Λ) by less than e^−B)."""
-
-ROUNDING_ALLOWANCE = Fraction(2, 2**53) * Fraction(LOG_ODDS_BOUND)
-"""2uB = 2⁻⁴³ (u = 2⁻⁵³): how far the rounding of two clamped log-odds can move them apart."""
 
 LOG_LIKELIHOOD_ERROR = Fraction(1, 2**30)
 """η / max(1, C): the absolute error assumed of a computed log-likelihood (assumption (A))."""
@@ -439,12 +433,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.secure = checked_secure(secure)
 
         model = pm.modelcontext(model)
-        vars = _checked_vars(model, model.value_vars if vars is None else vars)
+        vars = checked_vars(model, model.value_vars if vars is None else vars)
         names = [model.values_to_rvs[v].name for v in vars]
-        private = _private_data_vars(model)
+        private = private_data_vars(model)
         refuse_private_paths(model)
         check_private_data(model)
-        log_prior, observed = _split_logp(model, vars)
+        log_prior, observed = split_logp(model, vars)
         self.log_likelihood_error = 0.0
         if not observed:
             self.sensitivity = 0.0
@@ -474,7 +468,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                     f"ε per step = (2L + 8η)/T + 2⁻⁴³ overflows floating point (L = "
                     f"{self.sensitivity:g}); declare tighter bounds or priors, or raise T."
                 )
-            record_log_likelihood = _record_log_likelihood(model, observed, private)
+            record_log_likelihood = record_log_likelihood(model, observed, private)
             self.ledger = ledger_for(model)
             self.datasets = datasets_of(model)
 
@@ -542,8 +536,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         log_likelihood_error
             η of assumption (A) (0 with ``clip``).
         """
-        record = 2 * Fraction(sensitivity) + 8 * Fraction(log_likelihood_error)
-        return ceil_float(record / Fraction(temperature) + ROUNDING_ALLOWANCE)
+        return barker_epsilon(sensitivity, temperature, log_likelihood_error)
 
     def _log_ratio_terms(self, q1: np.ndarray, q0: np.ndarray) -> list[np.ndarray]:
         """[prior ratio, record ratios] of the move from ``q0`` to ``q1`` on the private data
@@ -625,31 +618,6 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         )
 
 
-def clipped_route_note(model: pm.Model) -> str:
-    """The sentence that ends a refusal of the analysis when ``PrivateMetropolis(clip=c)``
-    samples the model all the same, else "".
-
-    That route needs no bound of L: it needs every free variable continuous and each record's
-    log-likelihood on its own (`_record_log_likelihood`), which the model's graph decides
-    (never its data), so whether the sentence is there reveals nothing private. Its cost is
-    `PrivateMetropolis.cost` of c at temperature T, named in words and at c = T = 1.
-    """
-    try:
-        vars = _checked_vars(model, model.value_vars)
-        _, observed = _split_logp(model, vars)
-        if not observed:
-            return ""
-        _record_log_likelihood(model, observed, _private_data_vars(model))
-    except (UnsupportedModelError, NotImplementedError):  # PyMC derives no log-density
-        return ""
-    return (
-        "pmp.PrivateMetropolis(clip=c) samples this model: it clips each record's "
-        "log-likelihood ratio to ±c, so one step costs ε = 2c/T + 2^-43 "
-        f"(ε = {PrivateMetropolis.cost(1.0, 1.0):.6g} per step at c = 1 and temperature T = 1), "
-        "and the chain targets the clipped posterior."
-    )
-
-
 def _float_error_bounds(terms: list[LikelihoodTerm], names: list[str]) -> tuple[float, float]:
     """(η, K) of the unclipped step on the block ``names`` (class docstring).
 
@@ -715,204 +683,6 @@ def _real(value) -> float | None:
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
         return None
     return float(value)
-
-
-def _checked_vars(model: pm.Model, vars) -> list[Variable]:
-    """The value variables of ``vars``, refusing anything but continuous free variables."""
-    if not isinstance(vars, list | tuple):
-        vars = [vars]
-    value_vars = []
-    for var in vars:
-        if var in model.rvs_to_values and var in model.free_RVs:
-            var = model.rvs_to_values[var]
-        if var not in model.value_vars:
-            name = getattr(var, "name", None) or repr(var)
-            raise UnsupportedModelError(
-                f"PrivateMetropolis samples free random variables only; `{name}` is not one "
-                "of this model (observed variables, data and Deterministics are not sampled)."
-            )
-        if var.dtype in pm.discrete_types:
-            raise UnsupportedModelError(
-                f"PrivateMetropolis proposes a Gaussian random walk and cannot sample the "
-                f"discrete variable `{model.values_to_rvs[var].name}`; use pmp.PrivateGibbs."
-            )
-        value_vars.append(var)
-    return value_vars
-
-
-def _private_data_vars(model: pm.Model) -> set[Variable]:
-    specs = private_data(model)
-    if not specs:
-        raise UnsupportedModelError(
-            "PrivateMetropolis needs the sensitive data declared with "
-            "pmp.PrivateData(name, value, bounds=(lower, upper)) and observed through it; "
-            "this model has no PrivateData."
-        )
-    return {v for v in model.data_vars if v.name in specs}
-
-
-def _split_logp(model: pm.Model, vars: list[Variable]) -> tuple[Variable, list[Variable]]:
-    """The log prior (Jacobians and public Potentials included) and the observed variables of
-    Λ that involve ``vars``; terms that do not involve them cancel in Λ and are left out."""
-
-    def involves(term: Variable) -> bool:
-        return any(a in vars for a in ancestors([term]))
-
-    terms = model.logp([*model.free_RVs, *model.potentials], sum=False)
-    priors = [
-        var
-        for var, term in zip([*model.free_RVs, *model.potentials], terms, strict=True)
-        if involves(term)
-    ]
-    observed = [
-        rv
-        for rv, term in zip(
-            model.observed_RVs, model.logp(model.observed_RVs, sum=False), strict=True
-        )
-        if involves(term)
-    ]
-    return model.logp(priors, jacobian=True), observed
-
-
-def _record_log_likelihood(
-    model: pm.Model, observed: list[Variable], private: set[Variable]
-) -> Variable:
-    """The vector (ℓ(x_i; θ))_i: elementwise log-likelihood summed over non-record axes.
-
-    Each observed node must be a batch of independent draws along axis 0 whose value and
-    parameters take row i from row i of the `PrivateData` only (or are public); otherwise
-    the records could not be separated, and neither the clip of each record's ratio nor
-    the step's exact sum over records would bound what one record changes.
-    """
-    aligned: dict[Variable, bool | None] = {}
-    for rv in observed:
-        op = rv.owner.op
-        if isinstance(op, MixtureRV) and op.ndim_supp == 0:
-            # A mixture of scalar components: record i's log-likelihood is
-            # log Σ_k w_k p_k(x_i), which reads row i of the data only, provided no weight or
-            # component reads private data.
-            separable = (
-                rv.ndim >= 1
-                and _record_aligned(model.rvs_to_values[rv], private, aligned) is True
-                and all(_record_aligned(i, private, aligned) is False for i in rv.owner.inputs)
-            )
-            if not separable:
-                raise UnsupportedModelError(
-                    f"PrivateMetropolis needs each record's log-likelihood on its own: the "
-                    f"mixture `{rv.name}` must observe PrivateData row by row, with weights "
-                    "and components that read no private data."
-                )
-            continue
-        if not isinstance(op, RandomVariable):
-            raise UnsupportedModelError(
-                f"PrivateMetropolis needs each record's log-likelihood on its own and can "
-                f"separate plain PyMC distributions and mixtures of scalar ones only; the "
-                f"observed `{rv.name}` is a {type(op).__name__}."
-            )
-        batch_ndim = rv.ndim - op.ndim_supp
-        separable = (
-            batch_ndim >= 1
-            and _record_aligned(model.rvs_to_values[rv], private, aligned) is True
-            and all(
-                (status := _record_aligned(param, private, aligned)) is False
-                or (status is True and param.ndim == batch_ndim + core_ndim)
-                for param, core_ndim in zip(op.dist_params(rv.owner), op.ndims_params, strict=True)
-            )
-        )
-        if not separable:
-            raise UnsupportedModelError(
-                f"PrivateMetropolis needs each record's log-likelihood on its own, but the "
-                f"observed `{rv.name}` does not observe PrivateData row by row (records on axis 0; "
-                "parameters public or built from the same row of the data by elementwise "
-                "operations, indexing of public tensors and x @ w)."
-            )
-    terms = model.logp(observed, sum=False)
-    # PyMC guards a log-density with CheckParameterValue, which turns *every* record's term
-    # into −∞ when the parameter of *one* record leaves its domain (its condition is reduced
-    # with `all` over the records): a record would then move all n terms. Without the guard
-    # an invalid parameter makes that record's own term NaN or ±∞, which the clip bounds.
-    # One guard at a time: a mixture's guards are nested, which a joint replacement refuses.
-    while check := next(
-        (
-            n
-            for n in applys_between(model.value_vars, terms)
-            if isinstance(n.op, CheckParameterValue)
-        ),
-        None,
-    ):
-        terms = graph_replace(terms, {check.outputs[0]: check.inputs[0]}, strict=False)
-    per_record = [
-        term.sum(axis=tuple(range(1, term.ndim))) if term.ndim > 1 else term for term in terms
-    ]
-    return pt.add(*per_record)
-
-
-def _record_aligned(
-    var: Variable, private: set[Variable], memo: dict[Variable, bool | None]
-) -> bool | None:
-    """Whether row i of ``var`` (axis 0) comes from row i of the private data only.
-
-    True: axis 0 is the record axis and row i depends on data row i (and public values).
-    False: ``var`` involves no private data. None: it mixes records, or its structure is not
-    one this check recognises.
-    """
-    if var in memo:
-        return memo[var]
-    if var in private:
-        return True
-    if var.owner is None:
-        return False
-    if isinstance(var.owner.op, Shape | Shape_i):
-        # Only the shapes of declared arrays are public; any other shape may hold a count
-        # of private values shared by every record (refused: not separable).
-        return False if shape_is_public(var.owner.inputs[0], private) else None
-    inputs = [_record_aligned(i, private, memo) for i in var.owner.inputs]
-    if all(status is False for status in inputs):
-        memo[var] = False
-    elif any(status is None for status in inputs):
-        memo[var] = None
-    else:
-        memo[var] = _keeps_records(var, inputs) or None
-    return memo[var]
-
-
-def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
-    """Whether ``var``'s op maps record-aligned inputs (``inputs[k]`` True) row by row."""
-    op = var.owner.op
-    first = inputs[0]
-    if isinstance(op, Elemwise):
-        return True
-    if isinstance(op, DimShuffle):
-        return op.new_order[:1] == (0,)
-    if isinstance(op, Join):
-        # Pieces joined along an axis other than the records' put row i next to row i.
-        axis = var.owner.inputs[0]
-        return isinstance(axis, Constant) and int(axis.data) % var.ndim != 0
-    if isinstance(op, Softmax | LogSoftmax):
-        return op.axis is not None and op.axis % var.ndim != 0
-    if isinstance(op, CAReduce):
-        return op.axis is not None and 0 not in op.axis
-    if isinstance(op, Subtensor):
-        leading = op.idx_list[0] if op.idx_list else slice(None)
-        return first and leading == slice(None) and not any(inputs[1:])
-    if isinstance(op, AdvancedSubtensor1 | AdvancedSubtensor):
-        # public[index, ...] with a record-aligned first index: the indices broadcast
-        # together, so none may have more axes than it, nor an aligned one fewer.
-        leading, *others = var.owner.inputs[1:]
-        return (
-            not first
-            and inputs[1]
-            and all(
-                getattr(index, "ndim", 0) <= leading.ndim
-                and (not aligned or index.ndim == leading.ndim)
-                for index, aligned in zip(others, inputs[2:], strict=True)
-            )
-        )
-    if isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
-        # private @ public: row i of the product is row i of the private factor times it.
-        x, w = var.owner.inputs
-        return first and not inputs[1] and x.ndim >= 2 and w.ndim <= x.ndim
-    return False
 
 
 def _compile_log_ratio_terms(

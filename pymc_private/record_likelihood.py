@@ -1,0 +1,259 @@
+"""Each record's log-likelihood, separated from a model's graph: what the pay-per-draw route
+`pmp.PrivateMetropolis` clips record by record (`record_log_likelihood`), the checks of what
+it samples, and the sentence that names that route where the analysis refuses a model it runs
+(`clipped_route_note`). Reads graphs only, never data."""
+
+from __future__ import annotations
+
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.mixture import MixtureRV
+from pymc.logprob.utils import CheckParameterValue
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors, applys_between
+from pytensor.tensor.basic import Join
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from pytensor.tensor.math import Dot
+from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.shape import Shape, Shape_i
+from pytensor.tensor.special import LogSoftmax, Softmax
+from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
+
+from pymc_private.data import private_data
+from pymc_private.dp.mechanisms import barker_epsilon
+from pymc_private.errors import UnsupportedModelError
+from pymc_private.leak_guard import shape_is_public
+
+__all__ = [
+    "checked_vars",
+    "clipped_route_note",
+    "private_data_vars",
+    "record_log_likelihood",
+    "split_logp",
+]
+
+
+def clipped_route_note(model: pm.Model) -> str:
+    """The sentence that ends a refusal of the analysis when ``PrivateMetropolis(clip=c)``
+    samples the model all the same, else "".
+
+    That route needs no bound of L: it needs every free variable continuous and each record's
+    log-likelihood on its own (`record_log_likelihood`), which the model's graph decides
+    (never its data), so whether the sentence is there reveals nothing private. Its cost is
+    `pymc_private.dp.mechanisms.barker_epsilon` of c at temperature T (what
+    `PrivateMetropolis.cost` charges), named in words and at c = T = 1.
+    """
+    try:
+        vars = checked_vars(model, model.value_vars)
+        _, observed = split_logp(model, vars)
+        if not observed:
+            return ""
+        record_log_likelihood(model, observed, private_data_vars(model))
+    except (UnsupportedModelError, NotImplementedError):  # PyMC derives no log-density
+        return ""
+    return (
+        "pmp.PrivateMetropolis(clip=c) samples this model: it clips each record's "
+        "log-likelihood ratio to ±c, so one step costs ε = 2c/T + 2^-43 "
+        f"(ε = {barker_epsilon(1.0, 1.0):.6g} per step at c = 1 and temperature T = 1), "
+        "and the chain targets the clipped posterior."
+    )
+
+
+def checked_vars(model: pm.Model, vars) -> list[Variable]:
+    """The value variables of ``vars``, refusing anything but continuous free variables."""
+    if not isinstance(vars, list | tuple):
+        vars = [vars]
+    value_vars = []
+    for var in vars:
+        if var in model.rvs_to_values and var in model.free_RVs:
+            var = model.rvs_to_values[var]
+        if var not in model.value_vars:
+            name = getattr(var, "name", None) or repr(var)
+            raise UnsupportedModelError(
+                f"PrivateMetropolis samples free random variables only; `{name}` is not one "
+                "of this model (observed variables, data and Deterministics are not sampled)."
+            )
+        if var.dtype in pm.discrete_types:
+            raise UnsupportedModelError(
+                f"PrivateMetropolis proposes a Gaussian random walk and cannot sample the "
+                f"discrete variable `{model.values_to_rvs[var].name}`; use pmp.PrivateGibbs."
+            )
+        value_vars.append(var)
+    return value_vars
+
+
+def private_data_vars(model: pm.Model) -> set[Variable]:
+    specs = private_data(model)
+    if not specs:
+        raise UnsupportedModelError(
+            "PrivateMetropolis needs the sensitive data declared with "
+            "pmp.PrivateData(name, value, bounds=(lower, upper)) and observed through it; "
+            "this model has no PrivateData."
+        )
+    return {v for v in model.data_vars if v.name in specs}
+
+
+def split_logp(model: pm.Model, vars: list[Variable]) -> tuple[Variable, list[Variable]]:
+    """The log prior (Jacobians and public Potentials included) and the observed variables of
+    Λ that involve ``vars``; terms that do not involve them cancel in Λ and are left out."""
+
+    def involves(term: Variable) -> bool:
+        return any(a in vars for a in ancestors([term]))
+
+    terms = model.logp([*model.free_RVs, *model.potentials], sum=False)
+    priors = [
+        var
+        for var, term in zip([*model.free_RVs, *model.potentials], terms, strict=True)
+        if involves(term)
+    ]
+    observed = [
+        rv
+        for rv, term in zip(
+            model.observed_RVs, model.logp(model.observed_RVs, sum=False), strict=True
+        )
+        if involves(term)
+    ]
+    return model.logp(priors, jacobian=True), observed
+
+
+def record_log_likelihood(
+    model: pm.Model, observed: list[Variable], private: set[Variable]
+) -> Variable:
+    """The vector (ℓ(x_i; θ))_i: elementwise log-likelihood summed over non-record axes.
+
+    Each observed node must be a batch of independent draws along axis 0 whose value and
+    parameters take row i from row i of the `PrivateData` only (or are public); otherwise
+    the records could not be separated, and neither the clip of each record's ratio nor
+    the step's exact sum over records would bound what one record changes.
+    """
+    aligned: dict[Variable, bool | None] = {}
+    for rv in observed:
+        op = rv.owner.op
+        if isinstance(op, MixtureRV) and op.ndim_supp == 0:
+            # A mixture of scalar components: record i's log-likelihood is
+            # log Σ_k w_k p_k(x_i), which reads row i of the data only, provided no weight or
+            # component reads private data.
+            separable = (
+                rv.ndim >= 1
+                and _record_aligned(model.rvs_to_values[rv], private, aligned) is True
+                and all(_record_aligned(i, private, aligned) is False for i in rv.owner.inputs)
+            )
+            if not separable:
+                raise UnsupportedModelError(
+                    f"PrivateMetropolis needs each record's log-likelihood on its own: the "
+                    f"mixture `{rv.name}` must observe PrivateData row by row, with weights "
+                    "and components that read no private data."
+                )
+            continue
+        if not isinstance(op, RandomVariable):
+            raise UnsupportedModelError(
+                f"PrivateMetropolis needs each record's log-likelihood on its own and can "
+                f"separate plain PyMC distributions and mixtures of scalar ones only; the "
+                f"observed `{rv.name}` is a {type(op).__name__}."
+            )
+        batch_ndim = rv.ndim - op.ndim_supp
+        separable = (
+            batch_ndim >= 1
+            and _record_aligned(model.rvs_to_values[rv], private, aligned) is True
+            and all(
+                (status := _record_aligned(param, private, aligned)) is False
+                or (status is True and param.ndim == batch_ndim + core_ndim)
+                for param, core_ndim in zip(op.dist_params(rv.owner), op.ndims_params, strict=True)
+            )
+        )
+        if not separable:
+            raise UnsupportedModelError(
+                f"PrivateMetropolis needs each record's log-likelihood on its own, but the "
+                f"observed `{rv.name}` does not observe PrivateData row by row (records on axis 0; "
+                "parameters public or built from the same row of the data by elementwise "
+                "operations, indexing of public tensors and x @ w)."
+            )
+    terms = model.logp(observed, sum=False)
+    # PyMC guards a log-density with CheckParameterValue, which turns *every* record's term
+    # into −∞ when the parameter of *one* record leaves its domain (its condition is reduced
+    # with `all` over the records): a record would then move all n terms. Without the guard
+    # an invalid parameter makes that record's own term NaN or ±∞, which the clip bounds.
+    # One guard at a time: a mixture's guards are nested, which a joint replacement refuses.
+    while check := next(
+        (
+            n
+            for n in applys_between(model.value_vars, terms)
+            if isinstance(n.op, CheckParameterValue)
+        ),
+        None,
+    ):
+        terms = graph_replace(terms, {check.outputs[0]: check.inputs[0]}, strict=False)
+    per_record = [
+        term.sum(axis=tuple(range(1, term.ndim))) if term.ndim > 1 else term for term in terms
+    ]
+    return pt.add(*per_record)
+
+
+def _record_aligned(
+    var: Variable, private: set[Variable], memo: dict[Variable, bool | None]
+) -> bool | None:
+    """Whether row i of ``var`` (axis 0) comes from row i of the private data only.
+
+    True: axis 0 is the record axis and row i depends on data row i (and public values).
+    False: ``var`` involves no private data. None: it mixes records, or its structure is not
+    one this check recognises.
+    """
+    if var in memo:
+        return memo[var]
+    if var in private:
+        return True
+    if var.owner is None:
+        return False
+    if isinstance(var.owner.op, Shape | Shape_i):
+        # Only the shapes of declared arrays are public; any other shape may hold a count
+        # of private values shared by every record (refused: not separable).
+        return False if shape_is_public(var.owner.inputs[0], private) else None
+    inputs = [_record_aligned(i, private, memo) for i in var.owner.inputs]
+    if all(status is False for status in inputs):
+        memo[var] = False
+    elif any(status is None for status in inputs):
+        memo[var] = None
+    else:
+        memo[var] = _keeps_records(var, inputs) or None
+    return memo[var]
+
+
+def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
+    """Whether ``var``'s op maps record-aligned inputs (``inputs[k]`` True) row by row."""
+    op = var.owner.op
+    first = inputs[0]
+    if isinstance(op, Elemwise):
+        return True
+    if isinstance(op, DimShuffle):
+        return op.new_order[:1] == (0,)
+    if isinstance(op, Join):
+        # Pieces joined along an axis other than the records' put row i next to row i.
+        axis = var.owner.inputs[0]
+        return isinstance(axis, Constant) and int(axis.data) % var.ndim != 0
+    if isinstance(op, Softmax | LogSoftmax):
+        return op.axis is not None and op.axis % var.ndim != 0
+    if isinstance(op, CAReduce):
+        return op.axis is not None and 0 not in op.axis
+    if isinstance(op, Subtensor):
+        leading = op.idx_list[0] if op.idx_list else slice(None)
+        return first and leading == slice(None) and not any(inputs[1:])
+    if isinstance(op, AdvancedSubtensor1 | AdvancedSubtensor):
+        # public[index, ...] with a record-aligned first index: the indices broadcast
+        # together, so none may have more axes than it, nor an aligned one fewer.
+        leading, *others = var.owner.inputs[1:]
+        return (
+            not first
+            and inputs[1]
+            and all(
+                getattr(index, "ndim", 0) <= leading.ndim
+                and (not aligned or index.ndim == leading.ndim)
+                for index, aligned in zip(others, inputs[2:], strict=True)
+            )
+        )
+    if isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
+        # private @ public: row i of the product is row i of the private factor times it.
+        x, w = var.owner.inputs
+        return first and not inputs[1] and x.ndim >= 2 and w.ndim <= x.ndim
+    return False
