@@ -52,6 +52,7 @@ from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.record_likelihood import (
     checked_vars,
     private_data_vars,
+    record_log_likelihood,
     split_logp,
 )
 from pymc_private.steps.base import PrivateStep
@@ -445,7 +446,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             self.record_bound = 0.0
             self.touches_raw_data = False
             self.privacy_epsilon_per_draw = 0.0
-            record_log_likelihood = None
+            per_record = None
         else:
             if self.clip is None:
                 analysis = analyze(model)
@@ -468,7 +469,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                     f"ε per step = (2L + 8η)/T + 2⁻⁴³ overflows floating point (L = "
                     f"{self.sensitivity:g}); declare tighter bounds or priors, or raise T."
                 )
-            record_log_likelihood = record_log_likelihood(model, observed, private)
+            per_record = record_log_likelihood(model, observed, private)
             self.ledger = ledger_for(model)
             self.datasets = datasets_of(model)
 
@@ -492,9 +493,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         # their values (checked above) travel as a `PrivatePayload`, so neither the graph
         # nor the compiled function holds raw data when the step is pickled.
         data_inputs = {v: v.type(name=v.name) for v in sorted(private, key=lambda v: v.name)}
-        outputs = (
-            [log_prior] if record_log_likelihood is None else [log_prior, record_log_likelihood]
-        )
+        outputs = [log_prior] if per_record is None else [log_prior, per_record]
         # Every other shared variable (pm.Data, or a bare pytensor.shared the model reads) is
         # public and enters as the value the analysis read: a later pm.set_data or set_value
         # cannot move the log-likelihood outside the range L was computed for.
