@@ -507,6 +507,13 @@ class Exponential(LikelihoodFamily):
         }
 
 
+def _linear_predictor(parameters) -> bool:
+    """Whether the mean is X @ w itself (`pymc_private.regression.NormalLinearRegression`);
+    a function of it (exp(X @ w)) is an expression of the plain Normal families."""
+    mu = parameters["mu"]
+    return mu.covariates is not None and mu.link == "linear"
+
+
 class _Normal(LikelihoodFamily):
     """Shared by the Normal families: the log-likelihood range over a (μ, σ) box.
 
@@ -591,7 +598,7 @@ class NormalKnownSigma(_Normal):
     conjugate_priors = MappingProxyType({"mu": (NORMAL, "identity")})
 
     def accepts(self, parameters):
-        return parameters["sigma"].constant is not None and parameters["mu"].covariates is None
+        return parameters["sigma"].constant is not None and not _linear_predictor(parameters)
 
     def statistics(self, term):
         return (self._sum_statistic(term),)
@@ -635,7 +642,7 @@ class NormalFreeSigma(_Normal):
     )
 
     def accepts(self, parameters):
-        return parameters["sigma"].constant is None and parameters["mu"].covariates is None
+        return parameters["sigma"].constant is None and not _linear_predictor(parameters)
 
     def statistics(self, term):
         first = self._sum_statistic(term)

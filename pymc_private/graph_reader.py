@@ -207,7 +207,8 @@ class GraphReader:
             n_groups=n_groups,
             group_domain=group_domain,
             group_values=group_values,
-            grid=_grid(spec),
+            # Float data of an integer family hold integers (checked in `_domains`).
+            grid=_grid(spec, integer=spec.integer or support.integer),
             covariate_grid=None if covariate_spec is None else _grid(covariate_spec),
             per_record_constants=per_record,
         )
@@ -730,9 +731,12 @@ class GraphReader:
         raise self._unsupported(f"the operation {scalar}")
 
 
-def _grid(spec: PrivateDataSpec) -> DataGrid:
-    """The public grid of a `PrivateData` array (`pymc_private.statistics.data_grid`)."""
-    return data_grid(spec.lower, spec.upper, spec.n, integer=spec.integer)
+def _grid(spec: PrivateDataSpec, *, integer: bool | None = None) -> DataGrid:
+    """The public grid of a `PrivateData` array (`pymc_private.statistics.data_grid`): step 1
+    for integer data, and for float data known to hold integers (``integer``)."""
+    return data_grid(
+        spec.lower, spec.upper, spec.n, integer=spec.integer if integer is None else integer
+    )
 
 
 def _vector_radius(weights: _Bound, right: Variable) -> float | None:

@@ -183,7 +183,9 @@ class LikelihoodFamily(ABC):
     roles: Mapping[str, str]
     conjugate_priors: Mapping[str, tuple[ConjugateFamily, str]]
     linear_parameter: str = "mu"
-    """The parameter a regression's linear predictor X @ w enters (through its link)."""
+    """The parameter a regression's linear predictor X @ w enters,"""
+    linear_link: str = "linear"
+    """through this link (``"logistic"``: sigmoid(X @ w); ``"log"``: exp(X @ w))."""
 
     def accepts(self, parameters: Mapping[str, ParameterTerm]) -> bool:
         """Whether the parameters have the structure this family object handles."""
@@ -312,8 +314,11 @@ class LikelihoodFamily(ABC):
         for param in term.parameters.values():
             if param.constant is not None:
                 continue
-            if param.free_variable is None or (param.covariates is not None) != (
-                allow_linear and param.name == self.linear_parameter
+            predictor = allow_linear and param.name == self.linear_parameter
+            if (
+                param.free_variable is None
+                or (param.covariates is not None) != predictor
+                or (predictor and param.link != self.linear_link)
             ):
                 raise UnsupportedModelError(
                     f"`{term.node}` ({self.name}): parameter `{param.name}` is an expression, "

@@ -126,7 +126,7 @@ class NormalLinearRegression(_Normal):
     )
 
     def accepts(self, parameters):
-        return parameters["mu"].covariates is not None
+        return parameters["mu"].covariates is not None and parameters["mu"].link == self.linear_link
 
     def _sigma_known(self, term) -> bool:
         return term.parameters["sigma"].constant is not None
@@ -226,11 +226,10 @@ class _GeneralizedLinear:
     """
 
     conjugate_priors = MappingProxyType({})
-    link: str
 
     def accepts(self, parameters):
         parameter = parameters[self.linear_parameter]
-        return parameter.covariates is not None and parameter.link == self.link
+        return parameter.covariates is not None and parameter.link == self.linear_link
 
     def statistics(self, term):
         specs = _regression_moments(self, term)
@@ -307,7 +306,7 @@ class LogisticRegression(_GeneralizedLinear, Bernoulli):
 
     name = "Logistic regression (p = sigmoid(X @ w), X PrivateData)"
     linear_parameter = "p"
-    link = "logistic"
+    linear_link = "logistic"
 
     def _expectations(self, mean, variance):
         tensor = isinstance(mean, pt.TensorVariable)
@@ -325,7 +324,7 @@ class PoissonRegression(_GeneralizedLinear, Poisson):
     L on the pay-per-draw routes: Poisson's, over λ ∈ [e^(−S), e^S]."""
 
     name = "Poisson regression (mu = exp(X @ w), X PrivateData)"
-    link = "log"
+    linear_link = "log"
 
     def _expectations(self, mean, variance):
         level = (pt.exp if isinstance(mean, pt.TensorVariable) else np.exp)(mean + 0.5 * variance)

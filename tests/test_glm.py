@@ -27,7 +27,7 @@ from pymc_private.dp.events import zcdp_epsilon, zcdp_rho
 from pymc_private.errors import PrivacyError, UnsupportedModelError
 from pymc_private.ledgers import ledger_for
 from pymc_private.privatisation import privatisation_of
-from pymc_private.regression import LogisticRegression, PoissonRegression
+from pymc_private.regression import LogisticRegression, NormalLinearRegression, PoissonRegression
 from pymc_private.release_plan import CellsPlan
 from pymc_private.statistics import complete_statistic, regression_group, regression_l2_squared
 
@@ -383,3 +383,34 @@ def test_one_signed_covariates_release_their_moments_apart(family):
         zcdp_rho(1.0, 1e-6)
     )
     assert ledger_for(private).epsilon(1e-6) <= 1.0
+
+
+@pytest.mark.parametrize("inverse", [pm.math.exp, pm.math.sigmoid])
+def test_a_normal_mean_through_a_link_is_not_read_as_a_linear_regression(inverse):
+    """Normal(exp(X @ w)) is not a linear regression: its statistics would be fitted as one
+    (a wrong posterior at the right cost). Refused on the pay-once route, as before the GLMs."""
+    x, _ = simulated(50, np.array([0.0, 1.0, -1.0]), seed=13)
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", x, bounds=(LOWER, UPPER))
+        w = pmp.TruncatedMvNormal("w", np.zeros(3), np.eye(3), radius=3.0)
+        y_obs = pmp.PrivateData("y_obs", np.zeros(50), bounds=(-5.0, 5.0))
+        pm.Normal("y", inverse(x_obs @ w), 1.0, observed=y_obs)
+    (term,) = analyze(model).terms
+    assert not isinstance(term.family, NormalLinearRegression)
+    with pytest.raises(UnsupportedModelError, match="expression"):
+        pmp.privatize(model, 1.0)
+
+
+def test_float_integers_of_a_count_family_sit_on_the_integer_grid():
+    """Integer-valued floats observed by a Poisson with wide bounds are counted as the same
+    integers are, not rounded to a coarser float grid."""
+    counts = np.array([3, 0, 5, 4])
+    sums = []
+    for values in (counts, counts.astype(float)):
+        with pm.Model() as model:
+            y_obs = pmp.PrivateData("y_obs", values, bounds=(0, 2**28))
+            lam = pmp.TruncatedGamma("lam", 2.0, 1.0, lower=0.1, upper=20.0)
+            pm.Poisson("y", lam, observed=y_obs)
+        (spec,) = analyze(model).statistics
+        sums.append(spec.natural(spec.compute({"y_obs": values})))
+    assert sums == [12, 12]
