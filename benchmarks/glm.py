@@ -149,10 +149,6 @@ FAIR_PRIOR = (4.0, 6.0)  # (variance, radius) of the weights' prior
 VISITS_BOUND = 10
 RANDHIE_SCALES = {"lncoins": np.log(101.0), "idp": 1.0, "physlm": 1.0, "disea": 30.0}
 RANDHIE_PRIOR = (1.0, 4.0)
-# The Gaussian mechanism never finishes planning this Poisson release (`CellsPlan.of` steps the
-# shares down one ulp at a time from a joint ρ ~30× their sum), and "auto" picks it at ε = 0.1:
-# the Poisson regression uses the Laplace mechanism, which "auto" picks at every other ε.
-MECHANISMS = {"logistic": "auto", "poisson": "auto"}
 
 # diffprivlib 0.6.6 (the newest) fails to import with scikit-learn >= 1.8 (`DOUBLE` is gone from
 # sklearn.tree._tree; its LogisticRegression passes the removed `multi_class`), so its fits run
@@ -221,12 +217,10 @@ def glm_model(x, y, lower, upper, prior, family: str, y_upper: int) -> pm.Model:
     return model
 
 
-def private_draws(model, epsilon, seed, draws, mechanism="auto"):
+def private_draws(model, epsilon, seed, draws):
     """Posterior draws of w (draws × p) after one privatisation (noise seeded by `seed`), and
     the mechanisms of its releases."""
-    private = pmp.privatize(
-        model, epsilon, delta=DELTA, mechanism=mechanism, secure=False, random_seed=seed
-    )
+    private = pmp.privatize(model, epsilon, delta=DELTA, secure=False, random_seed=seed)
     with private:
         idata = pmp.sample(draws, chains=2, random_seed=seed, progressbar=False)
     w = idata.posterior["w"].to_numpy()
@@ -288,7 +282,7 @@ def fit_all(label, x, y, lower, upper, prior, family, repetitions, draws, epsilo
         for epsilon in epsilons:
             start = time.perf_counter()
             try:
-                w, used = private_draws(model, epsilon, repetition, draws, MECHANISMS[family])
+                w, used = private_draws(model, epsilon, repetition, draws)
             except Exception as error:  # any failure counts, and is shown
                 failures[epsilon].append(f"{type(error).__name__}: {error}")
                 print(
@@ -486,7 +480,7 @@ def coverage_cell(n, epsilons, prior, family, datasets, draws, bound):
         model = glm_model(x, y, lower, upper, prior, family, bound)
         for epsilon in epsilons:
             try:
-                w, _ = private_draws(model, epsilon, seed, draws, MECHANISMS[family])
+                w, _ = private_draws(model, epsilon, seed, draws)
                 private[epsilon].append(covered(w, true_w))
             except Exception as error:  # any failure counts, and is shown
                 failures[epsilon] += 1
