@@ -1,7 +1,9 @@
 """Shared fixtures: seeded generators, the naive Bayes model of the quickstart notebook and a
-coin-flip model."""
+coin-flip model; the scaled release plans the audits run."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pymc as pm
@@ -57,3 +59,32 @@ def fresh_ledgers(tmp_path):
         yield
     finally:
         session.reset()
+
+
+@pytest.fixture
+def plan_at_scale():
+    """``(plan, exact, project)`` ↦ ``mechanism(scale)``: the auditor's mechanism that runs a
+    `CellsPlan` with every noise scale times ``scale`` (0.5: under-noised by half) on the exact
+    statistics ``exact[which]`` (by name) and returns ``project`` of the noisy values stacked
+    (size × cells)."""
+
+    def make(plan, exact, project):
+        def mechanism(scale):
+            shares = tuple((spec, share / scale**2) for spec, share in plan.shares)
+            scaled = dataclasses.replace(plan, shares=shares)
+
+            def run(which, rng, size):
+                values = {
+                    name: np.broadcast_to(value, (size, *value.shape)).copy()
+                    for name, value in exact[which].items()
+                }
+                noisy = scaled.run(values, rng)[0]
+                return project(
+                    np.concatenate([noisy[name].reshape(size, -1) for name in values], 1)
+                )
+
+            return run
+
+        return mechanism
+
+    return make

@@ -8,7 +8,6 @@ numpy) mechanism catch a half-scale one at every ε; the secure OpenDP sampler i
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from fractions import Fraction
@@ -480,7 +479,9 @@ def test_audit_gram_release_on_its_worst_pair_and_catch_half_scale(epsilon):
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
-def test_audit_joint_regression_release_on_its_worst_pair_and_catch_half_scale(epsilon):
+def test_audit_joint_regression_release_on_its_worst_pair_and_catch_half_scale(
+    epsilon, plan_at_scale
+):
     """XᵀX, Xᵀy and yᵀy released together at the ρ of their joint bound (S² + Q/2 = 10.5 for
     two covariates and y in [−1, 1]), as `privatize` draws and records them, on the pair of
     records that moves them most (brute force over the corners), seen through the released
@@ -512,19 +513,7 @@ def test_audit_joint_regression_release_on_its_worst_pair_and_catch_half_scale(e
     assert (release.epsilon, release.rho) == (planned.epsilon, planned.rho)
     assert release.epsilon <= epsilon
 
-    def mechanism(scale):
-        shares = tuple((spec, share / scale**2) for spec, share in plan.shares)
-        scaled = dataclasses.replace(plan, shares=shares)
-
-        def run(which, rng, size):
-            values = {
-                name: np.broadcast_to(value, (size, *value.shape)).copy()
-                for name, value in exact[which].items()
-            }
-            noisy = scaled.run(values, rng)[0]
-            return np.concatenate([noisy[name].reshape(size, -1) for name in values], 1) @ direction
-
-        return run
+    mechanism = plan_at_scale(plan, exact, lambda stacked: stacked @ direction)
 
     runs = 1_000_000 if epsilon < 0.5 else 300_000  # half scale is subtle only at small ε
     audit = dict(n=runs, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)

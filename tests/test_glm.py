@@ -5,7 +5,6 @@ refused before anything is drawn."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import signal
 from fractions import Fraction
@@ -140,7 +139,7 @@ def test_joint_l2_bound_holds_against_every_pair_of_corners():
 
 
 @pytest.mark.parametrize("epsilon", [0.3, 1.0])
-def test_audit_moment_release_on_its_worst_pair_and_catch_half_scale(epsilon):
+def test_audit_moment_release_on_its_worst_pair_and_catch_half_scale(epsilon, plan_at_scale):
     """XᵀX and Xᵀy of a logistic regression released together at the ρ of their joint bound,
     as `privatize` draws and records them, on the pair of records (corners of the declared
     box) that moves them most, seen through the released vector's projection on that move.
@@ -162,20 +161,7 @@ def test_audit_moment_release_on_its_worst_pair_and_catch_half_scale(epsilon):
         [np.full(np.size(exact[0][spec.name]), spec.unit) for spec in analysis.statistics]
     )
 
-    def mechanism(scale):
-        shares = tuple((spec, share / scale**2) for spec, share in plan.shares)
-        scaled = dataclasses.replace(plan, shares=shares)
-
-        def run(which, rng, size):
-            values = {
-                name: np.broadcast_to(value, (size, *value.shape)).copy()
-                for name, value in exact[which].items()
-            }
-            noisy = scaled.run(values, rng)[0]
-            stacked = np.concatenate([noisy[name].reshape(size, -1) for name in values], 1)
-            return (stacked * units) @ direction
-
-        return run
+    mechanism = plan_at_scale(plan, exact, lambda stacked: (stacked * units) @ direction)
 
     runs = 1_000_000 if epsilon < 0.5 else 300_000
     audit = dict(n=runs, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)
