@@ -18,7 +18,10 @@ The models: Beta–Bernoulli (n = 500), a Poisson rate (n = 300), a Normal mean 
 (n = 300), naive Bayes on scikit-learn's breast cancer data (30 binary features), categorical
 naive Bayes on its wine data (13 features at 3 levels, δ = 1e-6: the Gaussian mechanism), linear
 regression on its diabetes data (an intercept and 10 features, τ free, δ = 1e-6) and a
-hierarchy of 5 group means with hyperpriors (a public group index).
+hierarchy of 5 group means with hyperpriors (a public group index), and the pay-once GLMs
+(`pymc_private.regression`, δ = 1e-6) on simulated data: a logistic regression (n = 5000, an
+intercept and 4 covariates uniform on [−1, 1]) and a Poisson regression (n = 3000, an intercept
+and 2 covariates, counts clipped at 10).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ MODELS = (
     "wine",
     "diabetes",
     "hierarchy",
+    "logistic",
+    "poisson_regression",
 )
 
 
@@ -97,6 +102,25 @@ def build(name: str):
             mu = pmp.TruncatedNormal("mu", m0, s0, lower=-2.0, upper=2.0, shape=5)
             pm.Normal("v", mu[g], 1.0, observed=v_obs)
         return model, {}
+    if name in ("logistic", "poisson_regression"):
+        logistic = name == "logistic"
+        n, p = (5000, 5) if logistic else (3000, 3)
+        x = np.column_stack([np.ones(n), rng.uniform(-1.0, 1.0, (n, p - 1))])
+        eta = x @ np.linspace(-0.5, 1.0, p)
+        if logistic:
+            y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
+        else:
+            y = np.minimum(rng.poisson(np.exp(eta)), 10)
+        with pm.Model() as model:
+            lower = np.r_[1.0, -np.ones(p - 1)]
+            x_obs = pmp.PrivateData("x_obs", x, bounds=(lower, np.ones(p)))
+            y_obs = pmp.PrivateData("y_obs", y, bounds=(0, 1 if logistic else 10))
+            w = pmp.TruncatedMvNormal("w", np.zeros(p), np.eye(p), radius=4.0)
+            if logistic:
+                pm.Bernoulli("y", logit_p=x_obs @ w, observed=y_obs)
+            else:
+                pm.Poisson("y", pm.math.exp(x_obs @ w), observed=y_obs)
+        return model, {"delta": 1e-6}
     raise ValueError(name)
 
 
