@@ -53,7 +53,13 @@ from pymc_private.conjugate import GAMMA, MVNORMAL
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import Bernoulli, Poisson, _log, _Normal, _sum, _vector
 from pymc_private.likelihood import LikelihoodFamily, LikelihoodTerm
-from pymc_private.statistics import grid_ranges, integer_statistic, product_range, square_range
+from pymc_private.statistics import (
+    grid_ranges,
+    integer_statistic,
+    product_range,
+    read_only,
+    square_range,
+)
 
 __all__ = ["LogisticRegression", "NormalLinearRegression", "PoissonRegression"]
 
@@ -68,11 +74,14 @@ def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
             f"`{term.node}` ({family.name}): the response must hold one value per record "
             "and the weights must not be indexed by private data."
         )
-    covariates = term.parameters[family.linear_parameter].covariates
+    parameter = term.parameters[family.linear_parameter]
+    covariates = parameter.covariates
     x_grid, y_grid = term.covariate_grid, term.grid
     x_ranges = grid_ranges(x_grid)
     (y_range,) = grid_ranges(y_grid)
     p = len(x_ranges)
+    if parameter.covariate_values is not None:
+        return (_public_cross(term, covariates, x_grid.quantize(parameter.covariate_values)),)
     rows, columns = np.triu_indices(p)
     gram = [
         square_range(*x_ranges[j]) if j == k else product_range(x_ranges[j], x_ranges[k])
@@ -105,6 +114,55 @@ def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
             grids=(x_grid, y_grid),
         ),
     )
+
+
+def _public_cross(term: LikelihoodTerm, covariates: str, m: np.ndarray):
+    """Xᵀy of public covariates X (grid integers ``m``, one row per record) and a private
+    response y: the only moment with y released (XᵀX is public, `covariate_gram`).
+
+    Sensitivity (one record replaced; :ref:`privacy-model-public-inputs`: record i keeps its
+    public row x_i, only y_i changes). Xᵀy moves by x_i(y_i − y_i′), so in grid steps, with
+    y's grid integers in [l, u],
+
+        Δ₁ = max_i ‖m_i‖₁·(u − l),    Δ₂² = max_i ‖m_i‖₂²·(u − l)²,
+
+    both attained (y_i = l against y_i′ = u at the row of largest norm). With yᵀy (σ free),
+    the pair moves by (x_i(y_i − y_i′), y_i² − y_i′²), whose squared norm is at most
+    ‖x_i‖₂²(y_i − y_i′)² + (y_i² − y_i′²)² ≤ max_i ‖x_i‖₂²·width(y)² + width(y²)²: the sum
+    of the two statistics' own Δ₂², which is how the Gaussian plan counts them apart
+    (`statistics.regression_group` pairs yᵀy with a Gram matrix only).
+    """
+    (y_low, y_high) = grid_ranges(term.grid)[0]
+    width = y_high - y_low
+    absolute = np.abs(m)
+    ranges = [
+        product_range((int(column.min(initial=0)), int(column.max(initial=0))), (y_low, y_high))
+        for column in m.T
+    ]
+    return integer_statistic(
+        f"cross({covariates}, {term.data})",
+        "cross",
+        (term.data,),
+        (m.shape[1],),
+        term.covariate_grid.quantum * term.grid.quantum,
+        ranges,
+        (m.shape[1],),
+        term.n,
+        grouped=False,
+        grids=(term.grid,),
+        sensitivity=int(absolute.sum(axis=1).max(initial=0)) * width,
+        covariate_values=read_only(m),
+        l2_squared=int((m * m).sum(axis=1).max(initial=0)) * width * width,
+    )
+
+
+def _gram(term: LikelihoodTerm, statistics):
+    """The Gram matrix XᵀX: released (``statistics["gram"]``), or public covariates' own
+    (`LikelihoodTerm.covariate_gram`, a constant in a graph), which has no noise."""
+    if "gram" in statistics:
+        return statistics["gram"]
+    gram = term.covariate_gram
+    return pt.as_tensor(gram) if isinstance(statistics["cross"], pt.TensorVariable) else gram
 
 
 class NormalLinearRegression(_Normal):
@@ -141,8 +199,8 @@ class NormalLinearRegression(_Normal):
         """Gram noise E moves the plugged-in mean G̃w of Xᵀy by Ew."""
         return values["mu"]
 
-    def _quadratic(self, w, statistics, matmul):
-        gram, cross = statistics["gram"], statistics["cross"]
+    def _quadratic(self, term, w, statistics, matmul):
+        gram, cross = _gram(term, statistics), statistics["cross"]
         value = -2.0 * _sum(w * cross) + _sum(w * matmul(gram, w))
         if "sum_squares" in statistics:
             value = value + statistics["sum_squares"]
@@ -151,7 +209,7 @@ class NormalLinearRegression(_Normal):
     def logp_from_statistics(self, term, values, statistics, totals):
         w = values["mu"]
         tensor = isinstance(w, pt.TensorVariable)
-        quadratic = self._quadratic(w, statistics, pt.dot if tensor else np.dot)
+        quadratic = self._quadratic(term, w, statistics, pt.dot if tensor else np.dot)
         sigma_term = term.parameters["sigma"]
         if sigma_term.constant is not None:
             sigma = float(np.unique(sigma_term.constant)[0])
@@ -169,7 +227,7 @@ class NormalLinearRegression(_Normal):
         with mean wᵀGw + nσ², variance 2nσ⁴ + 4σ²wᵀGw and covariance 2σ²Gw with Xᵀy."""
         w = values["mu"]
         tensor = isinstance(w, pt.TensorVariable)
-        gram = statistics["gram"]
+        gram = _gram(term, statistics)
         fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w, G symmetric; w may be batched
         sigma_term = term.parameters["sigma"]
         if sigma_term.constant is not None:
@@ -188,13 +246,13 @@ class NormalLinearRegression(_Normal):
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         self._conjugate_check(term, target)
-        gram, cross = np.asarray(statistics["gram"]), np.asarray(statistics["cross"])
+        gram, cross = np.asarray(_gram(term, statistics)), np.asarray(statistics["cross"])
         if target == "mu":
             sigma = term.parameters["sigma"]
             value = None if sigma.constant is not None else np.asarray(state["sigma"])
             precision = self._precision(term, value, cross)
             return {"h": cross * precision / temperature, "J": gram * precision / temperature}
-        quadratic = self._quadratic(np.asarray(state["mu"]), statistics, np.dot)
+        quadratic = self._quadratic(term, np.asarray(state["mu"]), statistics, np.dot)
         return {"alpha": totals / (2 * temperature), "beta": quadratic / (2 * temperature)}
 
 
@@ -258,7 +316,7 @@ class _GeneralizedLinear:
         """(E[Xᵀy | w], the factor E λ′(s), μ·w, Σx) of the class docstring; ``w`` may carry
         leading batch axes (numpy)."""
         tensor = isinstance(w, pt.TensorVariable)
-        gram = statistics["gram"]
+        gram = _gram(term, statistics)
         j, c = self._intercept(term)
         sums = gram[..., j] / c  # Σx
         fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w
@@ -272,7 +330,7 @@ class _GeneralizedLinear:
     def statistic_moments(self, term, values, statistics, totals):
         w = values[self.linear_parameter]
         mean, _, slope, _ = self._linearised(term, w, statistics, totals)
-        cov = statistics["gram"] * slope[..., None, None]
+        cov = _gram(term, statistics) * slope[..., None, None]
         return [(("cross",), statistics["cross"], mean, cov)]
 
     def gram_direction(self, term, values, statistics, totals):
