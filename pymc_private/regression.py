@@ -291,7 +291,8 @@ class _GeneralizedLinear:
 
     def statistics(self, term):
         specs = _regression_moments(self, term)
-        self._intercept(term)
+        if term.covariate_gram is None:
+            self._intercept(term)
         return specs
 
     def _intercept(self, term: LikelihoodTerm) -> tuple[int, float]:
@@ -312,6 +313,23 @@ class _GeneralizedLinear:
         """(E λ(s), E λ′(s)) for s ~ N(mean, variance), elementwise."""
         raise NotImplementedError
 
+    def _mean_and_slope(self, s):
+        """(λ(s), λ′(s)), elementwise (numpy or PyTensor)."""
+        raise NotImplementedError
+
+    def _public_moments(self, term, w, statistics):
+        """Public covariates: the sums over records are taken exactly, on the gridded rows
+        V = q·M the released Xᵀy is computed from: E[Xᵀy | w] = Vᵀλ(Vw) and Cov[Xᵀy | w] =
+        Vᵀ diag(λ′(Vw)) V (no law of x is assumed, and there is no Gram noise)."""
+        grid = term.covariate_grid
+        rows = grid.quantize(term.parameters[self.linear_parameter].covariate_values)
+        rows = rows.astype(np.float64) * grid.quantum
+        if isinstance(w, pt.TensorVariable):
+            level, slope = self._mean_and_slope(pt.dot(rows, w))
+            return pt.dot(level, rows), pt.dot(rows.T * slope, rows)
+        level, slope = self._mean_and_slope(w @ rows.T)
+        return level @ rows, np.einsum("...i,ij,ik->...jk", slope, rows, rows)
+
     def _linearised(self, term, w, statistics, totals):
         """(E[Xᵀy | w], the factor E λ′(s), μ·w, Σx) of the class docstring; ``w`` may carry
         leading batch axes (numpy)."""
@@ -329,6 +347,9 @@ class _GeneralizedLinear:
 
     def statistic_moments(self, term, values, statistics, totals):
         w = values[self.linear_parameter]
+        if term.covariate_gram is not None:
+            mean, cov = self._public_moments(term, w, statistics)
+            return [(("cross",), statistics["cross"], mean, cov)]
         mean, _, slope, _ = self._linearised(term, w, statistics, totals)
         cov = _gram(term, statistics) * slope[..., None, None]
         return [(("cross",), statistics["cross"], mean, cov)]
@@ -374,6 +395,10 @@ class LogisticRegression(_GeneralizedLinear, Bernoulli):
         p = pt.sigmoid(points) if tensor else special.expit(points)
         return (p * _HERMITE_WEIGHTS).sum(axis=-1), (p * (1.0 - p) * _HERMITE_WEIGHTS).sum(axis=-1)
 
+    def _mean_and_slope(self, s):
+        p = pt.sigmoid(s) if isinstance(s, pt.TensorVariable) else special.expit(s)
+        return p, p * (1.0 - p)
+
 
 class PoissonRegression(_GeneralizedLinear, Poisson):
     """Poisson(exp(X @ w)) (``mu=pm.math.exp(X @ w)``), pay once from XᵀX and Xᵀy
@@ -386,4 +411,8 @@ class PoissonRegression(_GeneralizedLinear, Poisson):
 
     def _expectations(self, mean, variance):
         level = (pt.exp if isinstance(mean, pt.TensorVariable) else np.exp)(mean + 0.5 * variance)
+        return level, level
+
+    def _mean_and_slope(self, s):
+        level = (pt.exp if isinstance(s, pt.TensorVariable) else np.exp)(s)
         return level, level
