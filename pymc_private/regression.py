@@ -38,6 +38,19 @@ of a linear regression of x on s. Measured (Laplace approximations, 40 simulated
 sets, 3 covariates, no noise) against the exact non-private posterior, 90% interval
 coverage: uniform covariates 0.86 (n = 10³) and 0.87 (10⁴), exact 0.88 and 0.87; ±1
 covariates 0.88 and 0.69 (10⁴: the bias of the Gaussian law of x), exact 0.89, 0.91.
+
+Public covariates
+-----------------
+``X @ w`` with X public (``pm.Data`` that is not `PrivateData`, or a constant: the usual
+prediction model) and y private: X is not part of the record (:ref:`privacy-model-public-inputs`),
+record i keeps its row x_i and neighbours differ in y_i alone. XᵀX is then public and is not
+released; only Xᵀy (and yᵀy when σ is free) is, on a public grid of X (each column's own
+range, a power-of-two step) and y's grid, an exact integer sum, with Δ₁ = max_i ‖x_i‖₁·width(y)
+and Δ₂² = max_i ‖x_i‖₂²·width(y)² (`_public_cross`). The posterior reads the exact Gram
+matrix of the gridded rows (`LikelihoodTerm.covariate_gram`: no Gram-noise term) and, for a
+GLM, the law of Xᵀy summed over those rows exactly, E = Vᵀλ(Vw) and Cov = Vᵀdiag(λ′(Vw))V
+(no Gaussian law of x, no intercept needed; the Normal law of Xᵀy given w remains the central
+limit's).
 """
 
 from __future__ import annotations
@@ -166,7 +179,8 @@ def _gram(term: LikelihoodTerm, statistics):
 
 
 class NormalLinearRegression(_Normal):
-    """Normal(Xw, σ), X private with declared bounds, ‖w‖₂ ≤ R (TruncatedMvNormal), σ known
+    """Normal(Xw, σ), X private with declared bounds or public (module docstring, "Public
+    covariates": then Xᵀy[, yᵀy] alone are released), ‖w‖₂ ≤ R (TruncatedMvNormal), σ known
     or free; conjugate MvNormal on w (given σ) and Gamma on τ = 1/σ² (given w).
 
     L: (By + Bx·R)²/(2σ_min²) for |y| ≤ By and ‖x‖₂ ≤ Bx (:ref:`costs-lipschitz-table`;
@@ -178,7 +192,7 @@ class NormalLinearRegression(_Normal):
     the constants when σ is known.
     """
 
-    name = "Normal linear regression (mu = X @ w, X PrivateData)"
+    name = "Normal linear regression (mu = X @ w, X PrivateData or public)"
     conjugate_priors = MappingProxyType(
         {"mu": (MVNORMAL, "linear"), "sigma": (GAMMA, "inverse_sqrt")}
     )
@@ -383,7 +397,7 @@ class LogisticRegression(_GeneralizedLinear, Bernoulli):
     L on the pay-per-draw routes: Bernoulli's, over p ∈ [σ(−S), σ(S)] with S = ‖x‖₂·R the
     bound of |x·w|."""
 
-    name = "Logistic regression (p = sigmoid(X @ w), X PrivateData)"
+    name = "Logistic regression (p = sigmoid(X @ w), X PrivateData or public)"
     linear_parameter = "p"
     linear_link = "logistic"
 
@@ -406,7 +420,7 @@ class PoissonRegression(_GeneralizedLinear, Poisson):
 
     L on the pay-per-draw routes: Poisson's, over λ ∈ [e^(−S), e^S]."""
 
-    name = "Poisson regression (mu = exp(X @ w), X PrivateData)"
+    name = "Poisson regression (mu = exp(X @ w), X PrivateData or public)"
     linear_link = "log"
 
     def _expectations(self, mean, variance):

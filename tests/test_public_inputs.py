@@ -524,3 +524,29 @@ def test_covariates_computed_from_private_data_are_refused():
         pm.Normal("y", (2.0 * x_private) @ w, sigma=0.3, observed=y_obs)
     with pytest.raises(pmp.UnsupportedModelError, match="x_private"):
         analyze(model)
+
+
+@pytest.mark.parametrize("family", ["normal", "logistic", "poisson"])
+def test_numpy_and_pytensor_read_public_covariates_alike(family):
+    """The numpy form (`pmp.sample`'s samplers) and the graph (NUTS) of Xᵀy's law agree;
+    a GLM's is the exact sum over the public rows."""
+    x, y, bounds = simulated_outcome(100, family, seed=8)
+    analysis = analyze(outcome_model(x, y, family, bounds=bounds))
+    (term,) = analysis.terms
+    (spec,) = analysis.statistics
+    name = "mu" if family != "logistic" else "p"
+    full = {"cross": spec.natural(spec.compute({"y_obs": y}))}
+    batch = np.random.default_rng(9).normal(size=(4, 3)) * 0.5
+    [(_, _, mean, cov)] = term.family.statistic_moments(term, {name: batch}, full, 100)
+    w = pytensor.tensor.vector("w")
+    [(_, _, mean_graph, cov_graph)] = term.family.statistic_moments(term, {name: w}, full, 100)
+    # (σ known: the covariance σ²XᵀX is a constant.)
+    compiled = pytensor.function([w], [mean_graph, pytensor.tensor.as_tensor(cov_graph)])
+    for k in range(4):
+        graph_mean, graph_cov = compiled(batch[k])
+        np.testing.assert_allclose(graph_mean, mean[k], rtol=1e-9)
+        np.testing.assert_allclose(graph_cov, np.broadcast_to(cov, (4, 3, 3))[k], rtol=1e-9)
+    if family != "normal":
+        link = special.expit if family == "logistic" else np.exp
+        v = term.covariate_grid.quantize(x) * term.covariate_grid.quantum
+        np.testing.assert_allclose(mean[0], v.T @ link(v @ batch[0]), rtol=1e-12)
