@@ -8,7 +8,6 @@ ones do. Audits at α = 0.01 on the worst neighbouring pair (one record's featur
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from fractions import Fraction
 
@@ -414,7 +413,7 @@ def test_a_numpy_design_matrix_is_public_too(named):
     assert [spec.kind for spec in analysis.statistics] == ["cross"]
 
 
-def test_audit_public_covariates_on_the_worst_pair_and_catch_half_scale():
+def test_audit_public_covariates_on_the_worst_pair_and_catch_half_scale(plan_at_scale):
     """Xᵀy released with Gaussian noise as `privatize` draws it, on the worst neighbouring
     pair: the row of largest norm with y at its two bounds, seen along the move."""
     epsilon = 1.0
@@ -435,16 +434,8 @@ def test_audit_public_covariates_on_the_worst_pair_and_catch_half_scale():
     claim = zcdp_epsilon(float(sum(Fraction(r.rho) for r in recorded)), AUDIT_DELTA)
     assert claim <= epsilon * (1 + 1e-12)
 
-    def mechanism(scale):
-        shares = tuple((s, share / scale**2) for s, share in plan.shares)
-        scaled = dataclasses.replace(plan, shares=shares)
-
-        def run(which, rng, size):
-            values = {spec.name: np.broadcast_to(exact[which][spec.name], (size, 3)).copy()}
-            return (scaled.run(values, rng)[0][spec.name] / spec.unit) @ direction
-
-        return run
-
+    # Released in natural units; the move is in grid steps.
+    mechanism = plan_at_scale(plan, exact, lambda stacked: (stacked / spec.unit) @ direction)
     audit = dict(n=300_000, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)
     correct = epsilon_lower_bound(mechanism(1.0), 0, 1, random_seed=11, **audit)
     assert correct.epsilon_lower_bound <= claim
