@@ -47,7 +47,14 @@ from pymc_private.leak_guard import (
     strip_casts,
 )
 from pymc_private.likelihood import LikelihoodTerm
-from pymc_private.statistics import DataGrid, ElementDomain, Interval, ParameterTerm, data_grid
+from pymc_private.statistics import (
+    DataGrid,
+    ElementDomain,
+    Interval,
+    ParameterTerm,
+    data_grid,
+    read_only,
+)
 from pymc_private.support import parameter_support
 from pymc_private.supported import FAMILIES, find_family
 
@@ -77,6 +84,7 @@ class _Bound:
     group_by: str | None = None
     group_values: np.ndarray | None = None
     covariates: str | None = None
+    covariate_values: np.ndarray | None = None
     radius: float | None = None
     prior_family: str | None = None
 
@@ -193,8 +201,14 @@ class GraphReader:
             if group_values is None:
                 index = self.specs[group_by]
                 group_domain = ElementDomain(float(index.lower), float(index.upper), True)
-        linear = [p.covariates for p in parameters.values() if p.covariates is not None]
-        covariate_spec = self.specs[linear[0]] if linear else None
+        linear = [p for p in parameters.values() if p.covariates is not None]
+        covariate_grid = covariate_gram = None
+        if linear and linear[0].covariate_values is not None:
+            covariate_grid = _public_grid(linear[0].covariate_values, spec.n)
+            m = covariate_grid.quantize(linear[0].covariate_values)
+            covariate_gram = read_only((m.T @ m).astype(np.float64) * covariate_grid.quantum**2)
+        elif linear:
+            covariate_grid = _grid(self.specs[linear[0].covariates])
         term = LikelihoodTerm(
             node=observed.name,
             family=family,
@@ -209,7 +223,8 @@ class GraphReader:
             group_values=group_values,
             # Float data of an integer family hold integers (checked in `_domains`).
             grid=_grid(spec, integer=spec.integer or support.integer),
-            covariate_grid=None if covariate_spec is None else _grid(covariate_spec),
+            covariate_grid=covariate_grid,
+            covariate_gram=covariate_gram,
             per_record_constants=per_record,
         )
         if not math.isfinite(term.lipschitz()):
@@ -281,6 +296,7 @@ class GraphReader:
             group_by=bound.group_by,
             group_values=bound.group_values,
             covariates=bound.covariates,
+            covariate_values=bound.covariate_values,
             radius=bound.radius,
             prior_family=bound.prior_family,
         )
@@ -608,12 +624,36 @@ class GraphReader:
         design = self.bound(left)
         if design.constant is None:
             raise self._unsupported("a matrix product whose left factor is not PrivateData")
+        if not np.all(np.isfinite(design.constant)):
+            raise DataBoundsError(
+                f"The public covariates of `{self.node}` (the left factor of a matrix product) "
+                "hold NaN or infinite values; pass finite values (drop or impute those rows)."
+            )
         rows = np.abs(design.constant)
-        box = float(np.max(rows.sum(axis=-1))) * w_abs if w_abs > 0 else 0.0
+        box = float(np.max(rows.sum(axis=-1), initial=0.0)) * w_abs if w_abs > 0 else 0.0
         limit = box
         if radius is not None:
-            limit = min(box, float(np.max(np.sqrt((rows**2).sum(axis=-1)))) * radius)
-        return weights.unstructured(Interval(-limit, limit))
+            norms = np.sqrt((rows**2).sum(axis=-1))
+            limit = min(box, float(np.max(norms, initial=0.0)) * radius)
+        bound = weights.unstructured(Interval(-limit, limit))
+        plain = (
+            weights.free_variable is not None
+            and weights.group_by is None
+            and weights.link == "identity"
+            and len(weights.shape or ()) == 1
+        )
+        if not plain or design.constant.shape != (self.n, weights.shape[0]):
+            return bound
+        return replace(
+            bound,
+            shape=weights.shape,
+            free_variable=weights.free_variable,
+            link="linear",
+            covariates=_public_name(left, design.constant),
+            covariate_values=read_only(design.constant),
+            radius=weights.radius,
+            prior_family=weights.prior_family,
+        )
 
     def _softmax(self, node) -> _Bound:
         """softmax(z)_k = 1 / (1 + Σ_{j≠k} e^(z_j − z_k)) over K entries, each z_j in [a, b]:
@@ -739,6 +779,15 @@ def _grid(spec: PrivateDataSpec, *, integer: bool | None = None) -> DataGrid:
     )
 
 
+def _public_grid(values: np.ndarray, n: int) -> DataGrid:
+    """The grid of public covariates (one row per record): that of `_grid`, with each
+    column's smallest and largest value as its bounds (public, so reading them leaks
+    nothing), so that every row lies on the grid's range and its products with the response
+    are exact integers."""
+    integer = values.dtype.kind in "iu" or bool(np.all(values == np.rint(values)))
+    return data_grid(values.min(axis=0), values.max(axis=0), n, integer=integer)
+
+
 def _vector_radius(weights: _Bound, right: Variable) -> float | None:
     """R for the Cauchy–Schwarz bound |xᵀw| ≤ ‖x‖₂·R of a product ``x @ right``, or None
     when only the elementwise box bound applies.
@@ -785,6 +834,16 @@ def _is_full_slice(variable: Variable) -> bool:
         return value.start is None and value.stop is None and value.step is None
     owner = variable.owner
     return owner is not None and all(isinstance(i.type, NoneTypeT) for i in owner.inputs)
+
+
+def _public_name(variable: Variable, values: np.ndarray) -> str:
+    """The name of a public array: its ``pm.Data`` name, or one made from its values (two
+    different unnamed arrays never share a name)."""
+    variable = strip_casts(variable)
+    if isinstance(variable, SharedVariable) and variable.name:
+        return variable.name
+    digest = hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=4).hexdigest()
+    return f"public covariates #{digest}"
 
 
 def _public_array(variable: Variable) -> np.ndarray:

@@ -80,6 +80,10 @@ class LikelihoodTerm:
     grid, covariate_grid
         The public `DataGrid` of the observed data and of the covariates, on which their
         sufficient statistics are computed exactly.
+    covariate_gram
+        XᵀX of public covariates (`ParameterTerm.covariate_values`) on their grid, in natural
+        units from the exact integer MᵀM: public, so not released, and read by a regression's
+        posterior in place of a released Gram matrix. None for `PrivateData` covariates.
     per_record_constants
         The constant (public) parameters that take a value per record: the node then has no
         sufficient statistics.
@@ -98,6 +102,7 @@ class LikelihoodTerm:
     group_values: np.ndarray | None = None
     grid: DataGrid | None = None
     covariate_grid: DataGrid | None = None
+    covariate_gram: np.ndarray | None = None
     per_record_constants: tuple[str, ...] = ()
 
     @property

@@ -354,8 +354,11 @@ def cell_log_likelihood(observation: Observation) -> np.ndarray:
         return normal_laplace_logp(observed[..., 0], mean[..., 0], variance, laws[0][0].scale)
     noise = np.concatenate([np.full(width, law.variance) for law, width in laws])
     total = cov + np.diag(noise + _VARIANCE_FLOOR)
-    root = _cholesky(total)
-    residual = np.broadcast_to(observed - mean, total.shape[:-1])
+    residual = observed - mean
+    # The covariance may be one for all batch entries (a public Gram matrix, σ known).
+    batch = np.broadcast_shapes(total.shape[:-2], residual.shape[:-1])
+    root = _cholesky(np.broadcast_to(total, batch + total.shape[-2:]))
+    residual = np.broadcast_to(residual, batch + residual.shape[-1:])
     whitened = np.linalg.solve(root, residual[..., None])[..., 0]
     log_det = 2.0 * np.log(np.diagonal(root, axis1=-2, axis2=-1)).sum(axis=-1)
     size = noise.size

@@ -531,11 +531,18 @@ def _consistent_squares(analysis: PrivacyAnalysis, out: dict) -> None:
 
 
 def _positive_semidefinite_gram(analysis: PrivacyAnalysis, out: dict) -> None:
-    """Project [[XᵀX, Xᵀy], [yᵀX, yᵀy]] (or XᵀX alone) onto the PSD cone."""
+    """Project [[XᵀX, Xᵀy], [yᵀX, yᵀy]] (or XᵀX alone) onto the PSD cone. With public
+    covariates XᵀX is exact and only yᵀy moves: it is raised to at least (Xᵀy)ᵀ(XᵀX)⁺(Xᵀy)
+    (the Schur complement, min_w ‖y − Xw‖² ≥ 0, holds for every data set)."""
     for term in analysis.terms:
         if term.node in analysis.statistics_unavailable:
             continue
         specs = analysis.statistics_of(term.node)
+        if term.covariate_gram is not None and "sum_squares" in specs:
+            cross = np.asarray(out[specs["cross"].name], dtype=np.float64)
+            floor = cross @ np.linalg.pinv(term.covariate_gram) @ cross
+            name = specs["sum_squares"].name
+            out[name] = np.asarray(max(float(out[name]), floor))
         if "gram" not in specs:
             continue
         gram = complete_statistic(specs["gram"], out[specs["gram"].name], None)

@@ -38,6 +38,19 @@ of a linear regression of x on s. Measured (Laplace approximations, 40 simulated
 sets, 3 covariates, no noise) against the exact non-private posterior, 90% interval
 coverage: uniform covariates 0.86 (n = 10³) and 0.87 (10⁴), exact 0.88 and 0.87; ±1
 covariates 0.88 and 0.69 (10⁴: the bias of the Gaussian law of x), exact 0.89, 0.91.
+
+Public covariates
+-----------------
+``X @ w`` with X public (``pm.Data`` that is not `PrivateData`, or a constant: the usual
+prediction model) and y private: X is not part of the record (:ref:`privacy-model-public-inputs`),
+record i keeps its row x_i and neighbours differ in y_i alone. XᵀX is then public and is not
+released; only Xᵀy (and yᵀy when σ is free) is, on a public grid of X (each column's own
+range, a power-of-two step) and y's grid, an exact integer sum, with Δ₁ = max_i ‖x_i‖₁·width(y)
+and Δ₂² = max_i ‖x_i‖₂²·width(y)² (`_public_cross`). The posterior reads the exact Gram
+matrix of the gridded rows (`LikelihoodTerm.covariate_gram`: no Gram-noise term) and, for a
+GLM, the law of Xᵀy summed over those rows exactly, E = Vᵀλ(Vw) and Cov = Vᵀdiag(λ′(Vw))V
+(no Gaussian law of x, no intercept needed; the Normal law of Xᵀy given w remains the central
+limit's).
 """
 
 from __future__ import annotations
@@ -53,7 +66,13 @@ from pymc_private.conjugate import GAMMA, MVNORMAL
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import Bernoulli, Poisson, _log, _Normal, _sum, _vector
 from pymc_private.likelihood import LikelihoodFamily, LikelihoodTerm
-from pymc_private.statistics import grid_ranges, integer_statistic, product_range, square_range
+from pymc_private.statistics import (
+    grid_ranges,
+    integer_statistic,
+    product_range,
+    read_only,
+    square_range,
+)
 
 __all__ = ["LogisticRegression", "NormalLinearRegression", "PoissonRegression"]
 
@@ -68,11 +87,14 @@ def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
             f"`{term.node}` ({family.name}): the response must hold one value per record "
             "and the weights must not be indexed by private data."
         )
-    covariates = term.parameters[family.linear_parameter].covariates
+    parameter = term.parameters[family.linear_parameter]
+    covariates = parameter.covariates
     x_grid, y_grid = term.covariate_grid, term.grid
     x_ranges = grid_ranges(x_grid)
     (y_range,) = grid_ranges(y_grid)
     p = len(x_ranges)
+    if parameter.covariate_values is not None:
+        return (_public_cross(term, covariates, x_grid.quantize(parameter.covariate_values)),)
     rows, columns = np.triu_indices(p)
     gram = [
         square_range(*x_ranges[j]) if j == k else product_range(x_ranges[j], x_ranges[k])
@@ -107,8 +129,58 @@ def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
     )
 
 
+def _public_cross(term: LikelihoodTerm, covariates: str, m: np.ndarray):
+    """Xᵀy of public covariates X (grid integers ``m``, one row per record) and a private
+    response y: the only moment with y released (XᵀX is public, `covariate_gram`).
+
+    Sensitivity (one record replaced; :ref:`privacy-model-public-inputs`: record i keeps its
+    public row x_i, only y_i changes). Xᵀy moves by x_i(y_i − y_i′), so in grid steps, with
+    y's grid integers in [l, u],
+
+        Δ₁ = max_i ‖m_i‖₁·(u − l),    Δ₂² = max_i ‖m_i‖₂²·(u − l)²,
+
+    both attained (y_i = l against y_i′ = u at the row of largest norm). With yᵀy (σ free),
+    the pair moves by (x_i(y_i − y_i′), y_i² − y_i′²), whose squared norm is at most
+    ‖x_i‖₂²(y_i − y_i′)² + (y_i² − y_i′²)² ≤ max_i ‖x_i‖₂²·width(y)² + width(y²)²: the sum
+    of the two statistics' own Δ₂², which is how the Gaussian plan counts them apart
+    (`statistics.regression_group` pairs yᵀy with a Gram matrix only).
+    """
+    (y_low, y_high) = grid_ranges(term.grid)[0]
+    width = y_high - y_low
+    absolute = np.abs(m)
+    ranges = [
+        product_range((int(column.min(initial=0)), int(column.max(initial=0))), (y_low, y_high))
+        for column in m.T
+    ]
+    return integer_statistic(
+        f"cross({covariates}, {term.data})",
+        "cross",
+        (term.data,),
+        (m.shape[1],),
+        term.covariate_grid.quantum * term.grid.quantum,
+        ranges,
+        (m.shape[1],),
+        term.n,
+        grouped=False,
+        grids=(term.grid,),
+        sensitivity=int(absolute.sum(axis=1).max(initial=0)) * width,
+        covariate_values=read_only(m),
+        l2_squared=int((m * m).sum(axis=1).max(initial=0)) * width * width,
+    )
+
+
+def _gram(term: LikelihoodTerm, statistics):
+    """The Gram matrix XᵀX: released (``statistics["gram"]``), or public covariates' own
+    (`LikelihoodTerm.covariate_gram`, a constant in a graph), which has no noise."""
+    if "gram" in statistics:
+        return statistics["gram"]
+    gram = term.covariate_gram
+    return pt.as_tensor(gram) if isinstance(statistics["cross"], pt.TensorVariable) else gram
+
+
 class NormalLinearRegression(_Normal):
-    """Normal(Xw, σ), X private with declared bounds, ‖w‖₂ ≤ R (TruncatedMvNormal), σ known
+    """Normal(Xw, σ), X private with declared bounds or public (module docstring, "Public
+    covariates": then Xᵀy[, yᵀy] alone are released), ‖w‖₂ ≤ R (TruncatedMvNormal), σ known
     or free; conjugate MvNormal on w (given σ) and Gamma on τ = 1/σ² (given w).
 
     L: (By + Bx·R)²/(2σ_min²) for |y| ≤ By and ‖x‖₂ ≤ Bx (:ref:`costs-lipschitz-table`;
@@ -120,7 +192,7 @@ class NormalLinearRegression(_Normal):
     the constants when σ is known.
     """
 
-    name = "Normal linear regression (mu = X @ w, X PrivateData)"
+    name = "Normal linear regression (mu = X @ w, X PrivateData or public)"
     conjugate_priors = MappingProxyType(
         {"mu": (MVNORMAL, "linear"), "sigma": (GAMMA, "inverse_sqrt")}
     )
@@ -141,8 +213,8 @@ class NormalLinearRegression(_Normal):
         """Gram noise E moves the plugged-in mean G̃w of Xᵀy by Ew."""
         return values["mu"]
 
-    def _quadratic(self, w, statistics, matmul):
-        gram, cross = statistics["gram"], statistics["cross"]
+    def _quadratic(self, term, w, statistics, matmul):
+        gram, cross = _gram(term, statistics), statistics["cross"]
         value = -2.0 * _sum(w * cross) + _sum(w * matmul(gram, w))
         if "sum_squares" in statistics:
             value = value + statistics["sum_squares"]
@@ -151,7 +223,7 @@ class NormalLinearRegression(_Normal):
     def logp_from_statistics(self, term, values, statistics, totals):
         w = values["mu"]
         tensor = isinstance(w, pt.TensorVariable)
-        quadratic = self._quadratic(w, statistics, pt.dot if tensor else np.dot)
+        quadratic = self._quadratic(term, w, statistics, pt.dot if tensor else np.dot)
         sigma_term = term.parameters["sigma"]
         if sigma_term.constant is not None:
             sigma = float(np.unique(sigma_term.constant)[0])
@@ -169,7 +241,7 @@ class NormalLinearRegression(_Normal):
         with mean wᵀGw + nσ², variance 2nσ⁴ + 4σ²wᵀGw and covariance 2σ²Gw with Xᵀy."""
         w = values["mu"]
         tensor = isinstance(w, pt.TensorVariable)
-        gram = statistics["gram"]
+        gram = _gram(term, statistics)
         fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w, G symmetric; w may be batched
         sigma_term = term.parameters["sigma"]
         if sigma_term.constant is not None:
@@ -188,13 +260,13 @@ class NormalLinearRegression(_Normal):
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         self._conjugate_check(term, target)
-        gram, cross = np.asarray(statistics["gram"]), np.asarray(statistics["cross"])
+        gram, cross = np.asarray(_gram(term, statistics)), np.asarray(statistics["cross"])
         if target == "mu":
             sigma = term.parameters["sigma"]
             value = None if sigma.constant is not None else np.asarray(state["sigma"])
             precision = self._precision(term, value, cross)
             return {"h": cross * precision / temperature, "J": gram * precision / temperature}
-        quadratic = self._quadratic(np.asarray(state["mu"]), statistics, np.dot)
+        quadratic = self._quadratic(term, np.asarray(state["mu"]), statistics, np.dot)
         return {"alpha": totals / (2 * temperature), "beta": quadratic / (2 * temperature)}
 
 
@@ -233,7 +305,8 @@ class _GeneralizedLinear:
 
     def statistics(self, term):
         specs = _regression_moments(self, term)
-        self._intercept(term)
+        if term.covariate_gram is None:
+            self._intercept(term)
         return specs
 
     def _intercept(self, term: LikelihoodTerm) -> tuple[int, float]:
@@ -254,11 +327,28 @@ class _GeneralizedLinear:
         """(E λ(s), E λ′(s)) for s ~ N(mean, variance), elementwise."""
         raise NotImplementedError
 
+    def _mean_and_slope(self, s):
+        """(λ(s), λ′(s)), elementwise (numpy or PyTensor)."""
+        raise NotImplementedError
+
+    def _public_moments(self, term, w, statistics):
+        """Public covariates: the sums over records are taken exactly, on the gridded rows
+        V = q·M the released Xᵀy is computed from: E[Xᵀy | w] = Vᵀλ(Vw) and Cov[Xᵀy | w] =
+        Vᵀ diag(λ′(Vw)) V (no law of x is assumed, and there is no Gram noise)."""
+        grid = term.covariate_grid
+        rows = grid.quantize(term.parameters[self.linear_parameter].covariate_values)
+        rows = rows.astype(np.float64) * grid.quantum
+        if isinstance(w, pt.TensorVariable):
+            level, slope = self._mean_and_slope(pt.dot(rows, w))
+            return pt.dot(level, rows), pt.dot(rows.T * slope, rows)
+        level, slope = self._mean_and_slope(w @ rows.T)
+        return level @ rows, np.einsum("...i,ij,ik->...jk", slope, rows, rows)
+
     def _linearised(self, term, w, statistics, totals):
         """(E[Xᵀy | w], the factor E λ′(s), μ·w, Σx) of the class docstring; ``w`` may carry
         leading batch axes (numpy)."""
         tensor = isinstance(w, pt.TensorVariable)
-        gram = statistics["gram"]
+        gram = _gram(term, statistics)
         j, c = self._intercept(term)
         sums = gram[..., j] / c  # Σx
         fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w
@@ -271,8 +361,11 @@ class _GeneralizedLinear:
 
     def statistic_moments(self, term, values, statistics, totals):
         w = values[self.linear_parameter]
+        if term.covariate_gram is not None:
+            mean, cov = self._public_moments(term, w, statistics)
+            return [(("cross",), statistics["cross"], mean, cov)]
         mean, _, slope, _ = self._linearised(term, w, statistics, totals)
-        cov = statistics["gram"] * slope[..., None, None]
+        cov = _gram(term, statistics) * slope[..., None, None]
         return [(("cross",), statistics["cross"], mean, cov)]
 
     def gram_direction(self, term, values, statistics, totals):
@@ -304,7 +397,7 @@ class LogisticRegression(_GeneralizedLinear, Bernoulli):
     L on the pay-per-draw routes: Bernoulli's, over p ∈ [σ(−S), σ(S)] with S = ‖x‖₂·R the
     bound of |x·w|."""
 
-    name = "Logistic regression (p = sigmoid(X @ w), X PrivateData)"
+    name = "Logistic regression (p = sigmoid(X @ w), X PrivateData or public)"
     linear_parameter = "p"
     linear_link = "logistic"
 
@@ -316,6 +409,10 @@ class LogisticRegression(_GeneralizedLinear, Bernoulli):
         p = pt.sigmoid(points) if tensor else special.expit(points)
         return (p * _HERMITE_WEIGHTS).sum(axis=-1), (p * (1.0 - p) * _HERMITE_WEIGHTS).sum(axis=-1)
 
+    def _mean_and_slope(self, s):
+        p = pt.sigmoid(s) if isinstance(s, pt.TensorVariable) else special.expit(s)
+        return p, p * (1.0 - p)
+
 
 class PoissonRegression(_GeneralizedLinear, Poisson):
     """Poisson(exp(X @ w)) (``mu=pm.math.exp(X @ w)``), pay once from XᵀX and Xᵀy
@@ -323,9 +420,13 @@ class PoissonRegression(_GeneralizedLinear, Poisson):
 
     L on the pay-per-draw routes: Poisson's, over λ ∈ [e^(−S), e^S]."""
 
-    name = "Poisson regression (mu = exp(X @ w), X PrivateData)"
+    name = "Poisson regression (mu = exp(X @ w), X PrivateData or public)"
     linear_link = "log"
 
     def _expectations(self, mean, variance):
         level = (pt.exp if isinstance(mean, pt.TensorVariable) else np.exp)(mean + 0.5 * variance)
+        return level, level
+
+    def _mean_and_slope(self, s):
+        level = (pt.exp if isinstance(s, pt.TensorVariable) else np.exp)(s)
         return level, level

@@ -254,7 +254,12 @@ class ParameterTerm:
         The values of a public group index, one per record (a numpy array or ``pm.Data``
         that is not `PrivateData`, read once by the analysis); None for a private index.
     covariates
-        The `PrivateData` covariate matrix of a linear predictor.
+        The covariate matrix of a linear predictor: a `PrivateData` name, or the name of a
+        public one (``pm.Data`` or a constant).
+    covariate_values
+        The values of public covariates, one row per record (read once by the analysis); None
+        for `PrivateData`. Like a public index, public covariates are not part of the record:
+        neighbours share them (:ref:`privacy-model-public-inputs`).
     radius
         ``‖w‖₂ ≤ radius`` for the weights of a linear predictor, when the prior says so.
     prior_family
@@ -272,6 +277,7 @@ class ParameterTerm:
     group_by: str | None = None
     group_values: np.ndarray | None = None
     covariates: str | None = None
+    covariate_values: np.ndarray | None = None
     radius: float | None = None
     prior_family: str | None = None
 
@@ -335,6 +341,13 @@ class StatisticSpec:
         whenever that leaves Δ₁ unchanged: counts of K ≥ 3 categories, and counts grouped by
         an index a record can change; the group sizes are then estimated jointly from all
         cells (`pymc_private.privatize`).
+    covariate_values
+        For ``"cross"`` with public covariates: their grid integers M (one row per record,
+        int64), read with the rows of the data like a public index; ``data`` then names the
+        response alone.
+    l2_squared
+        A bound on Δ₂² in integer steps proved where the statistic is built, when it is
+        tighter than those `sensitivity_l2_squared` derives from the per-record ranges.
     nodes
         The observed nodes that use it (a statistic shared by several nodes is released once).
     """
@@ -353,6 +366,8 @@ class StatisticSpec:
     group_values: np.ndarray | None = None
     n_categories: int | None = None
     derived_first: bool = True
+    covariate_values: np.ndarray | None = None
+    l2_squared: int | None = None
     nodes: tuple[str, ...] = field(default=())
 
     @property
@@ -397,6 +412,8 @@ class StatisticSpec:
            Hölder's 2p²M⁴ and the cell-by-cell (2p² − p)M⁴ (p = 11: 132, 242, 231 M⁴).
         """
         bounds = [self.sensitivity * self.sensitivity_linf]
+        if self.l2_squared is not None:
+            bounds.append(self.l2_squared)
         cells = self.shape[1:] if self.group_by is not None else self.shape
         lower = np.broadcast_to(self.record_lower, cells).ravel().tolist()
         upper = np.broadcast_to(self.record_upper, cells).ravel().tolist()
@@ -433,6 +450,9 @@ class StatisticSpec:
             group = np.asarray(arrays[self.group_by], dtype=np.int64)
         if self.kind == "counts":
             return self._counts(np.asarray(arrays[self.data[0]]), group)
+        if self.covariate_values is not None:
+            covariates = self.covariate_values if rows is None else self.covariate_values[rows]
+            return covariates.T @ self.grids[0].quantize(arrays[self.data[0]])
         m = self.grids[0].quantize(arrays[self.data[0]])
         if self.kind == "gram":
             return (m.T @ m)[np.triu_indices(m.shape[1])]
@@ -690,15 +710,18 @@ def integer_statistic(
     *,
     grouped: bool,
     grids: tuple[DataGrid, ...],
+    sensitivity: int | None = None,
     **grouping,
 ) -> StatisticSpec:
     """A sum statistic with per-record contributions t ∈ ``ranges`` (one range per cell of a
-    record, in grid steps), after checking from public quantities that it fits int64."""
+    record, in grid steps), after checking from public quantities that it fits int64.
+    ``sensitivity`` is a Δ₁ the caller proved tighter than the ranges' (public covariates)."""
     lower = [low for low, _ in ranges]
     upper = [high for _, high in ranges]
     _check_grids(name, data, grids)
     _check_capacity(name, n, max([max(abs(v) for v in lower + upper), 1]))
-    sensitivity = _sum_sensitivity(lower, upper, grouped=grouped)
+    if sensitivity is None:
+        sensitivity = _sum_sensitivity(lower, upper, grouped=grouped)
     if sensitivity > 2 * _SENSITIVITY_CAPACITY:
         raise DataBoundsError(
             f"The statistic {name} moves by up to {sensitivity} integer steps when one record "

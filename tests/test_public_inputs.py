@@ -8,19 +8,26 @@ ones do. Audits at α = 0.01 on the worst neighbouring pair (one record's featur
 
 from __future__ import annotations
 
+import itertools
+from fractions import Fraction
+
 import numpy as np
 import pymc as pm
 import pytensor
 import pytest
+from scipy import optimize, special
 
 import pymc_private as pmp
 from pymc_private.analysis import analyze
 from pymc_private.audit import epsilon_lower_bound
+from pymc_private.dp.events import zcdp_epsilon
+from pymc_private.ledgers import ledger_for
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import release_statistics
-from pymc_private.release_plan import chosen_plan
+from pymc_private.release_plan import CellsPlan, chosen_plan
 
 N = 120
+AUDIT_DELTA = 1e-3
 
 
 def _features(groups: int) -> tuple[np.ndarray, np.ndarray]:
@@ -302,3 +309,235 @@ def test_two_numpy_indices_on_one_variable_keep_their_own_groups():
     assert sorted(groupings.values()) == sorted([g1.tolist(), g2.tolist()])
     estimate = pmp.private_map(model, 200.0, cells=256, secure=False, random_seed=1)
     assert estimate["theta"][1] > 0.9
+
+
+# -- public covariates with a private outcome ----------------------------------------------
+
+ROWS = np.array([[1.0, 0.5, -0.25], [1.0, -1.0, 0.75], [1.0, 0.125, 1.0], [1.0, 0.0, -0.5]])
+
+
+def outcome_model(x, y, family="normal", *, bounds=(-2.0, 2.0), radius=3.0, named=True):
+    """The prediction model: public X (``pm.Data`` or a numpy array), a private outcome,
+    weights on a ball."""
+    p = x.shape[1]
+    with pm.Model() as model:
+        X = pm.Data("X", x) if named else x
+        y_obs = pmp.PrivateData("y_obs", y, bounds=bounds)
+        w = pmp.TruncatedMvNormal("w", np.zeros(p), np.eye(p), radius=radius)
+        if family == "normal":
+            pm.Normal("y", X @ w, sigma=0.3, observed=y_obs)
+        elif family == "tau":
+            tau = pmp.TruncatedGamma("tau", 2.0, 0.2, lower=1.0, upper=100.0)
+            pm.Normal("y", X @ w, tau=tau, observed=y_obs)
+        elif family == "logistic":
+            pm.Bernoulli("y", logit_p=X @ w, observed=y_obs)
+        else:
+            pm.Poisson("y", pm.math.exp(X @ w), observed=y_obs)
+    return model
+
+
+def simulated_outcome(n, family, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.column_stack([np.ones(n), rng.uniform(-1.0, 1.0, (n, 2))])
+    s = x @ np.array([0.3, 0.8, -0.5])
+    if family in ("normal", "tau"):
+        return x, np.clip(s + rng.normal(0.0, 0.3, n), -2.0, 2.0), (-2.0, 2.0)
+    if family == "logistic":
+        return x, (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-s))).astype(np.int64), (0, 1)
+    return x, np.minimum(rng.poisson(np.exp(s)), 10), (0, 10)
+
+
+@pytest.mark.parametrize(
+    ("family", "kinds"),
+    [
+        ("normal", ["cross"]),
+        ("tau", ["cross", "sum_squares"]),
+        ("logistic", ["cross"]),
+        ("poisson", ["cross"]),
+    ],
+)
+def test_public_covariates_release_only_the_moments_with_the_outcome(family, kinds):
+    """XᵀX is public: only Xᵀy (and yᵀy with σ free) is released, once; sampling and
+    predictions at new public X spend nothing more."""
+    x, y, bounds = simulated_outcome(200, family)
+    model = outcome_model(x, y, family, bounds=bounds)
+    analysis = analyze(model)
+    assert [spec.kind for spec in analysis.statistics] == kinds
+    assert analysis.statistics[0].name == "cross(X, y_obs)"
+    assert analysis.epsilon_per_draw("privatize") == 0
+    assert analysis.epsilon_per_draw("posterior_sampling") > 10
+    (term,) = analysis.terms
+    grid = term.covariate_grid
+    m = grid.quantize(x)
+    np.testing.assert_array_equal(term.covariate_gram, (m.T @ m) * grid.quantum**2)
+    private = pmp.privatize(model, 1.0, delta=1e-6, secure=False, random_seed=0)
+    assert ledger_for(model).epsilon() == pytest.approx(1.0)
+    with private:
+        idata = pmp.sample(100, tune=100, chains=1, random_seed=1)
+    pp = pmp.sample_posterior_predictive(idata, model, inputs={"X": x[:3]}, random_seed=2)
+    assert pp.predictions["y"].shape == (1, 100, 3)
+    assert ledger_for(model).epsilon() == pytest.approx(1.0)
+
+
+def test_public_outcome_sensitivity_against_every_record_and_pair_of_outcomes():
+    """Δ₁, Δ₂² (in grid steps) of Xᵀy over every public row and every pair of outcomes on
+    y's grid ends and zero; with yᵀy, their joint Δ₂² within the sum of the two."""
+    model = outcome_model(ROWS, np.array([0.5, -1.0, 2.0, 0.0]), "tau")
+    cross, squares = analyze(model).statistics
+    y_grid = squares.grids[0]
+    m = cross.covariate_values.astype(object)  # Python integers: no int64 overflow
+    levels = [int(y_grid.lower), 0, int(y_grid.upper)]
+    moved = [
+        (m[i] * (a - b), a * a - b * b)
+        for i in range(len(ROWS))
+        for a, b in itertools.product(levels, levels)
+    ]
+    assert max(sum(abs(v) for v in t) for t, _ in moved) == cross.sensitivity
+    assert max(t @ t for t, _ in moved) == cross.sensitivity_l2_squared
+    assert max(abs(s) for _, s in moved) == squares.sensitivity
+    units = np.array([cross.unit, squares.unit])
+    joint = max(float(units[0] ** 2 * float(t @ t) + (units[1] * s) ** 2) for t, s in moved)
+    assert joint <= cross.sensitivity_l2**2 + squares.sensitivity_l2**2
+    # The row of largest norm, ‖(1, −1, 0.75)‖₁ = 2.75, decides; y moves by 4.
+    assert cross.sensitivity_l1 == 2.75 * 4.0
+    # The released sum is the exact integer sum over the public rows on their grid.
+    y = np.array([0.5, -1.0, 2.0, 0.0])
+    assert (
+        cross.compute({"y_obs": y}).tolist() == (m.T @ y_grid.quantize(y).astype(object)).tolist()
+    )
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_numpy_design_matrix_is_public_too(named):
+    analysis = analyze(outcome_model(ROWS, np.zeros(4), named=named))
+    assert [spec.kind for spec in analysis.statistics] == ["cross"]
+
+
+def test_audit_public_covariates_on_the_worst_pair_and_catch_half_scale(plan_at_scale):
+    """Xᵀy released with Gaussian noise as `privatize` draws it, on the worst neighbouring
+    pair: the row of largest norm with y at its two bounds, seen along the move."""
+    epsilon = 1.0
+    x = np.array([[1.0, 1.0, -1.0], [1.0, 0.5, 0.0], [1.0, -0.5, 0.5]])
+    model = outcome_model(x, np.zeros(3), bounds=(-1, 1))
+    analysis = analyze(model)
+    (spec,) = analysis.statistics
+    exact = []
+    for value in (-1, 1):
+        y = np.zeros(3)
+        y[0] = value
+        exact.append({spec.name: spec.compute({"y_obs": y})})
+    moved = (exact[1][spec.name] - exact[0][spec.name]).astype(np.float64)
+    assert moved @ moved == spec.sensitivity_l2_squared
+    direction = moved / np.linalg.norm(moved)
+    plan = CellsPlan.of(analysis, epsilon, AUDIT_DELTA, "gaussian", secure=False)
+    recorded = plan.run(exact[0], np.random.default_rng(0))[1]
+    claim = zcdp_epsilon(float(sum(Fraction(r.rho) for r in recorded)), AUDIT_DELTA)
+    assert claim <= epsilon * (1 + 1e-12)
+
+    # Released in natural units; the move is in grid steps.
+    mechanism = plan_at_scale(plan, exact, lambda stacked: (stacked / spec.unit) @ direction)
+    audit = dict(n=300_000, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)
+    correct = epsilon_lower_bound(mechanism(1.0), 0, 1, random_seed=11, **audit)
+    assert correct.epsilon_lower_bound <= claim
+    under = epsilon_lower_bound(mechanism(0.5), 0, 1, random_seed=12, **audit)
+    assert under.epsilon_lower_bound > claim
+
+
+def _exact_posterior(x, y, family):
+    """Mean and sd of the exact non-private posterior (prior N(0, I); the ball's truncation
+    at R = 3 is negligible): closed form for the Normal, Laplace for the logistic."""
+    if family == "normal":
+        precision = np.eye(3) + x.T @ x / 0.09
+        cov = np.linalg.inv(precision)
+        return cov @ (x.T @ y) / 0.09, np.sqrt(np.diag(cov))
+
+    def negative(w):
+        s = x @ w
+        return -(y * s - np.logaddexp(0.0, s)).sum() + 0.5 * w @ w
+
+    mode = optimize.minimize(negative, np.zeros(3), method="BFGS").x
+    p = special.expit(x @ mode)
+    hessian = (x * (p * (1 - p))[:, None]).T @ x + np.eye(3)
+    return mode, np.sqrt(np.diag(np.linalg.inv(hessian)))
+
+
+@pytest.mark.parametrize(
+    ("family", "noise_aware"), [("normal", True), ("normal", False), ("logistic", True)]
+)
+def test_public_covariates_posterior_at_large_epsilon_matches_the_exact_one(family, noise_aware):
+    x, y, bounds = simulated_outcome(1000, family, seed=3)
+    model = outcome_model(x, y, family, bounds=bounds)
+    private = pmp.privatize(
+        model, 500.0, delta=1e-6, noise_aware=noise_aware, secure=False, random_seed=1
+    )
+    with private:
+        idata = pmp.sample(500, tune=300, chains=2, random_seed=2)
+    draws = idata.posterior["w"].values.reshape(-1, 3)
+    mean, sd = _exact_posterior(x, y, family)
+    assert np.all(np.abs(draws.mean(0) - mean) < 0.5 * sd)
+    np.testing.assert_allclose(draws.std(0), sd, rtol=0.25)
+
+
+def test_predictions_at_new_public_covariates_follow_the_fit_and_spend_nothing():
+    x, y, _ = simulated_outcome(300, "normal", seed=4)
+    model = outcome_model(x, y)
+    private = pmp.privatize(model, 2.0, secure=False, random_seed=5)
+    with private:
+        idata = pmp.sample(200, tune=200, chains=2, random_seed=6)
+    spent = ledger_for(model).epsilon()
+    new = np.array([[1.0, -1.0, 0.5], [1.0, 0.0, 0.0], [1.0, 0.5, 0.5]])
+    pp = pmp.sample_posterior_predictive(idata, model, inputs={"X": new}, random_seed=7)
+    assert pmp.check_release(pp).releasable
+    weights = idata.posterior["w"].mean(("chain", "draw")).to_numpy()
+    predicted = pp.predictions["y"].mean(("chain", "draw")).to_numpy()
+    np.testing.assert_allclose(predicted, new @ weights, atol=0.08)
+    np.testing.assert_array_equal(pp.predictions_constant_data["X"].to_numpy(), new)
+    assert ledger_for(model).epsilon() == spent == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(("bad", "named"), [(np.nan, False), (np.inf, True), (-np.inf, False)])
+def test_bad_public_covariates_are_refused_before_any_noise(bad, named):
+    """(pm.Data itself refuses NaN.)"""
+    x, y, _ = simulated_outcome(20, "normal")
+    x[4, 1] = bad
+    model = outcome_model(x, y, named=named)
+    with pytest.raises(pmp.DataBoundsError, match="NaN or infinite"):
+        pmp.privatize(model, 1.0)
+    assert ledger_for(model).epsilon() == 0
+
+
+def test_covariates_computed_from_private_data_are_refused():
+    x, y, _ = simulated_outcome(20, "normal")
+    with pm.Model() as model:
+        x_private = pmp.PrivateData("x_private", x, bounds=(-1.0, 1.0))
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(-2.0, 2.0))
+        w = pmp.TruncatedMvNormal("w", np.zeros(3), np.eye(3), radius=3.0)
+        pm.Normal("y", (2.0 * x_private) @ w, sigma=0.3, observed=y_obs)
+    with pytest.raises(pmp.UnsupportedModelError, match="x_private"):
+        analyze(model)
+
+
+@pytest.mark.parametrize("family", ["normal", "logistic", "poisson"])
+def test_numpy_and_pytensor_read_public_covariates_alike(family):
+    """The numpy form (`pmp.sample`'s samplers) and the graph (NUTS) of Xᵀy's law agree;
+    a GLM's is the exact sum over the public rows."""
+    x, y, bounds = simulated_outcome(100, family, seed=8)
+    analysis = analyze(outcome_model(x, y, family, bounds=bounds))
+    (term,) = analysis.terms
+    (spec,) = analysis.statistics
+    name = "mu" if family != "logistic" else "p"
+    full = {"cross": spec.natural(spec.compute({"y_obs": y}))}
+    batch = np.random.default_rng(9).normal(size=(4, 3)) * 0.5
+    [(_, _, mean, cov)] = term.family.statistic_moments(term, {name: batch}, full, 100)
+    w = pytensor.tensor.vector("w")
+    [(_, _, mean_graph, cov_graph)] = term.family.statistic_moments(term, {name: w}, full, 100)
+    # (σ known: the covariance σ²XᵀX is a constant.)
+    compiled = pytensor.function([w], [mean_graph, pytensor.tensor.as_tensor(cov_graph)])
+    for k in range(4):
+        graph_mean, graph_cov = compiled(batch[k])
+        np.testing.assert_allclose(graph_mean, mean[k], rtol=1e-9)
+        np.testing.assert_allclose(graph_cov, np.broadcast_to(cov, (4, 3, 3))[k], rtol=1e-9)
+    if family != "normal":
+        link = special.expit if family == "logistic" else np.exp
+        v = term.covariate_grid.quantize(x) * term.covariate_grid.quantum
+        np.testing.assert_allclose(mean[0], v.T @ link(v @ batch[0]), rtol=1e-12)
