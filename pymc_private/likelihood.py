@@ -272,15 +272,9 @@ class LikelihoodFamily(ABC):
         Bernstein & Sheldon 2018 uses them as a Normal). ``values``, ``statistics`` (full,
         natural units) and ``totals`` (n, or the group sizes) as in `logp_from_statistics`;
         numpy or PyTensor. A regression's covariates have no model: their released Gram
-        matrix is plugged in.
+        matrix is plugged in, and the regressions take ``gram_variance=`` (the variance of its
+        noise per cell), whose covariance through the mean they add.
         """
-
-    def gram_direction(self, term: LikelihoodTerm, values, statistics, totals):
-        """For a regression, whose released Gram matrix G̃ = G + E is plugged into the mean of
-        its released statistics: the vector a (per batch entry) through which E moves that
-        mean to first order, by E a (`pymc_private.noise_aware` adds the covariance of E a).
-        Arguments as in `statistic_moments`; only families with a ``"gram"`` statistic have it."""
-        raise NotImplementedError(f"{self.name} releases no Gram matrix")
 
     def count_law(
         self, term: LikelihoodTerm, values, totals

@@ -24,7 +24,7 @@ The integral is then exact:
   Normal(m, V + 2b² I), the Gaussian with the noise's variance, an approximation stated here.
 - Regression: the covariates have no model, so the released Gram matrix G̃ is plugged into
   the mean G̃w of Xᵀy (and wᵀG̃w of yᵀy); its noise E = G̃ − G then enters their residuals as
-  −Ew (and −wᵀEw), whose covariance given w is added (`_gram_noise_covariance`; errors in
+  −Ew (and −wᵀEw), whose covariance given w is added (`regression.gram_noise_covariance`; errors in
   variables, first order in the Gram noise, after Bernstein & Sheldon 2019, who model the
   covariates instead).
 
@@ -215,29 +215,6 @@ def _diagonal_minus_outer_logp(observed, mean, diagonal, factor):
     return -0.5 * pt.sum(quadratic + log_det + size * math.log(2 * math.pi))
 
 
-def _gram_noise_covariance(w, variance: float, with_squares: bool):
-    """Covariance that noise E on the released Gram matrix G̃ = G + E (independent entries
-    of the upper triangle, variance v each, mirrored) adds to the residuals of the cross
-    products and of yᵀy when G̃ is plugged in for G: for Ew,
-    Cov((Ew)_i, (Ew)_k) = v(‖w‖² [i = k] + w_i w_k [i ≠ k]); for wᵀEw,
-    Var = v(2‖w‖⁴ − Σ w_i⁴) and Cov(wᵀEw, (Ew)_k) = v·w_k(2‖w‖² − w_k²). ``w`` may carry
-    leading batch axes (numpy)."""
-    ops = _ops(w)
-    squared = w * w
-    norm = squared.sum(axis=-1)[..., None, None]
-    eye = ops.eye(w.shape[-1])
-    outer = w[..., :, None] * w[..., None, :]
-    block = variance * (norm * eye + outer - squared[..., :, None] * eye)
-    if not with_squares:
-        return block
-    norm = norm[..., 0]
-    cross = variance * w * (2.0 * norm - squared)
-    corner = variance * (2.0 * norm * norm - (squared * squared).sum(axis=-1)[..., None])
-    top = ops.concatenate([block, cross[..., :, None]], axis=-1)
-    bottom = ops.concatenate([cross, corner], axis=-1)[..., None, :]
-    return ops.concatenate([top, bottom], axis=-2)
-
-
 def _vector_width(spec) -> int:
     """Entries of the vector axis a statistic takes: a count's released categories, a
     cross-product's p entries, one for a sum."""
@@ -308,7 +285,11 @@ def term_observations(
     For the node that observes a group index whose latent sizes are in ``sizes`` (by
     group-count statistic), the counts are those sizes, with their prior."""
     found = []
-    for kinds, observed, mean, cov in term.family.statistic_moments(term, values, full, count):
+    # A released Gram matrix is plugged into the mean; the family adds its noise's covariance.
+    gram = specs.get("gram")
+    noisy = {} if gram is None else {"gram_variance": laws[gram.name].variance}
+    moments = term.family.statistic_moments(term, values, full, count, **noisy)
+    for kinds, observed, mean, cov in moments:
         names = tuple(specs[kind].name for kind in kinds)
         latent = None
         if names[0] in sizes:
@@ -317,13 +298,6 @@ def term_observations(
                 mean, cov = mean[..., 1:], cov.tail()
             cov = cov.dense() + _VARIANCE_FLOOR * pt.eye(mean.shape[-1])
             latent = sizes[names[0]][1:]
-        elif "gram" in specs and laws[specs["gram"].name].scale > 0:
-            # The released Gram matrix is plugged into the mean: its noise enters the
-            # residual of Xᵀy (and yᵀy) through w (errors in variables).
-            direction = term.family.gram_direction(term, values, full, count)
-            cov = cov + _gram_noise_covariance(
-                direction, laws[specs["gram"].name].variance, len(kinds) == 2
-            )
         found.append(
             Observation(
                 node=term.node,

@@ -12,9 +12,11 @@ declared bounds, one column constant (the intercept), w on a ball ‖w‖₂ ≤
 
 **Release** (pay once): the degree-2 moments of PASS-GLM (Huggins, Adams & Broderick
 2017, §3; Kulkarni et al. 2021, eq. 4), XᵀX (upper triangle) and Xᵀy: the statistics of
-`NormalLinearRegression` with σ known, on the same grids, with the same Δ₁ and the joint
-Δ₂ of `statistics.regression_l2_squared` (y's bounds in place of a Normal response's); their
-cost is the mechanism's (:ref:`costs-privatize`). The constant column c·1 makes n = XᵀX_jj/c²
+`NormalLinearRegression` with σ known, on the same grids, with the same Δ₁ and Δ₂ (y's
+bounds in place of a Normal response's); their cost is the mechanism's
+(:ref:`costs-privatize`): with δ > 0 one Gaussian release at the joint Δ₂ of
+`statistics.regression_l2_squared` when it is below the sum of their own
+(`release_plan.CellsPlan.merged_group`), else one each. The constant column c·1 makes n = XᵀX_jj/c²
 and Σx = XᵀX_{·j}/c part of the Gram matrix: nothing else is released.
 
 **Posterior** (post-processing, free): PASS-GLM replaces log(1 + eˢ) (or eˢ) by a fixed
@@ -33,7 +35,7 @@ one-dimensional expectations (Gauss–Hermite, 24 nodes; closed form for eˢ), a
 covariance is taken as XᵀX·E[λ′(s)] (statistical linearisation of λ around the
 predictor's law). Xᵀy is then Normal with these moments (central limit theorem), and
 `pymc_private.noise_aware` adds the release noise, the Gram noise through the mean (first
-order: `gram_direction`). Exact when x is Gaussian; for other covariates the error is that
+order: `gram_noise_covariance`). Exact when x is Gaussian; for other covariates the error is that
 of a linear regression of x on s. Measured (Laplace approximations, 40 simulated data
 sets, 3 covariates, no noise) against the exact non-private posterior, 90% interval
 coverage: uniform covariates 0.86 (n = 10³) and 0.87 (10⁴), exact 0.88 and 0.87; ±1
@@ -74,7 +76,12 @@ from pymc_private.statistics import (
     square_range,
 )
 
-__all__ = ["LogisticRegression", "NormalLinearRegression", "PoissonRegression"]
+__all__ = [
+    "LogisticRegression",
+    "NormalLinearRegression",
+    "PoissonRegression",
+    "gram_noise_covariance",
+]
 
 
 def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
@@ -169,6 +176,30 @@ def _public_cross(term: LikelihoodTerm, covariates: str, m: np.ndarray):
     )
 
 
+def gram_noise_covariance(w, variance: float, with_squares: bool):
+    """Covariance that noise E on the released Gram matrix G̃ = G + E (independent entries
+    of the upper triangle, variance v each, mirrored) adds to the residuals of the cross
+    products and of yᵀy when G̃ is plugged in for G: for Ew,
+    Cov((Ew)_i, (Ew)_k) = v(‖w‖² [i = k] + w_i w_k [i ≠ k]); for wᵀEw,
+    Var = v(2‖w‖⁴ − Σ w_i⁴) and Cov(wᵀEw, (Ew)_k) = v·w_k(2‖w‖² − w_k²). ``w`` may carry
+    leading batch axes (numpy). Zero when ``variance`` is (a Gram matrix released exactly)."""
+    tensor = isinstance(w, pt.TensorVariable)
+    concatenate = pt.concatenate if tensor else np.concatenate
+    squared = w * w
+    norm = squared.sum(axis=-1)[..., None, None]
+    eye = (pt.eye if tensor else np.eye)(w.shape[-1])
+    outer = w[..., :, None] * w[..., None, :]
+    block = variance * (norm * eye + outer - squared[..., :, None] * eye)
+    if not with_squares:
+        return block
+    norm = norm[..., 0]
+    cross = variance * w * (2.0 * norm - squared)
+    corner = variance * (2.0 * norm * norm - (squared * squared).sum(axis=-1)[..., None])
+    top = concatenate([block, cross[..., :, None]], axis=-1)
+    bottom = concatenate([cross, corner], axis=-1)[..., None, :]
+    return concatenate([top, bottom], axis=-2)
+
+
 def _gram(term: LikelihoodTerm, statistics):
     """The Gram matrix XᵀX: released (``statistics["gram"]``), or public covariates' own
     (`LikelihoodTerm.covariate_gram`, a constant in a graph), which has no noise."""
@@ -209,10 +240,6 @@ class NormalLinearRegression(_Normal):
             specs += (self._statistic(term, "sum_squares"),)
         return specs
 
-    def gram_direction(self, term, values, statistics, totals):
-        """Gram noise E moves the plugged-in mean G̃w of Xᵀy by Ew."""
-        return values["mu"]
-
     def _quadratic(self, term, w, statistics, matmul):
         gram, cross = _gram(term, statistics), statistics["cross"]
         value = -2.0 * _sum(w * cross) + _sum(w * matmul(gram, w))
@@ -235,10 +262,19 @@ class NormalLinearRegression(_Normal):
             - 0.5 * totals * math.log(2 * math.pi)
         )
 
-    def statistic_moments(self, term, values, statistics, totals):
+    def statistic_moments(self, term, values, statistics, totals, gram_variance=0.0):
         """Given the covariates' Gram matrix G = XᵀX (the released one, plugged in: the
         covariates have no model), Xᵀy ~ Normal(Gw, σ²G) exactly; with σ free, yᵀy joins it
-        with mean wᵀGw + nσ², variance 2nσ⁴ + 4σ²wᵀGw and covariance 2σ²Gw with Xᵀy."""
+        with mean wᵀGw + nσ², variance 2nσ⁴ + 4σ²wᵀGw and covariance 2σ²Gw with Xᵀy. The
+        released G̃ = G + E moves the mean by Ew (and wᵀEw): `gram_noise_covariance` of w."""
+        found = self._exact_gram_moments(term, values, statistics, totals)
+        if gram_variance > 0:
+            [(kinds, observed, mean, cov)] = found
+            noise = gram_noise_covariance(values["mu"], gram_variance, len(kinds) == 2)
+            found = [(kinds, observed, mean, cov + noise)]
+        return found
+
+    def _exact_gram_moments(self, term, values, statistics, totals):
         w = values["mu"]
         tensor = isinstance(w, pt.TensorVariable)
         gram = _gram(term, statistics)
@@ -359,24 +395,23 @@ class _GeneralizedLinear:
         mean = sums * level[..., None] + (fitted - sums * centre[..., None]) * slope[..., None]
         return mean, level, slope, centre
 
-    def statistic_moments(self, term, values, statistics, totals):
+    def statistic_moments(self, term, values, statistics, totals, gram_variance=0.0):
+        """The law of Xᵀy (module docstring). A released Gram matrix G̃ = G + E moves the mean
+        by E a, a = w E λ′ + e_j (E λ − (μ·w) E λ′)/c (first order, holding the expectations;
+        the term through μ·w in u = Sw is left out): `gram_noise_covariance` of a."""
         w = values[self.linear_parameter]
         if term.covariate_gram is not None:
             mean, cov = self._public_moments(term, w, statistics)
             return [(("cross",), statistics["cross"], mean, cov)]
-        mean, _, slope, _ = self._linearised(term, w, statistics, totals)
+        mean, level, slope, centre = self._linearised(term, w, statistics, totals)
         cov = _gram(term, statistics) * slope[..., None, None]
+        if gram_variance > 0:
+            j, c = self._intercept(term)
+            unit = np.zeros(len(grid_ranges(term.covariate_grid)))
+            unit[j] = 1.0 / c
+            direction = w * slope[..., None] + unit * (level - centre * slope)[..., None]
+            cov = cov + gram_noise_covariance(direction, gram_variance, False)
         return [(("cross",), statistics["cross"], mean, cov)]
-
-    def gram_direction(self, term, values, statistics, totals):
-        """Gram noise E moves the mean by E a, a = w E λ′ + e_j (E λ − (μ·w) E λ′)/c (first
-        order, holding the expectations; the term through μ·w in u = Sw is left out)."""
-        w = values[self.linear_parameter]
-        _, level, slope, centre = self._linearised(term, w, statistics, totals)
-        j, c = self._intercept(term)
-        unit = np.zeros(len(grid_ranges(term.covariate_grid)))
-        unit[j] = 1.0 / c
-        return w * slope[..., None] + unit * (level - centre * slope)[..., None]
 
     def logp_from_statistics(self, term, values, statistics, totals):
         """The log density of Xᵀy under its Normal law (class docstring), on the plug-in route."""

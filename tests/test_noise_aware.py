@@ -14,8 +14,9 @@ from scipy import integrate, special, stats
 
 import pymc_private as pmp
 from pymc_private.calibration import coverage_study
-from pymc_private.noise_aware import _gram_noise_covariance, normal_laplace_logp
+from pymc_private.noise_aware import normal_laplace_logp
 from pymc_private.privatisation import privatisation_of
+from pymc_private.regression import gram_noise_covariance
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import calibration as study
@@ -189,8 +190,8 @@ def test_gram_noise_covariance_matches_monte_carlo():
     noise = noise + np.triu(noise, 1).transpose(0, 2, 1)
     residuals = np.concatenate([noise @ w, np.einsum("i,rij,j->r", w, noise, w)[:, None]], axis=1)
     empirical = np.cov(residuals, rowvar=False)
-    formula = _gram_noise_covariance(pt.as_tensor(w), v, True).eval()
+    formula = gram_noise_covariance(pt.as_tensor(w), v, True).eval()
     np.testing.assert_allclose(formula, empirical, rtol=0.03, atol=0.03)
     np.testing.assert_allclose(
-        _gram_noise_covariance(pt.as_tensor(w), v, False).eval(), formula[:3, :3]
+        gram_noise_covariance(pt.as_tensor(w), v, False).eval(), formula[:3, :3]
     )
