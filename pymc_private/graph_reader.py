@@ -143,9 +143,12 @@ _INVERSE_LINKS = {psm.Sigmoid: "logistic", ps.Exp: "log"}
 class GraphReader:
     """Walks parameter graphs of observed nodes with interval arithmetic."""
 
-    def __init__(self, model: pm.Model, specs: dict[str, PrivateDataSpec]) -> None:
+    def __init__(
+        self, model: pm.Model, specs: dict[str, PrivateDataSpec], *, read_values: bool = True
+    ) -> None:
         self.model = model
         self.specs = specs
+        self.read_values = read_values  # False: integer values are checked at release only
         self.free = {rv: rv.name for rv in model.free_RVs}
         self.private = private_sources(model)
         self.observed = {rv: strip_casts(model.rvs_to_values[rv]).name for rv in model.observed_RVs}
@@ -259,7 +262,7 @@ class GraphReader:
     def _domains(
         self, spec: PrivateDataSpec, family, support: ElementDomain
     ) -> tuple[tuple[ElementDomain, int], ...]:
-        if support.integer and not spec.integer:
+        if support.integer and not spec.integer and self.read_values:
             check_integer_values(self.model, spec, f"{family.name} `{self.node}`")
         outside = (spec.lower < support.lower) | (spec.upper > support.upper)
         if outside.any():
