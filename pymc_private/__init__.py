@@ -25,6 +25,7 @@ from pymc_private.errors import (
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.map_estimate import map_utility_bound, private_map
+from pymc_private.planner import PrivacyPlan, plan
 from pymc_private.posterior import (
     PosteriorSampleResponder,
     psaqr_utility_bound,
@@ -72,6 +73,7 @@ __all__ = [
     "PrivacyAnalysis",
     "PrivacyError",
     "PrivacyLedger",
+    "PrivacyPlan",
     "PrivacyReport",
     "PrivateData",
     "PrivateGibbs",
@@ -98,6 +100,7 @@ __all__ = [
     "ledger_of",
     "map_utility_bound",
     "parameter_support",
+    "plan",
     "plot_privacy",
     "privacy_report",
     "private_data",
