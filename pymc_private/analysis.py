@@ -278,7 +278,10 @@ class PrivacyAnalysis:
         if self.sensitivity_l1 is None:
             stats_footer = "not available: " + "; ".join(self.statistics_unavailable.values())
         else:
-            stats_footer = f"Δ₁ over one record = {_fmt(self.sensitivity_l1)}"
+            stats_footer = (
+                f"Δ₁ over one record = {_fmt(self.sensitivity_l1)}; the posterior sd a release "
+                "at ε gives, before any data: pmp.plan(model, epsilon)"
+            )
         stats = [
             [s.name, s.kind, str(s.shape), _fmt(s.unit), _fmt(s.sensitivity_l1)]
             for s in self.statistics
@@ -390,7 +393,7 @@ def declared_analysis(model: pm.Model) -> PrivacyAnalysis:
     """`analyze` from the declarations alone: no value of any `PrivateData` is read, so
     nothing about the values is checked either (the release that follows checks them:
     `pmp.privatize` runs `analyze`). Float data observed by a family of integer values is
-    taken at its word."""
+    taken at its word. `pmp.plan` answers from this."""
     return _analysis(model, read_values=False)
 
 

@@ -55,7 +55,7 @@ from pymc_private.support import parameter_support
 __all__ = ["ParameterSpread", "PrivacyPlan", "StatisticNoise", "plan"]
 
 # Draws of the prior for its Normal approximation (fixed seed: the plan is reproducible).
-_PRIOR_DRAWS = 4000
+_PRIOR_DRAWS = 20_000
 # Keeps covariances of cells that can be empty strictly positive (as the noise-aware model).
 _VARIANCE_FLOOR = 1e-9
 # The Gram noise (sd over the expected diagonal) below which the prediction held within 5%.
