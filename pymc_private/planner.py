@@ -586,9 +586,12 @@ class _Planner:
             if isinstance(cov, DiagonalMinusOuter):
                 cov = cov.dense()
             mean = np.asarray(mean, dtype=np.float64)
+            cov = np.asarray(cov, dtype=np.float64)
             width = mean.shape[-1]
-            cov = np.broadcast_to(np.asarray(cov, dtype=np.float64), (*mean.shape, width))
-            found.append((kinds, mean.reshape(-1, width), cov.reshape(-1, width, width)))
+            cells = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+            mean = np.broadcast_to(mean, (*cells, width)).reshape(-1, width)
+            cov = np.broadcast_to(cov, (*cells, width, width)).reshape(-1, width, width)
+            found.append((kinds, mean, cov))
         return found
 
     def _joint_moments(self, observer, members, values, laws) -> tuple:

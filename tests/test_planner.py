@@ -236,3 +236,22 @@ def test_a_model_the_analysis_cannot_bound_is_refused():
         pm.Bernoulli("x", theta, observed=x_obs)
     with pytest.raises(UnboundedSensitivityError):
         pmp.plan(model, epsilon=1.0)
+
+
+def test_simplex_and_normal_sums():
+    """A Dirichlet's entries move against category 0 (the simplex): sd ≈ √(p(1 − p)/n) without
+    noise; a Normal mean with σ known: √(nσ² + 2b²)/n, b = Δ/ε = 12/ε on [−6, 6]."""
+    n = 1000
+    with pm.Model() as categorical:
+        c = pmp.PrivateData("c", np.zeros(n, dtype=int), bounds=(0, 2))
+        p = pmp.TruncatedDirichlet("p", np.ones(3), min_prob=0.05)
+        pm.Categorical("k", p, observed=c)
+    planned = pmp.plan(categorical, 1.0)
+    np.testing.assert_allclose(planned.sd("p", private=False), math.sqrt(2 / 9 / n), rtol=0.02)
+    assert np.all(planned.sd("p") > planned.sd("p", private=False))
+    with pm.Model() as normal:
+        x = pmp.PrivateData("x_obs", np.zeros(n), bounds=(-6.0, 6.0))
+        mu = pmp.TruncatedNormal("mu", 0.0, 1.0, lower=-3.0, upper=3.0)
+        pm.Normal("x", mu, 1.0, observed=x)
+    (row,) = pmp.plan(normal, 0.5).parameters
+    assert row.sd_private == pytest.approx(math.sqrt(n + 2 * 24.0**2) / n, rel=0.02)
