@@ -404,8 +404,8 @@ class _Planner:
                 value = np.full(centre.shape, np.nan)
             if value.shape != centre.shape or not np.all(np.isfinite(value)):
                 raise InvalidPrivacyParameterError(
-                    f"at[{name!r}] must be finite numbers of shape {centre.shape}, got shape "
-                    f"{value.shape}."
+                    f"at[{name!r}] must be finite numbers of shape {centre.shape}, got "
+                    f"{at[name]!r}."
                 )
             self.point[name] = value
             self.simplex[name] = support.family == "dirichlet"

@@ -212,6 +212,7 @@ def test_invalid_requests_are_refused(coin_plan):
         ({"epsilon": 1.0, "target_sd_inflation": 1.1}, "not both"),
         ({"at": {"nope": 0.3}, "epsilon": 1.0}, "nope"),
         ({"at": {"theta": [0.3, 0.4]}, "epsilon": 1.0}, "shape"),
+        ({"at": {"theta": "half"}, "epsilon": 1.0}, "finite numbers"),
         ({"target_sd_inflation": 0.9}, "> 1"),
         ({"target_sd": math.nan}, "> 0"),
         ({"target_sd": 1e-6}, "No ε up to"),
