@@ -8,6 +8,10 @@ per free variable, the private posterior sd `pmp.plan` predicts before any data 
 sd of the noise-aware posterior (`pmp.sample`'s default sampler) over ``--repetitions``
 releases of data simulated at the planner's point θ₀ (`calibration.spread_study`), and the
 largest relative error over every entry. The issue asks for agreement within 20%.
+
+Then the regression at ε = 0.1 with fewer records, where the noise on the released Gram
+matrix is not small next to its diagonal (the plan's note): the prediction is optimistic
+there, by how much it prints.
 """
 
 from __future__ import annotations
@@ -106,6 +110,19 @@ def main(repetitions: int, draws: int) -> None:
                 f"({time.perf_counter() - start:.0f} s)",
                 flush=True,
             )
+    print("\nlinear regression at ε = 0.1: Gram noise sd over its expected diagonal n/3")
+    for n in (2000, 5000):
+        build, simulate, options = regression(n)
+        result = spread_study(build, simulate, 0.1, repetitions=repetitions, draws=draws, **options)
+        noise = next(
+            s.noise_sd for s in result.planned.statistics if s.statistic.startswith("gram")
+        )
+        print(
+            f"n = {n:5d}: Gram noise {noise / (n / 3):.0%} of the diagonal; predicted sd "
+            f"{np.mean(result.predicted['w']):.4f}, realised {np.mean(result.realised['w']):.4f} "
+            f"(largest relative error {result.largest_error:.1%})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

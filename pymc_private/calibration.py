@@ -28,7 +28,7 @@ from pymc_private.analysis import analyze
 from pymc_private.augmentation import AugmentedSampler
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data
-from pymc_private.planner import plan
+from pymc_private.planner import PrivacyPlan, plan
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import privatize, release_statistics
 from pymc_private.release_plan import chosen_plan
@@ -176,11 +176,14 @@ class SpreadResult:
         The mean over repetitions of the noise-aware posterior's sd of every entry.
     repetitions
         How many repetitions.
+    planned
+        The `pmp.plan` the prediction came from.
     """
 
     predicted: dict[str, np.ndarray]
     realised: dict[str, np.ndarray]
     repetitions: int
+    planned: PrivacyPlan
 
     @property
     def largest_error(self) -> float:
@@ -233,4 +236,4 @@ def spread_study(
             values = np.asarray(drawn[name])
             spreads[name].append(values.reshape(-1, *values.shape[2:]).std(axis=0))
     realised = {name: np.mean(values, axis=0) for name, values in spreads.items()}
-    return SpreadResult(predicted, realised, repetitions)
+    return SpreadResult(predicted, realised, repetitions, planned)
