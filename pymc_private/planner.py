@@ -73,7 +73,7 @@ class ParameterSpread:
     Attributes
     ----------
     parameter
-        The entry, e.g. ``"theta[1, 0]"``.
+        The entry, by the model's coords where it has them, e.g. ``"theta[1, 0]"``.
     at
         The value θ₀ at which the prediction is made.
     sd_exact
@@ -410,6 +410,18 @@ class _Planner:
                 )
             self.point[name] = value
             self.simplex[name] = support.family == "dirichlet"
+        # Each axis's coordinate values (the model's coords where the axis has a dim).
+        self.labels = {
+            name: [
+                list(model.coords[dim]) if dim is not None and dim in model.coords else range(size)
+                for dim, size in zip(
+                    model.named_vars_to_dims.get(name) or (None,) * self.point[name].ndim,
+                    self.point[name].shape,
+                    strict=True,
+                )
+            ]
+            for name in names
+        }
         self.basis = self._basis()
         self.prior_precision = self._prior_precision(model)
         self.step = 1e-4 * np.sqrt(np.diag(np.linalg.inv(self.prior_precision)))
@@ -720,7 +732,10 @@ class _Planner:
                 zip(self.point[name].ravel(), exact[part], private[part], strict=True)
             ):
                 index = np.unravel_index(flat, shape) if shape else ()
-                label = name + (f"[{', '.join(str(int(i)) for i in index)}]" if shape else "")
+                entry = ", ".join(
+                    str(labels[int(i)]) for labels, i in zip(self.labels[name], index, strict=True)
+                )
+                label = f"{name}[{entry}]" if shape else name
                 rows.append(ParameterSpread(label, float(value), float(low), float(high)))
         return PrivacyPlan(
             epsilon=epsilon,
