@@ -25,8 +25,9 @@ else n split evenly), their own noise left out of the grouped node (second order
 covariates of a regression have per-record second moment E[x xᵀ] from the user
 (``covariate_moment=``), else independent and uniform on their declared bounds.
 
-The inverse (`PrivacyPlan.epsilon_for`, ``plan(model, target_sd_inflation=...)``) bisects ε on
-a log scale over the same prediction, which decreases as ε grows.
+The inverse (`PrivacyPlan.epsilon_for`, ``plan(model, target_sd_inflation=...)``) solves for ε
+on a log scale (Brent's method) over the same prediction, which decreases as ε grows, and
+returns the first ε within 0.5% that meets the target.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import numpy as np
 import pymc as pm
 from pymc.distributions.shape_utils import change_dist_size
 from scipy.linalg import block_diag
+from scipy.optimize import brentq
 
 from pymc_private.analysis import PrivacyAnalysis, declared_analysis
 from pymc_private.dp.checks import checked_delta, checked_epsilon
@@ -378,6 +380,8 @@ class _Planner:
     ) -> None:
         self.analysis = analysis
         self.mechanism = mechanism
+        # The noise laws at each (ε, δ) asked (a Gaussian's privacy profile takes seconds).
+        self.laws: dict[tuple[float, float], tuple[str, dict[str, NoiseLaw]]] = {}
         self.notes: list[str] = []
         names = sorted(
             {
@@ -691,10 +695,12 @@ class _Planner:
     def noise_laws(self, epsilon: float, delta: float) -> tuple[str, dict[str, NoiseLaw]]:
         """The mechanism and the noise law of every noised statistic of the plan
         `pmp.privatize` would run at (ε, δ)."""
-        release = chosen_plan(self.analysis, epsilon, delta=delta, mechanism=self.mechanism)
-        laws = release.noise_laws()
-        kinds = {law.kind for law in laws.values()}
-        return (kinds.pop() if len(kinds) == 1 else "none"), laws
+        if (epsilon, delta) not in self.laws:
+            release = chosen_plan(self.analysis, epsilon, delta=delta, mechanism=self.mechanism)
+            laws = release.noise_laws()
+            kinds = {law.kind for law in laws.values()}
+            self.laws[epsilon, delta] = (kinds.pop() if len(kinds) == 1 else "none"), laws
+        return self.laws[epsilon, delta]
 
     def entry_sd(self, epsilon: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
         """The predicted sd of every flattened entry: private, and without the noise."""
@@ -782,8 +788,8 @@ class _Planner:
         return tuple(rows)
 
     def epsilon_for(self, delta, sd_inflation, sd, parameters) -> float:
-        """The smallest ε meeting the target (`PrivacyPlan.epsilon_for`), by bisection on
-        log ε over the prediction."""
+        """The smallest ε meeting the target (`PrivacyPlan.epsilon_for`), within the
+        tolerance, by Brent's method on log ε over the prediction."""
         if (sd_inflation is None) == (sd is None):
             raise InvalidPrivacyParameterError(
                 "Give one target: sd_inflation= (e.g. 1.1) or sd= (e.g. 0.05)."
@@ -802,28 +808,32 @@ class _Planner:
         )
         entries = np.concatenate([np.arange(len(self.basis))[self._slice(n)] for n in chosen])
 
-        def meets(epsilon: float) -> bool:
-            private, exact = self.entry_sd(epsilon, delta)
+        def excess(log_epsilon: float) -> float:
+            """The largest ratio of what an entry reaches to its target, less 1 (≤ 0: met);
+            it decreases as ε grows."""
+            private, exact = self.entry_sd(math.exp(log_epsilon), delta)
             reached = private[entries] / exact[entries] if sd is None else private[entries]
-            return bool(np.all(reached <= limits))
+            return float(np.max(reached / limits)) - 1.0
 
-        low, high = _EPSILON_RANGE
-        if not meets(high):
-            private, exact = self.entry_sd(high, delta)
-            reached = private[entries] / exact[entries] if sd is None else private[entries]
+        low, high = (math.log(bound) for bound in _EPSILON_RANGE)
+        if excess(high) > 0:
+            private, exact = self.entry_sd(math.exp(high), delta)
             what = "sd inflation" if sd is None else "posterior sd"
+            reached = private[entries] / exact[entries] if sd is None else private[entries]
             raise InvalidPrivacyParameterError(
-                f"No ε up to {high:g} meets the target: at ε = {high:g} the largest {what} of "
-                f"{chosen} is {np.max(reached):.4g} (target "
-                f"{np.min(limits):.4g}); without noise the posterior sd is "
-                f"{np.max(exact[entries]):.4g}. Relax the target or collect more records."
+                f"No ε up to {_EPSILON_RANGE[1]:g} meets the target: there the largest {what} "
+                f"of {chosen} is {np.max(reached):.4g} (target {np.min(limits):.4g}); without "
+                f"noise the posterior sd is {np.max(exact[entries]):.4g}. Relax the target or "
+                "collect more records."
             )
-        if meets(low):
-            return low
-        while high / low > 1 + _EPSILON_TOLERANCE:
-            middle = math.sqrt(low * high)
-            low, high = (low, middle) if meets(middle) else (middle, high)
-        return high
+        if excess(low) <= 0:
+            return _EPSILON_RANGE[0]
+        # Brent's method on log ε, then the first ε on a grid of the tolerance that meets it.
+        step = math.log1p(_EPSILON_TOLERANCE)
+        log_epsilon = brentq(excess, low, high, xtol=step / 2)
+        while excess(log_epsilon) > 0:
+            log_epsilon += step / 2
+        return math.exp(log_epsilon)
 
     def _limit(self, name: str, sd_inflation, sd) -> float:
         target = sd_inflation if sd is None else (sd[name] if isinstance(sd, Mapping) else sd)
