@@ -553,7 +553,10 @@ class _Planner:
         lower = np.broadcast_to(spec.lower, spec.record_shape).ravel()
         upper = np.broadcast_to(spec.upper, spec.record_shape).ravel()
         if covariates in given:
-            moment = np.asarray(given[covariates], dtype=np.float64)
+            try:
+                moment = np.asarray(given[covariates], dtype=np.float64)
+            except (TypeError, ValueError):
+                moment = np.full((), np.nan)
             if moment.shape != (lower.size, lower.size) or not np.all(np.isfinite(moment)):
                 raise InvalidPrivacyParameterError(
                     f"covariate_moment[{covariates!r}] must be a finite "

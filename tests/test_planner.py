@@ -195,6 +195,8 @@ def test_regression_notes_its_assumptions_and_gram_noise(rng):
         pmp.plan(model, 1.0, covariate_moment={"y_obs": moment})
     with pytest.raises(InvalidPrivacyParameterError, match="2 × 2"):
         pmp.plan(model, 1.0, covariate_moment={"x_obs": np.eye(3)})
+    with pytest.raises(InvalidPrivacyParameterError, match="2 × 2"):
+        pmp.plan(model, 1.0, covariate_moment={"x_obs": "identity"})
 
 
 @given(st.sampled_from([0.0, -1.0, math.nan, math.inf, "1", None]))
