@@ -43,6 +43,9 @@ __all__ = [
 
 SEAL_ATTR = "privacy_release"
 LEDGER_ATTR = "privacy_ledger"
+# The group of the noise-aware likelihood's latent variables (`noise_aware.latent_names`):
+# released like the posterior, kept out of it so that ArviZ shows the user's model.
+LATENT_GROUP = "latent_posterior"
 # Attributes PyMC and ArviZ write that are public: versions and settings. Anything else (e.g.
 # `sampling_time`, a timing side channel of data-dependent rejection sampling) is dropped.
 PUBLIC_ATTRS = (
@@ -100,6 +103,20 @@ def seal(idata: az.InferenceData) -> az.InferenceData:
         group = idata[name]
         group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
         group.attrs[SEAL_ATTR] = _digest(group)
+    return idata
+
+
+def separate_latents(idata: az.InferenceData, names: list[str]) -> az.InferenceData:
+    """Move the variables ``names`` (latents of the noise-aware likelihood) from
+    ``idata.posterior`` to its group ``latent_posterior`` (in place; returns ``idata``), so
+    that az.summary and az.plot_trace show the variables the user declared."""
+    posterior = idata.posterior
+    names = [name for name in names if name in posterior]
+    if names:
+        idata.add_groups({LATENT_GROUP: posterior[names]})
+        kept = posterior.drop_vars(names)
+        used = {dim for variable in kept.data_vars.values() for dim in variable.dims}
+        idata.posterior = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
     return idata
 
 
@@ -219,6 +236,14 @@ def sample_posterior_predictive(
         )
     privatisation = privatised_route(model)
     if privatisation is not None:
+        if LATENT_GROUP in idata.groups():  # the latent group sizes replicate the counts
+            latent = idata[LATENT_GROUP]
+            if latent.attrs.get(SEAL_ATTR) != _digest(latent):
+                raise UnsupportedModelError(
+                    f"The group {LATENT_GROUP} was not released by a private route (or "
+                    "changed since). Sample with pmp.sample first."
+                )
+            posterior = xr.merge([posterior, latent])
         return _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
     specs = private_data(model)
     inputs = dict(inputs or {})

@@ -32,9 +32,10 @@ from pymc_private.errors import (
 )
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
+from pymc_private.noise_aware import latent_names
 from pymc_private.posterior import batched_posterior, inference_data
 from pymc_private.privatisation import Privatisation, privatised_route
-from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal
+from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal, separate_latents
 from pymc_private.steps.base import PrivateStep
 
 __all__ = ["sample"]
@@ -90,10 +91,14 @@ def sample(
 
     The returned InferenceData holds the posterior draws, the sample stats the private steps
     declare safe (``privacy_epsilon`` per draw, ...), the privatised statistics (as
-    ``constant_data``) and the ledger as JSON in ``idata.attrs["privacy_ledger"]``. It holds
-    no ``observed_data``, raw ``constant_data``, ``log_likelihood`` or ``lp``. The
-    console (PyMC's progress bar and "sampling took N seconds") is not a released
-    artifact: running time is a side channel outside ε, dropped from the InferenceData.
+    ``constant_data``) and the ledger as JSON in ``idata.attrs["privacy_ledger"]``. The
+    posterior holds the variables of the user's model; the latent variables a noise-aware
+    likelihood adds (the true group shares behind released group counts,
+    ``counts(y)_true_share``) are released beside it, in the group ``latent_posterior``, so
+    that az.summary and az.plot_trace show the user's model. It holds no ``observed_data``,
+    raw ``constant_data``, ``log_likelihood`` or ``lp``. The console (PyMC's progress bar
+    and "sampling took N seconds") is not a released artifact: running time is a side
+    channel outside ε, dropped from the InferenceData.
 
     Parameters
     ----------
@@ -193,7 +198,7 @@ def sample(
             idata.add_groups(constant_data=_constant_data(privatisation))
             if chained and kwargs.get("compute_convergence_checks", True):
                 _warn_unmixed(idata, per_draw=False)
-            return seal(idata)
+            return seal(separate_latents(idata, latent_names(model, privatisation)))
 
     # The run samples with copies marked prepaid: the caller's step objects keep charging
     # whatever they draw outside this run (in a callback, another thread).
@@ -221,6 +226,8 @@ def sample(
     if convergence_checks:
         _warn_unmixed(released, per_draw=any(s.touches_raw_data for s in private_steps))
     released.attrs[LEDGER_ATTR] = ledger.to_json()
+    if privatisation is not None:
+        separate_latents(released, latent_names(model, privatisation))
     return seal(released)
 
 

@@ -216,3 +216,49 @@ def test_replicated_group_counts_follow_the_model_that_was_fitted(make_naive_bay
         assert replicated.shape[2:] == released[name].shape
         p_value = (replicated >= released[name]).mean(("chain", "draw")).values
         assert np.all((p_value > 0.01) & (p_value < 0.99)), name
+
+
+@pytest.fixture(scope="module")
+def naive_bayes_fit():
+    """Naive Bayes privatised at ε = 1 (noise-aware: latent class sizes), drawn in numpy."""
+    from pymc_private.demo import naive_bayes_model
+
+    rng = np.random.default_rng(21)
+    labels = rng.integers(0, 2, 300)
+    features = (rng.random((300, 3)) < np.where(labels[:, None] == 1, 0.7, 0.3)).astype(int)
+    private = pmp.privatize(naive_bayes_model(labels, features, a=0.05), 1.0, random_seed=3)
+    with private:
+        idata = pmp.sample(
+            100,
+            chains=2,
+            cores=1,
+            progressbar=False,
+            random_seed=4,
+            compute_convergence_checks=False,
+        )
+    return private, idata
+
+
+def test_arviz_shows_the_users_variables_and_the_latents_are_released_beside(
+    naive_bayes_fit, tmp_path
+):
+    """The latent class shares of the noise-aware likelihood are not in the posterior (nor in
+    az.summary), but in the sealed group ``latent_posterior``, which survives to_netcdf and
+    feeds the replicated class counts."""
+    private, idata = naive_bayes_fit
+    share = "counts(y_obs)_true_share"
+    assert share in private.named_vars
+    assert set(idata.posterior.data_vars) == {"pi", "theta"}
+    assert not any(share in str(d) for d in idata.posterior.dims)
+    assert not any("true_share" in row for row in az.summary(idata).index)
+    assert set(idata.latent_posterior.data_vars) == {share}
+    assert np.allclose(idata.latent_posterior[share].sum(share + "_dim_0"), 1.0)
+    idata.to_netcdf(tmp_path / "fit.nc")
+    loaded = az.from_netcdf(tmp_path / "fit.nc")
+    assert pmp.check_release(loaded).releasable
+    ppc = pmp.sample_posterior_predictive(loaded, private, random_seed=1)
+    assert "counts(y_obs)" in ppc.posterior_predictive
+    forged = loaded.copy()
+    forged.latent_posterior[share] = forged.latent_posterior[share] * 0.5
+    with pytest.raises(pmp.UnsupportedModelError, match="latent_posterior"):
+        pmp.sample_posterior_predictive(forged, private)
