@@ -72,7 +72,7 @@ from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.augmented_chain import AugmentedChain
 from pymc_private.conditionals import conjugate_block
 from pymc_private.conjugate import BETA, GAMMA
-from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError
+from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError, with_article
 from pymc_private.latent import (
     IntegerNoise,
     PoissonCounts,
@@ -320,7 +320,7 @@ class AugmentedSampler:
             raise _Uncovered(f"{name} has an unreadable prior")
         vector = support.family == "mvnormal"
         if not vector and support.family not in SCALAR_PRIORS:
-            raise _Uncovered(f"{name} has a {support.family} prior")
+            raise _Uncovered(f"{name} has {with_article(support.family)} prior")
         hyper = {}
         if any(value is None for value in support.params.values()):
             if vector:

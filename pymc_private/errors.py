@@ -22,6 +22,16 @@ __all__ = [
 ]
 
 
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless the count is one: "1 release", "3 releases"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def with_article(word: str) -> str:
+    """``word`` after its indefinite article: "a Normal", "an AutoRegressiveRV"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 class PrivacyError(Exception):
     """Base class of every error pymc-private raises on purpose."""
 

@@ -28,7 +28,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_private.compiling import compiling
 from pymc_private.data import private_data
-from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.errors import DataBoundsError, UnsupportedModelError, counted
 from pymc_private.ledgers import PrivacyLedger
 from pymc_private.noise_aware import replicate_statistics
 from pymc_private.privatisation import privatised_route
@@ -129,11 +129,12 @@ def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
     return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ReleaseCheck:
     """What `check_release` found: one ``(where, why)`` per item that would leak.
 
-    ``releasable`` is True when nothing was found; ``str()`` and Jupyter show the list."""
+    ``releasable`` is True when nothing was found; ``repr()``, ``str()`` and Jupyter show
+    the list, one finding a line."""
 
     findings: tuple[tuple[str, str], ...]
 
@@ -147,9 +148,11 @@ class ReleaseCheck:
     def __str__(self) -> str:
         if self.releasable:
             return "Releasable: every group was sealed by a private route and is unchanged."
-        lines = [f"Not releasable ({len(self.findings)} findings):"]
+        lines = [f"Not releasable ({counted(len(self.findings), 'finding')}):"]
         lines += [f"- {where}: {why}" for where, why in self.findings]
         return "\n".join(lines)
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         if self.releasable:
@@ -158,7 +161,8 @@ class ReleaseCheck:
             f"<li><code>{html.escape(where)}</code>: {html.escape(why)}</li>"
             for where, why in self.findings
         )
-        return f"<p>Not releasable ({len(self.findings)} findings):</p><ul>{items}</ul>"
+        heading = f"Not releasable ({counted(len(self.findings), 'finding')}):"
+        return f"<p>{heading}</p><ul>{items}</ul>"
 
 
 def check_release(idata: az.InferenceData) -> ReleaseCheck:

@@ -29,6 +29,7 @@ from pymc_private.errors import (
     ConvergenceWarning,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
+    counted,
 )
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
@@ -418,7 +419,10 @@ def _check_budget(
             raise
         iterations = budget.affordable_count(ledger, per_draw, per_count=chains)
         affordable = max(0, iterations - tune)
-        advice = f"With {chains} chains and tune={tune}, at most {affordable} draws per chain fit"
+        advice = (
+            f"With {chains} chains and tune={tune}, at most {counted(affordable, 'draw')} per "
+            "chain fit"
+        )
         remaining = budget.remaining(ledger)
         if remaining > 0:
             # Dividing every step's per-draw ε by `factor` makes the planned spend fit by
