@@ -18,7 +18,7 @@ import pymc as pm
 import xarray as xr
 
 from pymc_private.augmentation import augmented_posterior
-from pymc_private.compiling import compiling
+from pymc_private.compiling import quiet_sampling
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.checks import checked_rng
@@ -205,7 +205,7 @@ def sample(
     # whatever they draw outside this run (in a callback, another thread).
     run_steps = [_prepaid_copy(s) if isinstance(s, PrivateStep) else s for s in steps]
     convergence_checks = kwargs.pop("compute_convergence_checks", True)
-    with compiling():
+    with quiet_sampling():  # without PyMC's advice on short chains (and rich's on ipywidgets)
         idata = pm.sample(
             draws,
             tune=tune,
