@@ -46,7 +46,7 @@ from pymc_private.release import (
     ledger_of,
     sample_posterior_predictive,
 )
-from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
+from pymc_private.report import PrivacyReport, plot_ppc, plot_privacy, privacy_report
 from pymc_private.sampling import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
@@ -98,6 +98,7 @@ __all__ = [
     "ledger_of",
     "map_utility_bound",
     "parameter_support",
+    "plot_ppc",
     "plot_privacy",
     "privacy_report",
     "private_data",

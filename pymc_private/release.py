@@ -204,30 +204,103 @@ def sample_posterior_predictive(
     inputs: dict | None = None,
     var_names: list[str] | None = None,
     random_seed=None,
-) -> az.InferenceData:
-    """Posterior predictive draws of a private fit that read no raw data: post-processing.
+    progressbar: bool = True,
+    extend_inferencedata: bool = False,
+    return_inferencedata: bool = True,
+    **kwargs,
+) -> az.InferenceData | dict[str, np.ndarray]:
+    """Posterior predictive draws of a private fit that read no raw data: post-processing,
+    free of privacy cost. Takes `pm.sample_posterior_predictive`'s keywords.
 
-    ``model`` is the original model (with its `pmp.PrivateData`), ``idata`` what a private
-    route returned for it or for its privatised version (the parameters' names are the
-    same). The draws are computed on a copy of the model in which every `PrivateData` is
-    replaced: by ``inputs[name]`` (public values, e.g. new covariates or group indices to
-    predict at), or, for data the predicted nodes only *observe*, by a placeholder at the
-    declared lower bound (a forward draw reads only its shape). So ``n_new`` new records
-    (the length of the ``inputs``) get predictions; without ``inputs``, n replicated records
-    (n is public), which needs predicted nodes that read no private covariates.
+    On a model returned by `pmp.privatize`: replicated releases s̃_rep ~ p(s̃ | θ), one per
+    posterior draw (`noise_aware.replicate_statistics`), in ``posterior_predictive``,
+    beside the released values in ``observed_data`` (both public); `pmp.plot_ppc` draws one
+    panel per released cell.
 
-    Returns an InferenceData with the sealed group ``predictions`` (with ``inputs``, the
-    public values, in ``predictions_constant_data``) and nothing else: combine it with
-    ``idata.extend(...)``; `check_release` accepts the result. Free of privacy cost.
+    On the original model (with its `pmp.PrivateData`) and the idata of its private fit or of
+    its privatised version (the parameters' names are the same): draws of its observed nodes
+    on a copy of the model in which every `PrivateData` is replaced, by ``inputs[name]``
+    (public values, e.g. new covariates or group indices to predict at), or, for data the
+    predicted nodes only *observe*, by a placeholder at the declared lower bound (a forward
+    draw reads only its shape). So ``n_new`` new records (the length of the ``inputs``) get
+    predictions; without ``inputs``, n replicated records (n is public), which needs
+    predicted nodes that read no private covariates. They are in the group ``predictions``
+    (with ``inputs``, the public values, in ``predictions_constant_data``).
+
+    Every group is sealed: `check_release` accepts the fit extended with them.
+
+    Parameters
+    ----------
+    idata
+        What a private route (`pmp.sample`, `pmp.sample_posterior`) returned.
+    model
+        The privatised model, or the original one (default: the context model).
+    inputs
+        Public values of the original model's data to predict at, by name.
+    var_names
+        The released statistics (privatised model) or observed nodes (original model) to
+        draw; default all.
+    random_seed
+        Seed of the draws.
+    progressbar
+        PyMC's progress bar, on the original model (the replicated releases of a privatised
+        model are drawn in numpy, without one).
+    extend_inferencedata
+        True: add the groups to ``idata`` (`InferenceData.extend`) and return it, as PyMC.
+    return_inferencedata
+        False: return the draws as a dict of arrays by name (chain, draw, ...), as PyMC.
+    **kwargs
+        ``sample_dims``, ``progressbar_theme`` and ``compile_kwargs`` go to
+        `pm.sample_posterior_predictive` on the original model. ``predictions`` and
+        ``idata_kwargs`` are refused: the group is decided by the model (above), and an
+        InferenceData of PyMC's making could hold the observed data.
 
     Raises
     ------
     UnsupportedModelError
         ``idata`` holds no sealed posterior; a predicted node reads private data that
-        ``inputs`` does not replace (the message names it); ``var_names`` not observed nodes.
+        ``inputs`` does not replace (the message names it); ``var_names`` not observed nodes
+        or released statistics; ``inputs`` for a privatised model.
     DataBoundsError
         ``inputs`` not finite, of different lengths, or of the wrong record shape.
+    TypeError
+        A keyword `pm.sample_posterior_predictive` does not take, or one refused above.
     """
+    refused = sorted(set(kwargs) & set(_REFUSED_PREDICTIVE))
+    if refused:
+        raise TypeError(
+            f"pmp.sample_posterior_predictive does not take {refused[0]}=: "
+            f"{_REFUSED_PREDICTIVE[refused[0]]}"
+        )
+    unknown = sorted(set(kwargs) - _PASSED_PREDICTIVE)
+    if unknown:
+        raise TypeError(
+            f"pmp.sample_posterior_predictive got unexpected keyword arguments {unknown}."
+        )
+    result = _predictive(
+        idata, model, inputs, var_names, random_seed, {"progressbar": progressbar, **kwargs}
+    )
+    if not return_inferencedata:
+        group = "posterior_predictive" if "posterior_predictive" in result else "predictions"
+        return {name: values.values for name, values in result[group].data_vars.items()}
+    if extend_inferencedata:
+        idata.extend(result)
+        return idata
+    return result
+
+
+# pm.sample_posterior_predictive keywords passed through on the original model, and those
+# refused (with why).
+_PASSED_PREDICTIVE = {"sample_dims", "progressbar_theme", "compile_kwargs"}
+_REFUSED_PREDICTIVE = {
+    "predictions": "the group is decided by the model (see the docstring).",
+    "idata_kwargs": "the InferenceData is built by pmp, without the observed data.",
+    "trace": "pass the private fit as idata.",
+}
+
+
+def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> az.InferenceData:
+    """`sample_posterior_predictive` once its keywords are checked."""
     model = pm.modelcontext(model)
     if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
         raise UnsupportedModelError("idata must be an InferenceData with a posterior group.")
@@ -310,7 +383,7 @@ def sample_posterior_predictive(
             var_names=var_names,
             predictions=True,
             random_seed=random_seed,
-            progressbar=False,
+            **pm_kwargs,
         )
     groups = {"predictions": result.predictions}
     if inputs:

@@ -36,7 +36,13 @@ from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.noise_aware import latent_names
 from pymc_private.posterior import batched_posterior, inference_data
 from pymc_private.privatisation import Privatisation, privatised_route
-from pymc_private.release import LEDGER_ATTR, PUBLIC_ATTRS, seal, separate_latents
+from pymc_private.release import (
+    LATENT_GROUP,
+    LEDGER_ATTR,
+    PUBLIC_ATTRS,
+    seal,
+    separate_latents,
+)
 from pymc_private.steps.base import PrivateStep
 
 __all__ = ["sample"]
@@ -197,9 +203,10 @@ def sample(
             if kwargs.get("var_names") is not None:
                 idata.posterior = idata.posterior[list(kwargs["var_names"])]
             idata.add_groups(constant_data=_constant_data(privatisation))
+            separate_latents(idata, latent_names(model, privatisation))
             if chained and kwargs.get("compute_convergence_checks", True):
                 _warn_unmixed(idata, per_draw=False)
-            return seal(separate_latents(idata, latent_names(model, privatisation)))
+            return seal(idata)
 
     # The run samples with copies marked prepaid: the caller's step objects keep charging
     # whatever they draw outside this run (in a callback, another thread).
@@ -224,11 +231,11 @@ def sample(
     released.attrs["sampler"] = "pm.sample: " + (
         ", ".join(names) if names else "PyMC's step methods (NUTS for continuous variables)"
     )
+    if privatisation is not None:
+        separate_latents(released, latent_names(model, privatisation))
     if convergence_checks:
         _warn_unmixed(released, per_draw=any(s.touches_raw_data for s in private_steps))
     released.attrs[LEDGER_ATTR] = ledger.to_json()
-    if privatisation is not None:
-        separate_latents(released, latent_names(model, privatisation))
     return seal(released)
 
 
@@ -259,8 +266,11 @@ def _warn_unused(kwargs: dict) -> None:
 
 def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
     """One `ConvergenceWarning` in place of PyMC's, computed from the released draws only
-    (post-processing), with PyMC's thresholds: R-hat > 1.01, bulk ESS < 100 per chain."""
+    (post-processing), with PyMC's thresholds: R-hat > 1.01, bulk ESS < 100 per chain. The
+    latents of a noise-aware likelihood (``latent_posterior``) are checked too."""
     posterior = idata.posterior
+    latent = idata[LATENT_GROUP] if LATENT_GROUP in idata.groups() else xr.Dataset()
+    posterior = xr.merge([posterior, latent])
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
     if chains < 2 or draws < 4 or not posterior.data_vars:
         return
@@ -286,11 +296,14 @@ def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
             "These draws come from a privatised model: they are free (post-processing), so "
             "sample more (larger draws= and tune=) until the chains agree."
         )
+    summaries = ["az.summary(idata)"]
+    if {worst_rhat, worst_ess} & set(latent.data_vars):
+        summaries.append(f"az.summary(idata.{LATENT_GROUP}) for the latent group sizes")
     warnings.warn(
         f"The {chains} released chains of {draws} draws have not mixed: R-hat up to "
         f"{rhat:.3f} (`{worst_rhat}`), bulk effective sample size down to {ess:.0f} "
         f"(`{worst_ess}`) (PyMC's thresholds: 1.01 and {100 * chains}). {advice} See "
-        "az.summary(idata).",
+        f"{' and '.join(summaries)}.",
         ConvergenceWarning,
         stacklevel=3,
     )

@@ -13,6 +13,8 @@ import logging
 
 import arviz as az
 import hypothesis.strategies as st
+import matplotlib
+import matplotlib.pyplot
 import numpy as np
 import pymc as pm
 import pytest
@@ -22,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 import pymc_private as pmp
 
 logging.getLogger("pymc").setLevel(logging.ERROR)
+matplotlib.use("Agg")
 
 WEIGHTS = np.array([0.8, -0.5])
 
@@ -262,3 +265,54 @@ def test_arviz_shows_the_users_variables_and_the_latents_are_released_beside(
     forged.latent_posterior[share] = forged.latent_posterior[share] * 0.5
     with pytest.raises(pmp.UnsupportedModelError, match="latent_posterior"):
         pmp.sample_posterior_predictive(forged, private)
+
+
+def test_plot_ppc_checks_every_released_cell_on_its_own_panel(naive_bayes_fit, privatised_fit):
+    """One panel per released cell (az.plot_ppc pooled the cells of a statistic and left a
+    scalar release empty): the replicated releases' histogram and the released value."""
+    private, idata = naive_bayes_fit
+    ppc = pmp.sample_posterior_predictive(idata, private, random_seed=1)
+    released = ppc.observed_data
+    cells = [
+        (name, index) for name in released.data_vars for index in np.ndindex(released[name].shape)
+    ]
+    axes = pmp.plot_ppc(ppc)
+    panels = [ax for ax in axes.flat if ax.get_visible()]
+    assert len(panels) == len(cells) > 2
+    for ax, (name, index) in zip(panels, cells, strict=True):
+        assert ax.get_title().startswith(name)
+        assert ax.lines[0].get_xdata()[0] == pytest.approx(float(released[name].values[index]))
+        assert sum(patch.get_height() for patch in ax.patches) == 2 * 100  # every draw
+    private, idata = privatised_fit  # a scalar release: one histogram, one line
+    ppc = pmp.sample_posterior_predictive(idata, private, random_seed=1)
+    (ax,) = [ax for ax in pmp.plot_ppc(ppc).flat if ax.get_visible()]
+    (name,) = ppc.observed_data.data_vars
+    assert ax.lines[0].get_xdata()[0] == pytest.approx(float(ppc.observed_data[name]))
+    assert len(ax.patches) == 30
+    with pytest.raises(pmp.UnsupportedModelError, match="released statistics"):
+        pmp.plot_ppc(ppc, var_names=["x"])
+    assert len(pmp.plot_ppc(ppc, max_panels=1).flat) == 1
+    matplotlib.pyplot.close("all")
+
+
+def test_posterior_predictive_takes_pymcs_keywords(privatised_fit, regression):
+    private, idata = privatised_fit
+    extended = idata.copy()
+    returned = pmp.sample_posterior_predictive(
+        extended, private, progressbar=False, extend_inferencedata=True, random_seed=1
+    )
+    assert returned is extended and "posterior_predictive" in extended.groups()
+    assert pmp.check_release(extended).releasable
+    draws = pmp.sample_posterior_predictive(idata, private, return_inferencedata=False)
+    assert {name: value.shape for name, value in draws.items()} == {
+        name: (2, 300) for name in pmp.privatised_statistics(private)
+    }
+    model, fit = regression
+    predicted = pmp.sample_posterior_predictive(
+        fit, model, inputs={"x_obs": np.zeros((3, 2))}, progressbar=False, compile_kwargs={}
+    )
+    assert predicted.predictions["y"].shape == (2, 200, 3)
+    with pytest.raises(TypeError, match="predictions="):
+        pmp.sample_posterior_predictive(fit, model, predictions=False)
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['progress'\\]"):
+        pmp.sample_posterior_predictive(fit, model, progress=False)
