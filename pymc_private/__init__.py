@@ -16,6 +16,7 @@ from pymc_private.errors import (
     LedgerError,
     LedgerIntegrityError,
     LedgerWriteError,
+    NotReleasableError,
     NUTSFallbackWarning,
     PrivacyError,
     UnboundedSensitivityError,
@@ -44,6 +45,7 @@ from pymc_private.release import (
     ReleaseCheck,
     check_release,
     ledger_of,
+    loo,
     sample_posterior_predictive,
 )
 from pymc_private.report import PrivacyReport, plot_ppc, plot_privacy, privacy_report
@@ -67,6 +69,7 @@ __all__ = [
     "LedgerIntegrityError",
     "LedgerWriteError",
     "NUTSFallbackWarning",
+    "NotReleasableError",
     "ParameterSupport",
     "PosteriorSampleResponder",
     "PrivacyAnalysis",
@@ -96,6 +99,7 @@ __all__ = [
     "laplace",
     "ledger_for",
     "ledger_of",
+    "loo",
     "map_utility_bound",
     "parameter_support",
     "plot_ppc",

@@ -15,6 +15,7 @@ __all__ = [
     "LedgerError",
     "LedgerIntegrityError",
     "LedgerWriteError",
+    "NotReleasableError",
     "PrivacyError",
     "UnboundedSensitivityError",
     "UncoveredDataWarning",
@@ -58,6 +59,12 @@ class BudgetExceededError(PrivacyError):
 class UnsupportedModelError(PrivacyError):
     """The privacy analysis cannot bound this model (unknown likelihood family, raw data
     observed outside `PrivateData`, a graph shape it does not recognise)."""
+
+
+class NotReleasableError(PrivacyError, TypeError):
+    """What was asked for is a function of single raw records (a pointwise log-likelihood for
+    az.loo or az.waic), which no private route releases; the message says what to run
+    instead. A `TypeError` too, as ArviZ's own "log likelihood not found"."""
 
 
 class LedgerError(PrivacyError):

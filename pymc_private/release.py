@@ -18,6 +18,7 @@ import hashlib
 import html
 import json
 from dataclasses import dataclass
+from typing import NoReturn
 
 import arviz as az
 import numpy as np
@@ -28,7 +29,12 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_private.compiling import compiling
 from pymc_private.data import private_data
-from pymc_private.errors import DataBoundsError, UnsupportedModelError, counted
+from pymc_private.errors import (
+    DataBoundsError,
+    NotReleasableError,
+    UnsupportedModelError,
+    counted,
+)
 from pymc_private.ledgers import PrivacyLedger
 from pymc_private.noise_aware import replicate_statistics
 from pymc_private.privatisation import privatised_route
@@ -37,6 +43,7 @@ __all__ = [
     "ReleaseCheck",
     "check_release",
     "ledger_of",
+    "loo",
     "sample_posterior_predictive",
     "seal",
 ]
@@ -64,7 +71,7 @@ _WHY = {
     "log_likelihood": (
         "the log-likelihood of each raw record: a function of that record alone, so it is "
         "not releasable (this is why az.loo, az.waic and az.compare cannot run on a private "
-        "fit; compare models by posterior predictive checks of the released statistics)"
+        "fit; pmp.loo says what to run instead)"
     ),
     "posterior_predictive": (
         "draws of the original model's observed nodes, computed from its raw covariates; "
@@ -195,6 +202,41 @@ def check_release(idata: az.InferenceData) -> ReleaseCheck:
     for key in sorted(set(idata.attrs) - {LEDGER_ATTR, *PUBLIC_ATTRS}):
         findings.append((f"attrs[{key!r}]", "an attribute that is not public."))
     return ReleaseCheck(tuple(findings))
+
+
+def loo(data: az.InferenceData, *args, **kwargs) -> NoReturn:
+    """`az.loo` on a private fit: it cannot run, and this says why and what to run instead.
+
+    PSIS-LOO (like WAIC and az.compare) reads log p(x_i | θ_s), the log-likelihood of every
+    record x_i under every posterior draw θ_s: a function of record i alone, computed
+    without noise, so releasing it would release each record (its sensitivity to one
+    record is unbounded; no ε covers it). No private route computes it, so the InferenceData
+    of a private fit has no ``log_likelihood`` group and az.loo fails with ArviZ's "log
+    likelihood not found". `check_release` reports the group if one is added.
+
+    Instead, free of privacy cost: posterior predictive checks of what was released,
+    ``pmp.sample_posterior_predictive(idata, private)`` and `pmp.plot_ppc`, with their
+    tail probabilities (compare models by how well each reproduces the released
+    statistics); or az.loo on a model fitted to public data.
+
+    Parameters
+    ----------
+    data, *args, **kwargs
+        As for az.loo; not read.
+
+    Raises
+    ------
+    NotReleasableError
+        Always (also a `TypeError`, as ArviZ's), with the explanation above.
+    """
+    raise NotReleasableError(
+        "az.loo (and az.waic, az.compare) needs the log-likelihood of every raw record under "
+        "every draw, a function of each record alone that no private route releases, so a "
+        "private fit has no log_likelihood group. Check the fit on what was released instead, "
+        "free: ppc = pmp.sample_posterior_predictive(idata, private); pmp.plot_ppc(ppc) (one "
+        "panel per released cell, with P(rep >= released)); compare models by how well each "
+        "reproduces the released statistics."
+    )
 
 
 def sample_posterior_predictive(
