@@ -330,3 +330,23 @@ def test_loo_says_why_it_cannot_run_and_what_to_run_instead(privatised_fit):
     assert isinstance(refusal.value, TypeError)
     assert "pmp.sample_posterior_predictive" in str(refusal.value)
     assert "pmp.plot_ppc" in str(refusal.value)
+
+
+def test_plain_pymc_calls_on_raw_data_are_named_by_check_release(coin_model):
+    """pm.sample on a model with PrivateData runs on the raw records (PyMC has no hook for a
+    package to warn then; docs/accounting.md says so beside check_release): every group it
+    produces is named where the result would leave."""
+    with coin_model:
+        idata = pm.sample(
+            5,
+            tune=0,
+            chains=1,
+            step=pm.Metropolis(),
+            progressbar=False,
+            compute_convergence_checks=False,
+            idata_kwargs={"log_likelihood": True},
+        )
+    found = dict(pmp.check_release(idata).findings)
+    assert {"posterior", "sample_stats", "observed_data", "log_likelihood"} <= set(found)
+    assert "sample with pmp.sample" in found["posterior"]
+    assert "pmp.loo" in found["log_likelihood"]
