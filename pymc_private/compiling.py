@@ -12,14 +12,16 @@ them warns as PyTensor would). PyTensor's ``pytensor.tensor.blas`` logger needs 
 this PyTensor it logs the probe at DEBUG and INFO only, below the WARNING a logger shows by
 default.
 
-`pmp.sample`'s run of `pm.sample` is quieter still (`quiet_sampling`): in Jupyter without
-ipywidgets, rich's progress bar warns 'install "ipywidgets" for Jupyter support' on every
-refresh, and short private chains make PyMC log "Only N samples per chain" (and, were its
-convergence checks run, "We recommend running at least 4 chains"): advice `pmp.sample`
-gives once, in its own words and with what to change on a private fit
-(`pymc_private.sampling`'s `ConvergenceWarning`). Those lines alone are held back while the
-call runs, by a warnings filter restored after it and a filter on PyMC's two loggers removed
-after it; every other line of PyMC's, and every filter of the user's, is left as it was.
+The package's runs of PyMC's samplers (`pm.sample` in `pmp.sample`,
+`pm.sample_posterior_predictive` in `pmp.sample_posterior_predictive`) are quieter still
+(`quiet_sampling`): in Jupyter without ipywidgets, rich's progress bar warns 'install
+"ipywidgets" for Jupyter support' on every refresh, and short private chains make PyMC log
+"Only N samples per chain" (and, were its convergence checks run, "We recommend running at
+least 4 chains"): advice `pmp.sample` gives once, in its own words and with what to change on
+a private fit (`pymc_private.sampling`'s `ConvergenceWarning`). Those lines alone are held
+back while the call runs, by a warnings filter restored after it and a filter on PyMC's two
+loggers removed after it; every other line of PyMC's, and every filter of the user's, is
+left as it was.
 """
 
 from __future__ import annotations
@@ -64,9 +66,9 @@ class _Without(logging.Filter):
 
 @contextlib.contextmanager
 def quiet_sampling() -> Iterator[None]:
-    """Run `pmp.sample`'s call of `pm.sample` inside `compiling`, without rich's ipywidgets
-    warning and PyMC's advice on short chains (module docstring); the filters are removed
-    after it."""
+    """Run a call of PyMC's samplers inside `compiling`, without rich's ipywidgets warning
+    and PyMC's advice on short chains (module docstring); the filters are removed after
+    it."""
     filters = [
         (logging.getLogger(name), _Without(pattern)) for name, pattern in PYMC_ADVICE.items()
     ]

@@ -27,7 +27,7 @@ import xarray as xr
 from pymc.model.fgraph import clone_model
 from pytensor.graph.traversal import ancestors
 
-from pymc_private.compiling import compiling
+from pymc_private.compiling import compiling, quiet_sampling
 from pymc_private.data import private_data
 from pymc_private.errors import (
     DataBoundsError,
@@ -246,7 +246,7 @@ def sample_posterior_predictive(
     inputs: dict | None = None,
     var_names: list[str] | None = None,
     random_seed=None,
-    progressbar: bool = True,
+    progressbar: bool = False,
     extend_inferencedata: bool = False,
     return_inferencedata: bool = True,
     **kwargs,
@@ -285,8 +285,8 @@ def sample_posterior_predictive(
     random_seed
         Seed of the draws.
     progressbar
-        PyMC's progress bar, on the original model (the replicated releases of a privatised
-        model are drawn in numpy, without one).
+        PyMC's progress bar on the original model (off by default: the draws take seconds;
+        the replicated releases of a privatised model are drawn in numpy, without one).
     extend_inferencedata
         True: add the groups to ``idata`` (`InferenceData.extend`) and return it, as PyMC.
     return_inferencedata
@@ -418,7 +418,7 @@ def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> az.I
     with copy:
         pm.set_data(values, coords=_record_coords(copy, values, size))
     parameters = [name for name in posterior.data_vars if name in copy.named_vars]
-    with compiling():
+    with quiet_sampling():  # without rich's ipywidgets warning in Jupyter
         result = pm.sample_posterior_predictive(
             posterior[parameters],
             model=copy,
