@@ -124,6 +124,11 @@ def privatize(
         A `pmp.Budget` the data sets' ledger plus this release must fit, checked before
         the data is read: over budget, `BudgetExceededError`, nothing is released or
         recorded.
+    noise_aware
+        True (default): the returned model's likelihood treats the released statistics as
+        noisy observations of the true ones (`pymc_private.noise_aware`,
+        :ref:`costs-noise-aware`), so its intervals cover; False: the plug-in posterior,
+        which treats them as exact (narrower, miscalibrated when the noise is not small).
     release
         ``"cells"`` (default): every statistic in its own cells (Notes). ``"fourier"``: for
         models of Boolean variables (Bernoulli naive Bayes), the parity counts of Zhang et
