@@ -16,6 +16,7 @@ from pymc_private.errors import (
     LedgerError,
     LedgerIntegrityError,
     LedgerWriteError,
+    NotReleasableError,
     NUTSFallbackWarning,
     PrivacyError,
     UnboundedSensitivityError,
@@ -45,9 +46,10 @@ from pymc_private.release import (
     ReleaseCheck,
     check_release,
     ledger_of,
+    loo,
     sample_posterior_predictive,
 )
-from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
+from pymc_private.report import PrivacyReport, plot_ppc, plot_privacy, privacy_report
 from pymc_private.sampling import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
@@ -68,6 +70,7 @@ __all__ = [
     "LedgerIntegrityError",
     "LedgerWriteError",
     "NUTSFallbackWarning",
+    "NotReleasableError",
     "ParameterSupport",
     "PosteriorSampleResponder",
     "PrivacyAnalysis",
@@ -98,9 +101,11 @@ __all__ = [
     "laplace",
     "ledger_for",
     "ledger_of",
+    "loo",
     "map_utility_bound",
     "parameter_support",
     "plan",
+    "plot_ppc",
     "plot_privacy",
     "privacy_report",
     "private_data",

@@ -38,7 +38,12 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 from pytensor.tensor.type_other import NoneTypeT
 
 from pymc_private.data import PrivateDataSpec, check_integer_values, private_data
-from pymc_private.errors import DataBoundsError, UnboundedSensitivityError, UnsupportedModelError
+from pymc_private.errors import (
+    DataBoundsError,
+    UnboundedSensitivityError,
+    UnsupportedModelError,
+    with_article,
+)
 from pymc_private.leak_guard import (
     is_view,
     only_constants,
@@ -172,7 +177,7 @@ class GraphReader:
                 "conjugate Gibbs), and the analysis does not bound its L."
             )
         if not candidates:
-            raise self._unknown_family(f"a {type(op).__name__} likelihood")
+            raise self._unknown_family(f"{with_article(type(op).__name__)} likelihood")
         names = candidates[0].parameters
         inputs = op.dist_params(observed.owner)
         parameters = {
