@@ -172,9 +172,10 @@ def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
 
 
 def _check_intercepts(family: LikelihoodFamily, term: LikelihoodTerm, parameter) -> None:
-    """Refuse what varying intercepts cannot be read with: public covariates, and a constant
-    covariate column (its weight and the intercepts would be one direction: the augmented
-    Gram matrix is singular)."""
+    """Refuse what varying intercepts cannot be read with: public covariates, another
+    parameter indexed by the group (a per-group σ), and a constant covariate column (its
+    weight and the intercepts would be one direction: the augmented Gram matrix is
+    singular)."""
     fix = (
         f"`{term.node}` ({family.name}): varying intercepts `{parameter.intercept}"
         f"[{term.group_by}]` "
@@ -184,6 +185,14 @@ def _check_intercepts(family: LikelihoodFamily, term: LikelihoodTerm, parameter)
             fix + "are read on the pay-once route with PrivateData covariates only; with "
             f"public covariates `{parameter.covariates}`, add the one-hot columns of the index "
             "to them (a public design) and leave out the intercepts."
+        )
+    grouped = [
+        p.name for p in term.parameters.values() if p is not parameter and p.group_by is not None
+    ]
+    if grouped:
+        raise UnsupportedModelError(
+            fix + f"are the only per-group parameter this route reads: `{grouped[0]}` is "
+            "indexed by the group too; give it one value for all records."
         )
     constant = [j for j, (low, high) in enumerate(grid_ranges(term.covariate_grid)) if low == high]
     if constant:

@@ -151,7 +151,17 @@ def test_refusals_name_the_fix():
         pm.Normal("y", alpha[index] + x_obs @ w, 0.5, observed=y_obs)
     with pytest.raises(UnsupportedModelError, match="public index"):
         pmp.privatize(private_index, 1.0)
-    for model in (constant_column, public, private_index):
+    with pm.Model() as per_group_sigma:
+        index = pm.Data("g", g)
+        x_obs = pmp.PrivateData("x_obs", x, bounds=(-1.0, 1.0))
+        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
+        tau = pmp.TruncatedGamma("tau", 2.0, 0.5, lower=0.1, upper=100.0, shape=G)
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(-4.0, 4.0))
+        pm.Normal("y", alpha[index] + x_obs @ w, tau=tau[index], observed=y_obs)
+    with pytest.raises(UnsupportedModelError, match="`sigma` is indexed by the group"):
+        pmp.privatize(per_group_sigma, 1.0)
+    for model in (constant_column, public, private_index, per_group_sigma):
         assert ledger_for(model).epsilon() == 0
 
 
