@@ -334,6 +334,8 @@ class AugmentedSampler:
             if p.free_variable == name
         )
         if len(terms) != len(nodes):
+            if any(p.intercept == name for p in self.analysis.term(nodes[0]).parameters.values()):
+                raise _Uncovered(f"{name} holds the varying intercepts of a regression")
             raise _Uncovered(f"{name} enters a likelihood through an expression")
         self.variables[name] = SumsVariable(name, support, vector, hyper, terms)
 

@@ -204,7 +204,7 @@ def conjugate_block(
         if term.node in analysis.statistics_unavailable:
             raise no_conditional(name, analysis.statistics_unavailable[term.node])
         using = [p for p in term.parameters.values() if name in p.free_variables]
-        if len(using) != 1 or using[0].free_variable != name:
+        if len(using) != 1 or using[0].free_variable != name or using[0].intercept is not None:
             raise no_conditional(
                 name, f"`{term.node}` uses it through an expression, not as a parameter"
             )

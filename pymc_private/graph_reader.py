@@ -92,6 +92,8 @@ class _Bound:
     covariate_values: np.ndarray | None = None
     radius: float | None = None
     prior_family: str | None = None
+    intercept: str | None = None
+    n_intercepts: int | None = None
 
     def unstructured(self, interval: Interval, *others: _Bound) -> _Bound:
         """A bound with ``interval`` that keeps dependencies but no conjugate structure."""
@@ -204,7 +206,7 @@ class GraphReader:
         if len(groups) == 1:
             (group_by,) = groups
             grouped = next(p for p in parameters.values() if p.group_by == group_by)
-            n_groups = grouped.shape[0]
+            n_groups = grouped.n_intercepts or grouped.shape[0]
             group_values = grouped.group_values
             if group_values is None:
                 index = self.specs[group_by]
@@ -307,6 +309,8 @@ class GraphReader:
             covariate_values=bound.covariate_values,
             radius=bound.radius,
             prior_family=bound.prior_family,
+            intercept=bound.intercept,
+            n_intercepts=bound.n_intercepts,
         )
 
     # -- errors ------------------------------------------------------------------------
@@ -731,6 +735,10 @@ class GraphReader:
                 )
             return first.unstructured(interval, *inputs[1:])
         interval = self._elementwise_interval(scalar, [b.interval for b in inputs])
+        if isinstance(scalar, ps.Add) and len(inputs) == 2:
+            varying = _varying_intercepts(interval, *inputs)
+            if varying is not None:
+                return varying
         if first.covariates is not None and len(inputs) == 1:
             # The inverse link of a GLM's linear predictor: sigmoid(X @ w), exp(X @ w).
             for kind, link in _INVERSE_LINKS.items():
@@ -794,6 +802,36 @@ def _public_grid(values: np.ndarray, n: int) -> DataGrid:
     are exact integers."""
     integer = values.dtype.kind in "iu" or bool(np.all(values == np.rint(values)))
     return data_grid(values.min(axis=0), values.max(axis=0), n, integer=integer)
+
+
+def _varying_intercepts(interval: Interval, first: _Bound, second: _Bound) -> _Bound | None:
+    """``alpha[g] + X @ w`` (either order): a linear predictor with varying intercepts, g a
+    public index (`GraphReader._public_groups`), alpha and w two free variables. The predictor
+    keeps its structure, grouped by g, with ``alpha`` as its intercepts; its interval is the
+    sum's, so a link's range and L account for alpha's bounds. None for any other sum."""
+    for intercepts, predictor in ((first, second), (second, first)):
+        if (
+            predictor.covariates is not None
+            and predictor.link == "linear"
+            and predictor.free_variable is not None
+            and predictor.intercept is None
+            and intercepts.free_variable is not None
+            and intercepts.free_variable != predictor.free_variable
+            and intercepts.link == "identity"
+            and intercepts.group_values is not None
+            and len(intercepts.shape or ()) == 1
+        ):
+            return replace(
+                predictor,
+                interval=interval,
+                free=_union((predictor.free, intercepts.free)),
+                private=_union((predictor.private, intercepts.private)),
+                group_by=intercepts.group_by,
+                group_values=intercepts.group_values,
+                intercept=intercepts.free_variable,
+                n_intercepts=intercepts.shape[0],
+            )
+    return None
 
 
 def _vector_radius(weights: _Bound, right: Variable) -> float | None:

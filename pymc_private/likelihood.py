@@ -120,12 +120,17 @@ class LikelihoodTerm:
     def parameters_at(self, values: Mapping[str, object]) -> dict[str, object]:
         """The node's non-constant parameters, by the family's names, at the free variables'
         ``values`` (by name): what `LikelihoodFamily.statistic_moments` and ``count_law``
-        read."""
-        return {
+        read; the varying intercepts of a linear predictor (`ParameterTerm.intercept`) under
+        ``"intercept"``."""
+        found = {
             name: values[p.free_variable]
             for name, p in self.parameters.items()
             if p.constant is None
         }
+        for p in self.parameters.values():
+            if p.intercept is not None:
+                found["intercept"] = values[p.intercept]
+        return found
 
     @property
     def cell_ndim(self) -> int:
@@ -325,8 +330,9 @@ class LikelihoodFamily(ABC):
                     "do: a free variable (theta), one indexed by a group index (theta[g], g a "
                     "PrivateData, a numpy array or pm.Data; a public index is not released), "
                     "and for a Normal mean the linear predictor X_obs @ w (X_obs PrivateData) "
-                    "with w = pmp.TruncatedMvNormal(name, mu, cov, radius=R); for an "
-                    "intercept, add a column of ones to X_obs with bounds "
+                    "with w = pmp.TruncatedMvNormal(name, mu, cov, radius=R), and varying "
+                    "intercepts alpha[g] + X_obs @ w by a public index g (pm.Data or a numpy "
+                    "array); for one intercept, add a column of ones to X_obs with bounds "
                     "(1, 1) in that column instead of writing alpha + X_obs @ w; the same "
                     "predictor under a logistic link (pm.Bernoulli(logit_p=X_obs @ w)) or a "
                     "log link (pm.Poisson(pm.math.exp(X_obs @ w))). Other expressions: "

@@ -217,8 +217,9 @@ def _diagonal_minus_outer_logp(observed, mean, diagonal, factor):
 
 def _vector_width(spec) -> int:
     """Entries of the vector axis a statistic takes: a count's released categories, a
-    cross-product's p entries, one for a sum."""
-    return spec.shape[-1] if spec.kind in ("counts", "cross") else 1
+    cross-product's p entries, the G per-group sums of y of varying intercepts, one for a
+    sum."""
+    return spec.shape[-1] if spec.kind in ("counts", "cross", "group_cross") else 1
 
 
 @dataclass(frozen=True)
@@ -266,11 +267,7 @@ def observations(
             kind: complete_statistic(spec, released[spec.name], count)
             for kind, spec in specs.items()
         }
-        values = {
-            name: free[parameter.free_variable]
-            for name, parameter in term.parameters.items()
-            if parameter.constant is None
-        }
+        values = term.parameters_at(free)
         sizes = totals if latent_sizes else {}
         found += term_observations(term, specs, laws, values, full, count, sizes)
     return found
@@ -288,6 +285,8 @@ def term_observations(
     # A released Gram matrix is plugged into the mean; the family adds its noise's covariance.
     gram = specs.get("gram")
     noisy = {} if gram is None else {"gram_variance": laws[gram.name].variance}
+    if "group_gram" in specs:  # the per-group Σx of varying intercepts
+        noisy["group_gram_variance"] = laws[specs["group_gram"].name].variance
     moments = term.family.statistic_moments(term, values, full, count, **noisy)
     for kinds, observed, mean, cov in moments:
         names = tuple(specs[kind].name for kind in kinds)
@@ -432,11 +431,9 @@ def noise_to_spread(model: pm.Model, analysis, privatisation) -> dict[str, float
             kind: complete_statistic(spec, privatisation.statistics[spec.name], count)
             for kind, spec in specs.items()
         }
-        values = {
-            name: support_centre(parameter_support(model[parameter.free_variable]))
-            for name, parameter in term.parameters.items()
-            if parameter.constant is None
-        }
+        values = term.parameters_at(
+            {name: support_centre(parameter_support(model[name])) for name in term.free_variables}
+        )
         for kinds, _, _, cov in term.family.statistic_moments(term, values, full, count):
             cov = cov.dense() if isinstance(cov, DiagonalMinusOuter) else np.asarray(cov)
             spread = np.sqrt(np.maximum(np.diagonal(cov, axis1=-2, axis2=-1), 1e-300))

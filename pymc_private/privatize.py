@@ -614,11 +614,7 @@ def _model_on_statistics(
         released[name] = data
     for term in [] if privatisation.noise_aware else analysis.terms:
         full, totals = term_statistics(analysis, released, term.node)
-        values = {
-            name: free[parameter.free_variable]
-            for name, parameter in term.parameters.items()
-            if parameter.constant is None
-        }
+        values = term.parameters_at(free)
         logp = term.family.logp_from_statistics(
             term,
             values,

@@ -53,11 +53,43 @@ matrix of the gridded rows (`LikelihoodTerm.covariate_gram`: no Gram-noise term)
 GLM, the law of Xᵀy summed over those rows exactly, E = Vᵀλ(Vw) and Cov = Vᵀdiag(λ′(Vw))V
 (no Gaussian law of x, no intercept needed; the Normal law of Xᵀy given w remains the central
 limit's).
+
+Varying intercepts
+------------------
+``alpha[g] + X @ w`` with g a public index (``pm.Data`` or a numpy array, one integer per
+record; not part of the record, :ref:`privacy-model-public-inputs`), X private with declared
+bounds and no constant column, alpha a vector with bounded support, ‖w‖₂ ≤ R: the regression
+on the augmented design Z = [E, X], E the one-hot design of g, with weights v = (alpha, w).
+
+**Release** (pay once): ZᵀZ = [[diag(n_g), Σ_g x], [(Σ_g x)ᵀ, XᵀX]] and Zᵀy = (Σ_g y, Xᵀy)
+[and yᵀy when σ is free]. The group sizes n_g are public and not released; the per-group sums
+Σ_{i∈g} x_i (G × p, kind ``"group_gram"``) and Σ_{i∈g} y_i (G, ``"group_cross"``) join XᵀX,
+Xᵀy [, yᵀy] in one release. A record keeps its group, so replacing it moves one group's cells:
+each per-group sum has the Δ₁ of the same sum over all records, and the moments together have
+Δ₂² ≤ (1 + S)² + Q/2 (`statistics.regression_l2_squared`: z = (e_g, x, y), whose cell e_g e_gᵀ
+does not move), at the cost of one group, ε (δ) in all.
+
+**Posterior** (post-processing, free). Normal: exact given the Gram matrix, Zᵀy ~
+Normal(ZᵀZ v, σ²ZᵀZ) (with yᵀy as for X alone), the released ZᵀZ plugged in and the noise of
+its released blocks through the mean (`intercept_noise_covariance`). Logistic and Poisson:
+per group the Gaussian law of x with the group's mean μ_g = Σ_g x / n_g and the pooled
+within-group covariance S = (XᵀX − Σ_g (Σ_g x)(Σ_g x)ᵀ/n_g)/n, so s ~ N(alpha_g + μ_g·w, wᵀSw)
+in group g and Stein's lemma as above, with u = Sw:
+
+    E[Σ_g y] = n_g E λ(s_g),    E[Xᵀy] = Σ_g (Σ_g x) E λ(s_g) + n u Ē λ′,
+
+Ē λ′ = Σ_g n_g E λ′(s_g) / n, and the covariance by statistical linearisation,
+Σ_g E λ′(s_g)·[[n_g, (Σ_g x)ᵀ], [Σ_g x, n_g S + (Σ_g x)(Σ_g x)ᵀ/n_g]] on group g's block.
+The moments do not give a covariance per group, so S is shared: the law is exact when the
+covariates are Gaussian with one covariance in every group. Hierarchical intercepts (alpha's
+prior reading hyperpriors) are a model on the released moments like any other: NUTS samples
+them, as every varying-intercept model (`pmp.sample`'s numpy sampler does not cover them).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from types import MappingProxyType
 
 import numpy as np
@@ -87,19 +119,22 @@ __all__ = [
 def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
     """A regression's released moments: XᵀX (upper triangle) and Xᵀy, y one value per record,
     Δ₁ the sum of each entry's range over the declared box (an upper bound on the joint sup;
-    `statistics.regression_l2_squared` bounds Δ₂ jointly)."""
+    `statistics.regression_l2_squared` bounds Δ₂ jointly); with varying intercepts, also the
+    per-group sums of x and y (`_intercept_sums`)."""
     family._require_plain(term, allow_linear=True)
-    if term.record_shape != () or term.group_by is not None:
+    parameter = term.parameters[family.linear_parameter]
+    if term.record_shape != () or (term.group_by is not None and parameter.intercept is None):
         raise UnsupportedModelError(
             f"`{term.node}` ({family.name}): the response must hold one value per record "
             "and the weights must not be indexed by private data."
         )
-    parameter = term.parameters[family.linear_parameter]
     covariates = parameter.covariates
     x_grid, y_grid = term.covariate_grid, term.grid
     x_ranges = grid_ranges(x_grid)
     (y_range,) = grid_ranges(y_grid)
     p = len(x_ranges)
+    if parameter.intercept is not None:
+        _check_intercepts(family, term, parameter)
     if parameter.covariate_values is not None:
         return (_public_cross(term, covariates, x_grid.quantize(parameter.covariate_values)),)
     rows, columns = np.triu_indices(p)
@@ -132,6 +167,78 @@ def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
             term.n,
             grouped=False,
             grids=(x_grid, y_grid),
+        ),
+    ) + (_intercept_sums(term, covariates) if parameter.intercept is not None else ())
+
+
+def _check_intercepts(family: LikelihoodFamily, term: LikelihoodTerm, parameter) -> None:
+    """Refuse what varying intercepts cannot be read with: public covariates, another
+    parameter indexed by the group (a per-group σ), and a constant covariate column (its
+    weight and the intercepts would be one direction: the augmented Gram matrix is
+    singular)."""
+    fix = (
+        f"`{term.node}` ({family.name}): varying intercepts `{parameter.intercept}"
+        f"[{term.group_by}]` "
+    )
+    if parameter.covariate_values is not None:
+        raise UnsupportedModelError(
+            fix + "are read on the pay-once route with PrivateData covariates only; with "
+            f"public covariates `{parameter.covariates}`, add the one-hot columns of the index "
+            "to them (a public design) and leave out the intercepts."
+        )
+    grouped = [
+        p.name for p in term.parameters.values() if p is not parameter and p.group_by is not None
+    ]
+    if grouped:
+        raise UnsupportedModelError(
+            fix + f"are the only per-group parameter this route reads: `{grouped[0]}` is "
+            "indexed by the group too; give it one value for all records."
+        )
+    constant = [j for j, (low, high) in enumerate(grid_ranges(term.covariate_grid)) if low == high]
+    if constant:
+        raise UnsupportedModelError(
+            fix + f"already hold the intercept: drop the constant column {constant[0]} of "
+            f"`{parameter.covariates}` (declared bounds of one value)."
+        )
+
+
+def _intercept_sums(term: LikelihoodTerm, covariates: str):
+    """The per-group moments of varying intercepts ``alpha[g] + X @ w``, g a public index:
+    Σ_{i∈g} x_i (G × p) and Σ_{i∈g} y_i (G), the blocks of the one-hot design of g in the
+    augmented Gram matrix and cross products (module docstring, "Varying intercepts"). A
+    record never changes group, so one group's cells move: each has the Δ₁ of the same sum
+    over all records (every cell's range; `statistics.regression_l2_squared` bounds Δ₂ of all
+    the moments jointly)."""
+    grouping = dict(group_by=term.group_by, group_values=term.group_values, n_groups=term.n_groups)
+    x_grid, y_grid = term.covariate_grid, term.grid
+    x_ranges = grid_ranges(x_grid)
+    suffix = f" | {term.group_by}"
+    return (
+        integer_statistic(
+            f"sum({covariates}{suffix})",
+            "group_gram",
+            (covariates,),
+            (term.n_groups, len(x_ranges)),
+            x_grid.quantum,
+            x_ranges,
+            (len(x_ranges),),
+            term.n,
+            grouped=False,
+            grids=(x_grid,),
+            **grouping,
+        ),
+        integer_statistic(
+            f"sum({term.data}{suffix})",
+            "group_cross",
+            (term.data,),
+            (term.n_groups,),
+            y_grid.quantum,
+            grid_ranges(y_grid),
+            (),
+            term.n,
+            grouped=False,
+            grids=(y_grid,),
+            **grouping,
         ),
     )
 
@@ -209,6 +316,78 @@ def _gram(term: LikelihoodTerm, statistics):
     return pt.as_tensor(gram) if isinstance(statistics["cross"], pt.TensorVariable) else gram
 
 
+def _backend(*values):
+    """PyTensor's (concatenate, matmul, eye) when any of ``values`` is a graph, numpy's."""
+    if any(isinstance(value, pt.TensorVariable) for value in values):
+        return pt.concatenate, pt.dot, pt.eye
+    return np.concatenate, np.matmul, np.eye
+
+
+def _blocks(rows, concatenate):
+    """A matrix from rows of blocks over the last two axes."""
+    return concatenate([concatenate(row, axis=-1) for row in rows], axis=-2)
+
+
+def _outer(a, b):
+    return a[..., :, None] * b[..., None, :]
+
+
+def _design(term: LikelihoodTerm, values, statistics, totals):
+    """(v, Gram matrix, cross products, their kinds, n) of a regression: (w, XᵀX, Xᵀy,
+    ("cross",), n) or, with varying intercepts, those of the augmented design Z = [E, X], E
+    the one-hot design of the public index g (module docstring, "Varying intercepts"):
+    v = (alpha, w), ZᵀZ = [[diag(n_g), Σ_g x], [(Σ_g x)ᵀ, XᵀX]], Zᵀy = (Σ_g y, Xᵀy), and
+    n = Σ_g n_g. ``v`` may carry leading batch axes (numpy)."""
+    w = values[term.family.linear_parameter]
+    gram, cross = _gram(term, statistics), statistics["cross"]
+    if "group_gram" not in statistics:
+        return w, gram, cross, ("cross",), totals
+    alpha, sums = values["intercept"], statistics["group_gram"]
+    concatenate, _, eye = _backend(w, alpha, cross, sums, gram)
+    sizes = totals * 1.0
+    augmented = _blocks([[sizes[:, None] * eye(term.n_groups), sums], [sums.T, gram]], concatenate)
+    crosses = concatenate([statistics["group_cross"], cross], axis=-1)
+    return (
+        concatenate([alpha, w], axis=-1),
+        augmented,
+        crosses,
+        ("group_cross", "cross"),
+        sizes.sum(),
+    )
+
+
+def intercept_noise_covariance(alpha, w, sums_variance: float, gram_variance: float, squares):
+    """Covariance that the noise of a released augmented Gram matrix (varying intercepts)
+    adds to the residuals of (Σ_g y, Xᵀy[, yᵀy]) when it is plugged in: with E_S the noise
+    of the per-group Σx (variance v_S per cell) and E the Gram matrix's (v), the residuals
+    move by (E_S w, E_Sᵀ alpha + Ew[, 2 alphaᵀE_S w + wᵀEw]), whose covariance is
+
+        v_S [[‖w‖² I, alpha wᵀ, 2‖w‖² alpha], [w alphaᵀ, ‖alpha‖² I, 2‖alpha‖² w],
+             [2‖w‖² alphaᵀ, 2‖alpha‖² wᵀ, 4‖alpha‖²‖w‖²]]
+
+    plus `gram_noise_covariance` (w, v) on the (Xᵀy[, yᵀy]) block. ``alpha`` and ``w`` may
+    carry leading batch axes (numpy)."""
+    concatenate, _, eye = _backend(alpha, w)
+    groups, width = alpha.shape[-1], w.shape[-1]
+    across = (w * w).sum(axis=-1)[..., None]
+    down = (alpha * alpha).sum(axis=-1)[..., None]
+    rows = [
+        [across[..., None] * eye(groups), _outer(alpha, w)],
+        [_outer(w, alpha), down[..., None] * eye(width)],
+    ]
+    if squares:
+        rows[0].append(2.0 * (across * alpha)[..., :, None])
+        rows[1].append(2.0 * (down * w)[..., :, None])
+        rows.append([2.0 * (across * alpha)[..., None, :], 2.0 * (down * w)[..., None, :]])
+        rows[2].append(4.0 * (down * across)[..., None])
+    sums = sums_variance * _blocks(rows, concatenate)
+    gram = gram_noise_covariance(w, gram_variance, squares)
+    if isinstance(sums, pt.TensorVariable):
+        return pt.inc_subtensor(sums[groups:, groups:], gram)
+    sums[..., groups:, groups:] += gram
+    return sums
+
+
 class NormalLinearRegression(_Normal):
     """Normal(Xw, σ), X private with declared bounds or public (module docstring, "Public
     covariates": then Xᵀy[, yᵀy] alone are released), ‖w‖₂ ≤ R (TruncatedMvNormal), σ known
@@ -237,72 +416,86 @@ class NormalLinearRegression(_Normal):
     def statistics(self, term):
         specs = _regression_moments(self, term)
         if not self._sigma_known(term):
-            specs += (self._statistic(term, "sum_squares"),)
+            # yᵀy over all records: σ is shared by the groups of varying intercepts.
+            specs += (
+                self._statistic(
+                    replace(term, group_by=None, group_values=None, n_groups=None), "sum_squares"
+                ),
+            )
         return specs
 
-    def _quadratic(self, term, w, statistics, matmul):
-        gram, cross = _gram(term, statistics), statistics["cross"]
-        value = -2.0 * _sum(w * cross) + _sum(w * matmul(gram, w))
+    def _quadratic(self, weights, gram, cross, statistics, matmul):
+        value = -2.0 * _sum(weights * cross) + _sum(weights * matmul(gram, weights))
         if "sum_squares" in statistics:
             value = value + statistics["sum_squares"]
         return value
 
     def logp_from_statistics(self, term, values, statistics, totals):
-        w = values["mu"]
-        tensor = isinstance(w, pt.TensorVariable)
-        quadratic = self._quadratic(term, w, statistics, pt.dot if tensor else np.dot)
+        weights, gram, cross, _, n = _design(term, values, statistics, totals)
+        tensor = isinstance(weights, pt.TensorVariable)
+        quadratic = self._quadratic(weights, gram, cross, statistics, pt.dot if tensor else np.dot)
         sigma_term = term.parameters["sigma"]
         if sigma_term.constant is not None:
             sigma = float(np.unique(sigma_term.constant)[0])
             return -quadratic / (2.0 * sigma**2)
         sigma = sigma_term.apply_link(values["sigma"])
-        return (
-            -quadratic / (2.0 * sigma**2)
-            - totals * _log(sigma)
-            - 0.5 * totals * math.log(2 * math.pi)
-        )
+        return -quadratic / (2.0 * sigma**2) - n * _log(sigma) - 0.5 * n * math.log(2 * math.pi)
 
-    def statistic_moments(self, term, values, statistics, totals, gram_variance=0.0):
+    def statistic_moments(
+        self, term, values, statistics, totals, gram_variance=0.0, group_gram_variance=0.0
+    ):
         """Given the covariates' Gram matrix G = XᵀX (the released one, plugged in: the
         covariates have no model), Xᵀy ~ Normal(Gw, σ²G) exactly; with σ free, yᵀy joins it
         with mean wᵀGw + nσ², variance 2nσ⁴ + 4σ²wᵀGw and covariance 2σ²Gw with Xᵀy. The
-        released G̃ = G + E moves the mean by Ew (and wᵀEw): `gram_noise_covariance` of w."""
+        released G̃ = G + E moves the mean by Ew (and wᵀEw): `gram_noise_covariance` of w.
+        With varying intercepts the same on the augmented design (`_design`), the noise of
+        the released per-group Σx included (`intercept_noise_covariance`)."""
         found = self._exact_gram_moments(term, values, statistics, totals)
+        [(kinds, observed, mean, cov)] = found
+        squares = "sum_squares" in kinds
+        if "group_gram" in statistics:
+            noise = intercept_noise_covariance(
+                values["intercept"], values["mu"], group_gram_variance, gram_variance, squares
+            )
+            return [(kinds, observed, mean, cov + noise)]
         if gram_variance > 0:
-            [(kinds, observed, mean, cov)] = found
-            noise = gram_noise_covariance(values["mu"], gram_variance, len(kinds) == 2)
+            noise = gram_noise_covariance(values["mu"], gram_variance, squares)
             found = [(kinds, observed, mean, cov + noise)]
         return found
 
     def _exact_gram_moments(self, term, values, statistics, totals):
-        w = values["mu"]
-        tensor = isinstance(w, pt.TensorVariable)
-        gram = _gram(term, statistics)
-        fitted = (pt.dot if tensor else np.matmul)(w, gram)  # G w, G symmetric; w may be batched
+        weights, gram, cross, kinds, n = _design(term, values, statistics, totals)
+        concatenate, matmul, _ = _backend(weights, gram)
+        fitted = matmul(weights, gram)  # G w, G symmetric; w may be batched
         sigma_term = term.parameters["sigma"]
         if sigma_term.constant is not None:
             var = float(np.unique(sigma_term.constant)[0]) ** 2
-            return [(("cross",), statistics["cross"], fitted, var * gram)]
+            return [(kinds, cross, fitted, var * gram)]
         var = _vector(sigma_term.apply_link(values["sigma"]) ** 2)
-        quadratic = _vector((w * fitted).sum(axis=-1))
-        concatenate = pt.concatenate if tensor else np.concatenate
-        mean = concatenate([fitted, quadratic + totals * var], axis=-1)
-        corner = 2 * totals * var * var + 4 * var * quadratic
+        quadratic = _vector((weights * fitted).sum(axis=-1))
+        mean = concatenate([fitted, quadratic + n * var], axis=-1)
+        corner = 2 * n * var * var + 4 * var * quadratic
         upper = concatenate([_vector(var) * gram, _vector(2 * var * fitted)], axis=-1)
         lower = concatenate([2 * var * fitted, corner], axis=-1)[..., None, :]
-        observed = concatenate([statistics["cross"], _vector(statistics["sum_squares"])], axis=-1)
+        observed = concatenate([cross, _vector(statistics["sum_squares"])], axis=-1)
         cov = concatenate([upper, lower], axis=-2)
-        return [(("cross", "sum_squares"), observed, mean, cov)]
+        return [((*kinds, "sum_squares"), observed, mean, cov)]
 
     def conjugate_contribution(self, term, target, statistics, totals, temperature, state):
         self._conjugate_check(term, target)
+        if "group_gram" in statistics:
+            raise UnsupportedModelError(
+                f"`{term.node}` ({self.name}): varying intercepts have no conjugate update "
+                "here; sample the privatised model with NUTS."
+            )
         gram, cross = np.asarray(_gram(term, statistics)), np.asarray(statistics["cross"])
         if target == "mu":
             sigma = term.parameters["sigma"]
             value = None if sigma.constant is not None else np.asarray(state["sigma"])
             precision = self._precision(term, value, cross)
             return {"h": cross * precision / temperature, "J": gram * precision / temperature}
-        quadratic = self._quadratic(term, np.asarray(state["mu"]), statistics, np.dot)
+        weights = np.asarray(state["mu"])
+        quadratic = self._quadratic(weights, gram, cross, statistics, np.dot)
         return {"alpha": totals / (2 * temperature), "beta": quadratic / (2 * temperature)}
 
 
@@ -341,7 +534,7 @@ class _GeneralizedLinear:
 
     def statistics(self, term):
         specs = _regression_moments(self, term)
-        if term.covariate_gram is None:
+        if term.covariate_gram is None and term.group_by is None:
             self._intercept(term)
         return specs
 
@@ -395,11 +588,65 @@ class _GeneralizedLinear:
         mean = sums * level[..., None] + (fitted - sums * centre[..., None]) * slope[..., None]
         return mean, level, slope, centre
 
-    def statistic_moments(self, term, values, statistics, totals, gram_variance=0.0):
+    def _varying(self, term, values, statistics, totals, gram_variance, group_gram_variance):
+        """The law of (Σ_g y, Xᵀy) with varying intercepts (module docstring, "Varying
+        intercepts"): per group the Gaussian law of x with mean μ_g = Σ_g x / n_g and the
+        pooled within-group covariance S, s ~ N(alpha_g + μ_g·w, wᵀSw). The noise of the
+        released Gram matrix (v) and per-group Σx (v_S) moves the mean of Xᵀy by E w Ē λ′ +
+        Σ_g e_g c_g, c_g = E λ_g − (μ_g·w) Ē λ′, Ē λ′ = Σ_g n_g E λ′_g / n (first order,
+        holding the expectations, as without intercepts): covariance
+        `gram_noise_covariance` (w Ē λ′, v) + v_S Σ_g c_g² I on that block."""
+        w, alpha = values[self.linear_parameter], values["intercept"]
+        sums, gram = statistics["group_gram"], _gram(term, statistics)
+        concatenate, matmul, eye = _backend(w, alpha, sums, gram)
+        tensor = concatenate is pt.concatenate
+        sizes = totals * 1.0
+        safe = (pt.maximum if tensor else np.maximum)(sizes, 1.0)
+        n = sizes.sum()
+        projected = matmul(w, sums.T) / safe  # μ_g·w
+        centre = alpha + projected
+        within = matmul(w, gram) - matmul(projected, sums)  # n S w
+        spread = (w * within).sum(axis=-1) / n
+        spread = (pt.maximum if tensor else np.maximum)(spread, 0.0) + _PREDICTOR_VARIANCE_FLOOR
+        level, slope = self._expectations(centre, spread[..., None])
+        average = (sizes * slope).sum(axis=-1) / n  # Ē λ′
+        mean = concatenate([sizes * level, matmul(level, sums) + within * average[..., None]], -1)
+        scatter = gram - matmul(sums.T / safe, sums)  # n S
+        if tensor:
+            outer = matmul(sums.T * (slope / safe), sums)
+        else:
+            outer = np.einsum("...g,gj,gk->...jk", slope / safe, sums, sums)
+        corner = scatter * average[..., None, None] + outer
+        diagonal = (sizes * slope)[..., None] * eye(term.n_groups)
+        cov = _blocks(
+            [[diagonal, slope[..., :, None] * sums], [sums.T * slope[..., None, :], corner]],
+            concatenate,
+        )
+        shift = level - projected * average[..., None]
+        noise = gram_noise_covariance(w * average[..., None], gram_variance, False)
+        noise = noise + group_gram_variance * (shift * shift).sum(axis=-1)[..., None, None] * eye(
+            w.shape[-1]
+        )
+        groups = term.n_groups
+        if tensor:
+            cov = pt.inc_subtensor(cov[groups:, groups:], noise)
+        else:
+            cov[..., groups:, groups:] += noise
+        observed = concatenate([statistics["group_cross"], statistics["cross"]], axis=-1)
+        return [(("group_cross", "cross"), observed, mean, cov)]
+
+    def statistic_moments(
+        self, term, values, statistics, totals, gram_variance=0.0, group_gram_variance=0.0
+    ):
         """The law of Xᵀy (module docstring). A released Gram matrix G̃ = G + E moves the mean
         by E a, a = w E λ′ + e_j (E λ − (μ·w) E λ′)/c (first order, holding the expectations;
-        the term through μ·w in u = Sw is left out): `gram_noise_covariance` of a."""
+        the term through μ·w in u = Sw is left out): `gram_noise_covariance` of a. With
+        varying intercepts, `_varying`."""
         w = values[self.linear_parameter]
+        if "group_gram" in statistics:
+            return self._varying(
+                term, values, statistics, totals, gram_variance, group_gram_variance
+            )
         if term.covariate_gram is not None:
             mean, cov = self._public_moments(term, w, statistics)
             return [(("cross",), statistics["cross"], mean, cov)]

@@ -264,6 +264,10 @@ class ParameterTerm:
         ``‖w‖₂ ≤ radius`` for the weights of a linear predictor, when the prior says so.
     prior_family
         The family name `parameter_support` reports for ``free_variable`` (``"beta"``, ...).
+    intercept, n_intercepts
+        Varying intercepts of a linear predictor, ``alpha[g] + X @ w`` with ``g`` a public
+        index (`group_by`, `group_values`): the free variable ``alpha`` and its length G.
+        None for a predictor without them.
     """
 
     name: str
@@ -280,6 +284,8 @@ class ParameterTerm:
     covariate_values: np.ndarray | None = None
     radius: float | None = None
     prior_family: str | None = None
+    intercept: str | None = None
+    n_intercepts: int | None = None
 
     def apply_link(self, value):
         """The parameter (in the op's parameterisation) from its free variable's value.
@@ -311,7 +317,10 @@ class StatisticSpec:
         others, which is post-processing since n is public and group counts are released.
         ``"sum"``: Σ m per element. ``"sum_squares"``: Σ m² per element. ``"gram"``: MᵀM of
         the covariates' grid integers, released as its upper triangle in
-        ``numpy.triu_indices`` order. ``"cross"``: Mᵀm_y.
+        ``numpy.triu_indices`` order. ``"cross"``: Mᵀm_y. The varying intercepts of a
+        regression (``alpha[g] + X @ w``, g a public index) add the blocks of the one-hot
+        design of g: ``"group_gram"``, Σ_{i∈g} m_i per group (G × p), and
+        ``"group_cross"``, Σ_{i∈g} m_y,i per group (G).
     data
         The `PrivateData` names it is computed from (``(X, y)`` for ``"cross"``).
     shape
@@ -506,8 +515,9 @@ class StatisticSpec:
 
 def regression_group(specs: Sequence[StatisticSpec]) -> tuple[StatisticSpec, ...]:
     """The statistics of ``specs`` that are one regression's released moments: its Gram
-    matrix XᵀX, its Xᵀy and, when present, its yᵀy (empty when ``specs`` holds no Gram
-    matrix with one matching cross product). `regression_l2_squared` bounds them jointly."""
+    matrix XᵀX, its Xᵀy and, when present, its yᵀy and the per-group Σx and Σy of varying
+    intercepts (empty when ``specs`` holds no Gram matrix with one matching cross product).
+    `regression_l2_squared` bounds them jointly."""
     grams = [spec for spec in specs if spec.kind == "gram"]
     if len(grams) != 1:
         return ()
@@ -524,7 +534,13 @@ def regression_group(specs: Sequence[StatisticSpec]) -> tuple[StatisticSpec, ...
         and spec.group_by is None
         and spec.shape == ()
     ]
-    return (gram, cross, *squares[:1])
+    intercepts = [
+        spec
+        for spec in specs
+        if (spec.kind == "group_gram" and spec.data == gram.data)
+        or (spec.kind == "group_cross" and spec.data == cross.data[1:])
+    ]
+    return (gram, cross, *squares[:1], *intercepts)
 
 
 def regression_l2_squared(group: Sequence[StatisticSpec]) -> Fraction:
@@ -539,6 +555,14 @@ def regression_l2_squared(group: Sequence[StatisticSpec]) -> Fraction:
 
         Δ₂² ≤ S² + Q/2.
 
+    Varying intercepts by a public index g (``"group_gram"``, ``"group_cross"``): the one-hot
+    design of g joins z, z = (e_g, x, y), and the per-group sums Σ_{i∈g} x_i and Σ_{i∈g} y_i
+    are the cells e_g xᵀ and e_g y of zzᵀ. A record keeps its group (g is public, not part of
+    the record), so a and b share e_g: the cells e_g e_gᵀ (the public n_g) do not move, and
+    the others move as those of z = (1, x, y) do, with N_0 = 1 and A_00 = 0:
+
+        Δ₂² ≤ (1 + S)² + Q/2.
+
     A subset of the cells (no yᵀy when σ is known) moves by no more. Against the sum of the
     three statistics' own bounds, S_x² + Q_x, (2·N_y·√S_x)² and N_y⁴, this counts the cross
     terms once: for diabetes (10 features and an intercept in [−1, 1], y in [−2, 2]) 238.5
@@ -552,7 +576,10 @@ def regression_l2_squared(group: Sequence[StatisticSpec]) -> Fraction:
         for low, high in grid_ranges(grid)
     ]
     squares = [bound * bound for bound in bounds]
-    return sum(squares, Fraction(0)) ** 2 + sum((m * m for m in squares), Fraction(0)) / 2
+    constant = Fraction(any(spec.kind in ("group_gram", "group_cross") for spec in group))
+    return (constant + sum(squares, Fraction(0))) ** 2 + sum(
+        (m * m for m in squares), Fraction(0)
+    ) / 2
 
 
 def _group_sum(t: np.ndarray, group: np.ndarray | None, n_groups: int | None) -> np.ndarray:
