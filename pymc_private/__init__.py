@@ -51,6 +51,7 @@ from pymc_private.sampling import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 from pymc_private.support import ParameterSupport, parameter_support
+from pymc_private.synthetic import SyntheticEstimate, combine_synthetic, synthesize
 
 __version__ = "0.1.0"
 
@@ -78,6 +79,7 @@ __all__ = [
     "PrivateMetropolis",
     "Release",
     "ReleaseCheck",
+    "SyntheticEstimate",
     "TruncatedBeta",
     "TruncatedDirichlet",
     "TruncatedExponential",
@@ -90,6 +92,7 @@ __all__ = [
     "analyze",
     "check_private_data",
     "check_release",
+    "combine_synthetic",
     "discrete_laplace",
     "epsilon_lower_bound",
     "exponential_mechanism",
@@ -109,6 +112,7 @@ __all__ = [
     "sample",
     "sample_posterior",
     "sample_posterior_predictive",
+    "synthesize",
 ]
 
 
