@@ -2,7 +2,7 @@
 
 Synthetic data sets (`synthesize`)
 ----------------------------------
-NAPSU-MQ (Räisä, Jälkö, Kaski & Honkela, AISTATS 2023, §3) releases synthetic records drawn
+NAPSU-MQ (Räisä, Jälkö, Kaski & Honkela, AISTATS 2023) releases synthetic records drawn
 from the posterior predictive of a noise-aware posterior: each data set D*_i from its own
 posterior draw θ_i, D*_i ~ p(D | θ_i), θ_i ~ p(θ | s̃). Both the draw and the predictive read
 only the released posterior and the model's public structure (its priors, its likelihoods,
@@ -22,22 +22,21 @@ An analysis run on each of the m synthetic data sets gives an estimate q_i with 
 Two rules turn them into one estimate with an interval:
 
 ``"mixture"`` (the default) is the mixture of the downstream posteriors of Räisä, Jälkö &
-Honkela ("On consistent Bayesian inference from synthetic data", JMLR 2025, eq. 5 and
-Theorem 3.2): the m posteriors, here Normal(q_i, u_i), are mixed with equal weights. When the
-analyst's model is congenial with the model that generated the data, the mixture converges to
-the analyst's posterior given the original data as m and the synthetic n grow: each downstream
-posterior then shrinks to the θ_i its data came from. It overstates the posterior variance by
-about ū = mean u_i, which falls as 1/n_synthetic: synthesise more records than the original
-n (5–20×, as in the paper's experiments) and many data sets (m ≥ 50: the mixture's tails are
-made of its components).
+Honkela ("On consistent Bayesian inference from synthetic data", JMLR 2025): the m
+posteriors, here Normal(q_i, u_i), are mixed with equal weights. When the analyst's model is
+congenial with the model that generated the data, the mixture converges to the analyst's
+posterior given the original data as m and the synthetic n grow: each downstream posterior
+then shrinks to the θ_i its data came from. It overstates the posterior variance by about
+ū = mean u_i, which falls as 1/n_synthetic: synthesise more records than the original n
+(5–20×) and many data sets (m ≥ 50: the mixture's tails are made of its components).
 
 ``"rubin"`` is the rule for fully synthetic data of Raghunathan, Reiter & Rubin (2003, J.
-Official Statistics 19, §3): q̄ = mean q_i, b = the between-set variance, ū = mean u_i,
+Official Statistics 19): q̄ = mean q_i, b = the between-set variance, ū = mean u_i,
 
     T_f = (1 + 1/m) b − ū,   ν = (m − 1) (1 − ū / ((1 + 1/m) b))²,
 
 and the interval is q̄ ± t_ν √T_f. T_f may be negative; Reiter (2002, J. Official Statistics
-18, §3) then uses the conservative T* = (n_synthetic / n_original) ū (ν = m − 1), with a
+18) then uses the conservative T* = (n_synthetic / n_original) ū (ν = m − 1), with a
 warning here. It needs no large synthetic n (n_synthetic = n is its setting) but more data sets
 for a stable b.
 
@@ -80,7 +79,7 @@ __all__ = [
 ]
 
 # Below this share of the mixture's variance that the synthetic sets' own sampling variance
-# ū contributes, its intervals are at most ~5% wider than the posterior's (JMLR 2025, §3).
+# ū contributes, its intervals are at most ~5% wider than the posterior's (JMLR 2025).
 MIXTURE_EXCESS_SHARE = 0.1
 
 
