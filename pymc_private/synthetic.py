@@ -123,7 +123,9 @@ def synthesize(
     list of pandas.DataFrame
         One frame per data set, n rows; a column per `PrivateData` of one value per record,
         named after it, and ``name[j]`` (``j`` a label of its dims' coords, else 0, 1, …) for
-        each element of a larger record; integer data as int64, real data as float64. Each
+        each element of a larger record; integer data as int64, real data as float64. Public
+        data the likelihood reads with one row per record (``pm.Data`` covariates) follow as
+        they are, named the same way (n must then be the original n). Each
         frame is sealed (``frame.attrs``, with the ledger of ``idata`` and the (chain, draw)
         of its posterior draw, ``attrs["posterior_draw"]``): `pmp.check_release` accepts it
         while it is unchanged.
@@ -161,7 +163,7 @@ def synthesize(
             f"m = {m} synthetic data sets need {m} distinct posterior draws; idata holds "
             f"{total}: sample more (draws are free on a privatised model)."
         )
-    generators = _generators(model, specs, n)
+    generators, covariates = _generators(model, specs, n)
     missing = sorted({p for g in generators for p in g.parameters} - set(posterior.data_vars))
     if missing:
         raise UnsupportedModelError(
@@ -192,7 +194,7 @@ def synthesize(
             # The nodes drawn next read these records where the model reads the data.
             generator.placeholder.set_value(clipped.astype(generator.placeholder.dtype))
         chain_draw = divmod(index, posterior.sizes["draw"])
-        frames.append(seal_frame(_frame(model, records), ledger, chain_draw))
+        frames.append(seal_frame(_frame(model, records | covariates), ledger, chain_draw))
     return frames
 
 
@@ -209,9 +211,10 @@ class _Generator:
     placeholder: pytensor.compile.SharedVariable
 
 
-def _generators(model: pm.Model, specs: dict, n: int) -> list[_Generator]:
+def _generators(model: pm.Model, specs: dict, n: int) -> tuple[list[_Generator], dict]:
     """One `_Generator` per `PrivateData`, in an order in which each reads only the
-    placeholders of those before it (naive Bayes: the label, then the features)."""
+    placeholders of those before it (naive Bayes: the label, then the features); and the
+    public data they read that hold one row per record (public covariates), by name."""
     observer = {}
     for rv in model.observed_RVs:
         own = [v.name for v in ancestors([model.rvs_to_values[rv]]) if v.name in specs]
@@ -252,21 +255,18 @@ def _generators(model: pm.Model, specs: dict, n: int) -> list[_Generator]:
     parameters = {rv: rv.type(name=rv.name) for rv in model.free_RVs}
     replace.update(parameters)
     outputs = clone_replace([observer[name] for name in specs], replace=replace)
-    for output in outputs:
-        for variable in ancestors([output]):
-            public = getattr(variable, "get_value", None) is not None
-            if (
-                public
-                and variable not in placeholders.values()
-                and not isinstance(variable.type, RandomGeneratorType)
-                and np.ndim(variable.get_value(borrow=True)) >= 1
-                and np.shape(variable.get_value(borrow=True))[0] == n_original != n
-            ):
-                raise InvalidPrivacyParameterError(
-                    f"The model reads the public data `{variable.name}`, one row per record "
-                    f"({n_original} rows): synthetic data sets have its n = {n_original}; got "
-                    f"n = {n}."
-                )
+    covariates = {
+        variable.name: np.asarray(variable.get_value())
+        for variable in ancestors(outputs)
+        if variable in model.data_vars
+        and np.ndim(variable.get_value(borrow=True)) >= 1
+        and np.shape(variable.get_value(borrow=True))[0] == n_original
+    }
+    if covariates and n != n_original:
+        raise InvalidPrivacyParameterError(
+            f"The model reads the public data {sorted(covariates)}, one row per record "
+            f"({n_original} rows): synthetic data sets have their n = {n_original}; got n = {n}."
+        )
     # Fresh generators: compiling with a seed then leaves the model's own untouched.
     rngs = {
         v: pytensor.shared(np.random.default_rng())
@@ -305,11 +305,12 @@ def _generators(model: pm.Model, specs: dict, n: int) -> list[_Generator]:
                     placeholder=placeholders[name],
                 )
             )
-    return ordered
+    return ordered, covariates
 
 
 def _frame(model: pm.Model, records: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The synthetic records as one table: a column per value of one record."""
+    """The synthetic records (and public covariates) as one table: a column per value of one
+    record."""
     columns = {}
     for name, values in records.items():
         if values.ndim == 1:

@@ -230,3 +230,23 @@ def test_combining_refuses_bad_input(estimates, variances, kwargs, match):
     arguments = {"n_synthetic": 100, "n_original": 100, **kwargs}
     with pytest.raises(pmp.InvalidPrivacyParameterError, match=match):
         pmp.combine_synthetic(estimates, variances, **arguments)
+
+
+def test_public_covariates_are_columns_as_they_are():
+    """y private, X public (``pm.Data``): the synthetic responses come with the public rows
+    they were drawn at, so a regression runs on the table; n is then the original n."""
+    rng = np.random.default_rng(2)
+    x = np.column_stack([np.ones(N), rng.uniform(-1.0, 1.0, N)])
+    y = np.clip(x @ [0.5, 1.0] + 0.3 * rng.normal(size=N), -3.0, 3.0)
+    with pm.Model() as model:
+        design = pm.Data("X", x)
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(-3.0, 3.0))
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=5.0)
+        pm.Normal("y", design @ w, sigma=0.3, observed=y_obs)
+    idata = _fit(model)
+    (frame,) = pmp.synthesize(idata, model, m=1, random_seed=3)
+    assert list(frame.columns) == ["y_obs", "X[0]", "X[1]"]
+    assert np.array_equal(frame[["X[0]", "X[1]"]].to_numpy(), x)
+    assert pmp.check_release(frame).releasable
+    with pytest.raises(pmp.InvalidPrivacyParameterError, match=r"public data \['X'\]"):
+        pmp.synthesize(idata, model, m=1, n=N + 1)
