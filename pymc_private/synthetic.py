@@ -320,7 +320,7 @@ def _frame(model: pm.Model, records: dict[str, np.ndarray]) -> pd.DataFrame:
         dims = model.named_vars_to_dims.get(name) or ()
         labels = (
             list(model.coords[dims[1]])
-            if values.ndim == 2 and len(dims) == 2 and dims[1] in model.coords
+            if values.ndim == 2 and len(dims) == 2 and model.coords.get(dims[1]) is not None
             else range(flat.shape[1])
         )
         if values.ndim > 2:
