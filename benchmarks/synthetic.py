@@ -1,16 +1,23 @@
 """Coverage of downstream intervals on synthetic data from a noise-aware posterior.
 
-Run: ``python benchmarks/synthetic.py [--repetitions 200] [--n 500] [--epsilon 1]``. Each
-repetition draws a table of n records from a fixed naive Bayes population (a binary label
-y, P(y = 1) = 0.4, and two binary features with P(x_j = 1 | y) = THETA[y, j]), privatises
-the naive Bayes model at ε (`pmp.privatize`, noise-aware), samples it, synthesises m data sets
-(`pmp.synthesize`) and runs on each the analyst's regression, ordinary least squares of x_a
-on (1, y), whose slope is the difference THETA[1, a] − THETA[0, a]. The m fits are combined
-by `pmp.combine_synthetic`: the mixture with n_synthetic = 10 n, and Raghunathan et al.'s rule
-with n_synthetic = n. It prints the coverage of their 90% intervals for the slope and the
-intercept (THETA[0, a]) over the repetitions, their mean widths, and, for reference, those
-of the noise-aware posterior itself and of the same regression on the raw table (the
-non-private analysis, ignoring the privacy noise it does not have).
+Run: ``python benchmarks/synthetic.py [--repetitions 200] [--n 500] [--epsilon 1] [--m 100]
+[--draws 500]`` (draws per chain, 2 chains). Each repetition draws a table of n records from
+a fixed naive Bayes population (a binary label y, P(y = 1) = 0.4, and two binary features
+with P(x_j = 1 | y) = THETA[y, j]), privatises the naive Bayes model at ε (`pmp.privatize`,
+noise-aware), samples it, synthesises m data sets (`pmp.synthesize`) and runs on each the
+analyst's regression, ordinary least squares of x_a on (1, y), whose slope is the difference
+THETA[1, a] − THETA[0, a]. The m fits are combined by `pmp.combine_synthetic`: the mixture
+with n_synthetic = 10 n, and Raghunathan et al.'s rule with n_synthetic = n. It prints the
+coverage of their 90% intervals for the slope and the intercept (THETA[0, a]) over the
+repetitions, their mean widths, and, for reference, those of the noise-aware posterior itself
+and of the same regression on the raw table (the non-private analysis, without the privacy
+noise).
+
+Measured with the defaults (200 repetitions, Monte Carlo standard error 0.021), coverage
+(mean width) of the intercept and the slope: mixture 0.890 (0.098), 0.905 (0.171); Rubin
+0.880 (0.093), 0.905 (0.170); the posterior 0.890 (0.092), 0.890 (0.161); OLS on the raw
+table 0.900 (0.081), 0.895 (0.128). With ``--draws 100 --m 50``: mixture 0.880, 0.875; Rubin
+0.845, 0.890; the posterior 0.835, 0.865 (short chains give short quantile intervals).
 """
 
 from __future__ import annotations
@@ -91,8 +98,8 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=200)
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--m", type=int, default=50)
-    parser.add_argument("--draws", type=int, default=100)
+    parser.add_argument("--m", type=int, default=100)
+    parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     logging.getLogger("pymc").setLevel(logging.ERROR)
