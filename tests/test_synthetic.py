@@ -14,6 +14,7 @@ import warnings
 import arviz as az
 import hypothesis.strategies as st
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -250,3 +251,15 @@ def test_public_covariates_are_columns_as_they_are():
     assert pmp.check_release(frame).releasable
     with pytest.raises(pmp.InvalidPrivacyParameterError, match=r"public data \['X'\]"):
         pmp.synthesize(idata, model, m=1, n=N + 1)
+
+
+def test_check_release_reads_tables_by_their_seal(naive_bayes):
+    model, idata = naive_bayes
+    (frame,) = pmp.synthesize(idata, model, m=1, n=20, random_seed=5)
+    assert "not sealed" in str(pmp.check_release(pd.DataFrame({"y_obs": [0, 1]})))
+    tagged = frame.copy()  # a copy keeps the seal: same values
+    assert pmp.check_release(tagged).releasable
+    tagged.attrs["source_rows"] = [3, 7]
+    assert "attrs['source_rows']" in str(pmp.check_release(tagged))
+    with pytest.raises(TypeError, match="InferenceData or a pandas DataFrame"):
+        pmp.check_release(frame.to_numpy())
