@@ -263,3 +263,21 @@ def test_check_release_reads_tables_by_their_seal(naive_bayes):
     assert "attrs['source_rows']" in str(pmp.check_release(tagged))
     with pytest.raises(TypeError, match="InferenceData or a pandas DataFrame"):
         pmp.check_release(frame.to_numpy())
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    estimates=st.lists(st.floats(-5.0, 5.0), min_size=2, max_size=8),
+    sd=st.floats(0.05, 2.0),
+    prob=st.floats(0.5, 0.99),
+)
+def test_the_mixture_interval_holds_its_probability(estimates, sd, prob):
+    """The interval's ends are the mixture's (1 ∓ prob)/2 quantiles, whatever the spread."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pmp.CalibrationWarning)
+        combined = pmp.combine_synthetic(
+            estimates, [sd**2] * len(estimates), n_synthetic=1000, n_original=100
+        )
+    low, high = combined.interval(prob)
+    cdf = [np.mean(stats.norm.cdf(x, estimates, sd)) for x in (low, high)]
+    assert np.allclose(cdf, [(1 - prob) / 2, (1 + prob) / 2], atol=1e-6)
