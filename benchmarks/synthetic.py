@@ -17,7 +17,11 @@ Measured with the defaults (200 repetitions, Monte Carlo standard error 0.021), 
 (mean width) of the intercept and the slope: mixture 0.890 (0.098), 0.905 (0.171); Rubin
 0.880 (0.093), 0.905 (0.170); the posterior 0.890 (0.092), 0.890 (0.161); OLS on the raw
 table 0.900 (0.081), 0.895 (0.128). With ``--draws 100 --m 50``: mixture 0.880, 0.875; Rubin
-0.845, 0.890; the posterior 0.835, 0.865 (short chains give short quantile intervals).
+0.845, 0.890; the posterior 0.835, 0.865 (short chains give short quantile intervals). At
+``--epsilon 0.1 --repetitions 100`` (standard error 0.030), where the noise dominates and the
+intervals are 5 times wider: mixture 0.940 (0.382), 0.920 (0.682); Rubin 0.950, 0.950; the
+posterior 0.950, 0.950 (the truncated prior is then informative and THETA sits well inside
+it, so every Bayesian interval over-covers alike); OLS on the raw table 0.880, 0.880.
 """
 
 from __future__ import annotations
