@@ -24,6 +24,10 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # MathJax 3 served from the built docs (_static/mathjax), not from a CDN: a reader
+    # offline (a data custodian's machine) still sees the formulas. CI fails the build if a
+    # page loads a script from a CDN.
+    "sphinx-mathjax-offline",
     "myst_nb",
 ]
 

@@ -16,6 +16,7 @@ from pymc_private.errors import (
     LedgerError,
     LedgerIntegrityError,
     LedgerWriteError,
+    NotReleasableError,
     NUTSFallbackWarning,
     PrivacyError,
     UnboundedSensitivityError,
@@ -25,6 +26,7 @@ from pymc_private.errors import (
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.map_estimate import map_utility_bound, private_map
+from pymc_private.planner import PrivacyPlan, plan
 from pymc_private.posterior import (
     PosteriorSampleResponder,
     psaqr_utility_bound,
@@ -44,9 +46,10 @@ from pymc_private.release import (
     ReleaseCheck,
     check_release,
     ledger_of,
+    loo,
     sample_posterior_predictive,
 )
-from pymc_private.report import PrivacyReport, plot_privacy, privacy_report
+from pymc_private.report import PrivacyReport, plot_ppc, plot_privacy, privacy_report
 from pymc_private.sampling import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
@@ -68,11 +71,13 @@ __all__ = [
     "LedgerIntegrityError",
     "LedgerWriteError",
     "NUTSFallbackWarning",
+    "NotReleasableError",
     "ParameterSupport",
     "PosteriorSampleResponder",
     "PrivacyAnalysis",
     "PrivacyError",
     "PrivacyLedger",
+    "PrivacyPlan",
     "PrivacyReport",
     "PrivateData",
     "PrivateGibbs",
@@ -99,8 +104,11 @@ __all__ = [
     "laplace",
     "ledger_for",
     "ledger_of",
+    "loo",
     "map_utility_bound",
     "parameter_support",
+    "plan",
+    "plot_ppc",
     "plot_privacy",
     "privacy_report",
     "private_data",

@@ -32,7 +32,7 @@ from pymc_private.record_likelihood import clipped_route_note
 from pymc_private.statistics import StatisticSpec
 from pymc_private.steps.base import tempered_epsilon
 
-__all__ = ["ROUTES", "PrivacyAnalysis", "analyze"]
+__all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "declared_analysis"]
 
 ROUTES = ("posterior_sampling", "gibbs", "metropolis", "privatize")
 
@@ -278,7 +278,10 @@ class PrivacyAnalysis:
         if self.sensitivity_l1 is None:
             stats_footer = "not available: " + "; ".join(self.statistics_unavailable.values())
         else:
-            stats_footer = f"Δ₁ over one record = {_fmt(self.sensitivity_l1)}"
+            stats_footer = (
+                f"Δ₁ over one record = {_fmt(self.sensitivity_l1)}; the posterior sd a release "
+                "at ε gives, before any data: pmp.plan(model, epsilon)"
+            )
         stats = [
             [s.name, s.kind, str(s.shape), _fmt(s.unit), _fmt(s.sensitivity_l1)]
             for s in self.statistics
@@ -383,7 +386,18 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
         (`pymc_private.data.check_integer_values`, naming the row, never the value); a group
         index whose declared bounds exceed the indexed axis.
     """
-    model = pm.modelcontext(model)
+    return _analysis(pm.modelcontext(model), read_values=True)
+
+
+def declared_analysis(model: pm.Model) -> PrivacyAnalysis:
+    """`analyze` from the declarations alone: no value of any `PrivateData` is read, so
+    nothing about the values is checked either (the release that follows checks them:
+    `pmp.privatize` runs `analyze`). Float data observed by a family of integer values is
+    taken at its word. `pmp.plan` answers from this."""
+    return _analysis(model, read_values=False)
+
+
+def _analysis(model: pm.Model, *, read_values: bool) -> PrivacyAnalysis:
     specs = private_data(model)
     if not specs:
         raise UnsupportedModelError(
@@ -393,9 +407,10 @@ def analyze(model: pm.Model | None = None) -> PrivacyAnalysis:
         )
     n = next(iter(specs.values())).n
     check_initial_values(model)
-    check_private_data(model)
+    if read_values:
+        check_private_data(model)
     refuse_private_paths(model)
-    reader = GraphReader(model, specs)
+    reader = GraphReader(model, specs, read_values=read_values)
     observed_rvs = sorted(model.observed_RVs, key=lambda rv: rv.name)
     try:
         terms = tuple(reader.term(observed) for observed in observed_rvs)

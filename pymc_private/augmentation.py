@@ -72,7 +72,7 @@ from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.augmented_chain import AugmentedChain
 from pymc_private.conditionals import conjugate_block
 from pymc_private.conjugate import BETA, GAMMA
-from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError
+from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError, with_article
 from pymc_private.latent import (
     IntegerNoise,
     PoissonCounts,
@@ -80,7 +80,7 @@ from pymc_private.latent import (
     gamma_poisson_split,
 )
 from pymc_private.likelihood import LikelihoodTerm
-from pymc_private.noise_aware import noise_laws
+from pymc_private.noise_aware import noise_laws, true_share_name
 from pymc_private.prior_density import (
     SCALAR_PRIORS,
     support_centre,
@@ -242,7 +242,7 @@ class AugmentedSampler:
         self.public_totals = {term.node: term.public_totals() for term in analysis.terms}
         self.count_blocks: dict[str, _CountBlock] = {}
         self.variables: dict[str, SumsVariable] = {}
-        self.shares = {f"{s.spec.name}_true_share": name for name, s in self.sizes.items()}
+        self.shares = {true_share_name(s.spec.name): name for name, s in self.sizes.items()}
         for rv in model.free_RVs:
             if rv.name not in self.shares:
                 self._add_block(rv)
@@ -320,7 +320,7 @@ class AugmentedSampler:
             raise _Uncovered(f"{name} has an unreadable prior")
         vector = support.family == "mvnormal"
         if not vector and support.family not in SCALAR_PRIORS:
-            raise _Uncovered(f"{name} has a {support.family} prior")
+            raise _Uncovered(f"{name} has {with_article(support.family)} prior")
         hyper = {}
         if any(value is None for value in support.params.values()):
             if vector:

@@ -28,11 +28,12 @@ from pymc_private.analysis import analyze
 from pymc_private.augmentation import AugmentedSampler
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data
+from pymc_private.planner import PrivacyPlan, plan
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import privatize, release_statistics
 from pymc_private.release_plan import chosen_plan
 
-__all__ = ["CoverageResult", "coverage_study", "grid_interval"]
+__all__ = ["CoverageResult", "SpreadResult", "coverage_study", "grid_interval", "spread_study"]
 
 
 @dataclass(frozen=True)
@@ -161,3 +162,78 @@ def coverage_study(
         reference_width=float(np.mean(reference_widths)) if reference_widths else None,
         repetitions=repetitions,
     )
+
+
+@dataclass(frozen=True)
+class SpreadResult:
+    """The posterior sd realised over repeated releases, against the planner's prediction.
+
+    Attributes
+    ----------
+    predicted
+        `pmp.plan`'s private posterior sd of every entry, by free variable.
+    realised
+        The mean over repetitions of the noise-aware posterior's sd of every entry.
+    repetitions
+        How many repetitions.
+    planned
+        The `pmp.plan` the prediction came from.
+    """
+
+    predicted: dict[str, np.ndarray]
+    realised: dict[str, np.ndarray]
+    repetitions: int
+    planned: PrivacyPlan
+
+    @property
+    def largest_error(self) -> float:
+        """The largest relative error |predicted / realised − 1| over every entry."""
+        return max(
+            float(np.max(np.abs(self.predicted[name] / self.realised[name] - 1.0)))
+            for name in self.predicted
+        )
+
+
+def spread_study(
+    build: Callable[[dict[str, np.ndarray]], pm.Model],
+    simulate: Callable[[np.random.Generator], dict[str, np.ndarray]],
+    epsilon: float,
+    *,
+    repetitions: int,
+    draws: int,
+    at: dict[str, object] | None = None,
+    covariate_moment: dict[str, object] | None = None,
+    seed: int = 0,
+) -> SpreadResult:
+    """The planner's predicted posterior sd (`pmp.plan`) against the sd of the noise-aware
+    posterior realised over repeated releases at ε, with the data simulated at the planner's
+    point θ₀ in every repetition.
+
+    ``build(data)`` builds the model on one simulated data set (a `PrivateData` value by
+    name), built and privatised once; later data sets are swapped in by ``pm.set_data``.
+    Each repetition releases the statistics with numpy noise (`release_statistics`, the plan
+    `pmp.privatize` runs) and draws ``draws`` per chain (two chains, as many tuning
+    iterations) from the sampler `pmp.sample` uses on the noise-aware model
+    (`pymc_private.augmentation`). It draws private data, so it is for simulations only.
+    """
+    rng = np.random.default_rng(seed)
+    template = build(simulate(rng))
+    planned = plan(template, epsilon, at=at, covariate_moment=covariate_moment)
+    names = planned.planner.names
+    predicted = {name: planned.sd(name) for name in names}
+    private = privatize(template, epsilon, secure=False, random_seed=rng)
+    analysis = analyze(template)
+    release_plan = chosen_plan(analysis, epsilon, secure=False)
+    spreads: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    for repetition in range(repetitions):
+        if repetition:
+            pm.set_data(simulate(rng), model=template)
+            check_private_data(template)
+        released = release_statistics(analysis, template, release_plan, rng=rng)
+        fitted = replace(privatisation_of(private), statistics=dict(released.noisy))
+        drawn = AugmentedSampler(private, fitted).sample(2, draws, draws, rng)
+        for name in names:
+            values = np.asarray(drawn[name])
+            spreads[name].append(values.reshape(-1, *values.shape[2:]).std(axis=0))
+    realised = {name: np.mean(values, axis=0) for name, values in spreads.items()}
+    return SpreadResult(predicted, realised, repetitions, planned)

@@ -28,7 +28,7 @@ from pytensor.tensor.variable import TensorVariable
 
 from pymc_private.dp import session
 from pymc_private.dp.ledger import checked_source
-from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.errors import DataBoundsError, UnsupportedModelError, with_article
 from pymc_private.records import (
     RecordCheck,
     Source,
@@ -637,9 +637,9 @@ def _from_frame(name: str, value):
     if module in ("polars", "pyarrow"):
         if not hasattr(value, "to_pandas"):
             raise DataBoundsError(
-                f"PrivateData `{name}` cannot read a {type(value).__name__}: pass a polars "
-                "DataFrame or "
-                "Series (collect() a LazyFrame first), or a pyarrow Table or Array."
+                f"PrivateData `{name}` cannot read {with_article(type(value).__name__)}: pass a "
+                "polars DataFrame or Series (collect() a LazyFrame first), or a pyarrow Table "
+                "or Array."
             )
         value = value.to_pandas()
         module = "pandas"

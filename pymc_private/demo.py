@@ -45,6 +45,7 @@ from sklearn.datasets import load_breast_cancer
 from pymc_private.analysis import analyze
 from pymc_private.data import PrivateData
 from pymc_private.ledgers import PrivacyLedger, ledger_for
+from pymc_private.planner import plan
 from pymc_private.priors import TruncatedBeta
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import privatize
@@ -421,6 +422,13 @@ def run(
     )
     print("\n== What each route would cost: pmp.analyze(model) ==")
     print(analyze(model))
+    planned = plan(model, epsilon=report_epsilon)
+    print(f"\n== Before any data is read: pmp.plan(model, epsilon={report_epsilon:g}) ==")
+    print(planned)
+    print(
+        "The smallest ε whose posterior sd is at most 1.5 times the non-private one: "
+        f"planned.epsilon_for(sd_inflation=1.5) = {planned.epsilon_for(sd_inflation=1.5):.3g}"
+    )
 
     pi, theta = exact_posterior_draws(
         data.y_train,

@@ -15,11 +15,22 @@ __all__ = [
     "LedgerError",
     "LedgerIntegrityError",
     "LedgerWriteError",
+    "NotReleasableError",
     "PrivacyError",
     "UnboundedSensitivityError",
     "UncoveredDataWarning",
     "UnsupportedModelError",
 ]
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless the count is one: "1 release", "3 releases"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def with_article(word: str) -> str:
+    """``word`` after its indefinite article: "a Normal", "an AutoRegressiveRV"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 class PrivacyError(Exception):
@@ -48,6 +59,12 @@ class BudgetExceededError(PrivacyError):
 class UnsupportedModelError(PrivacyError):
     """The privacy analysis cannot bound this model (unknown likelihood family, raw data
     observed outside `PrivateData`, a graph shape it does not recognise)."""
+
+
+class NotReleasableError(PrivacyError, TypeError):
+    """What was asked for is a function of single raw records (a pointwise log-likelihood for
+    az.loo or az.waic), which no private route releases; the message says what to run
+    instead. A `TypeError` too, as ArviZ's own "log likelihood not found"."""
 
 
 class LedgerError(PrivacyError):

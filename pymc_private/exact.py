@@ -86,7 +86,7 @@ import numpy as np
 
 from pymc_private.conjugate import ConjugateFamily
 from pymc_private.dp.mechanisms import ceil_float, exact_choice
-from pymc_private.errors import UnsupportedModelError
+from pymc_private.errors import UnsupportedModelError, with_article
 from pymc_private.statistics import as_exact
 from pymc_private.support import ParameterSupport
 
@@ -111,9 +111,9 @@ def check_family(family: ConjugateFamily) -> None:
     """Refuse a conjugate family without a grid sampler (regression weights)."""
     if not family.grid:
         raise UnsupportedModelError(
-            f"no exact grid sampler for a {family.name} block on raw data (a grid over a vector "
-            "of weights is not tractable): use pmp.PrivateMetropolis for it (one 2L/T per "
-            "step for the whole vector), or pmp.privatize the statistics first."
+            f"no exact grid sampler for {with_article(family.name)} block on raw data (a grid "
+            "over a vector of weights is not tractable): use pmp.PrivateMetropolis for it (one "
+            "2L/T per step for the whole vector), or pmp.privatize the statistics first."
         )
 
 
@@ -374,9 +374,10 @@ class GridBlock:
             terms = np.abs(grid.features) @ bounds[entry] + np.abs(grid.log_weights)
             if not np.all(np.isfinite(terms)):
                 raise UnsupportedModelError(
-                    f"the grid scores of a {family.name} block overflow floating point on the "
-                    f"prior's support [{float(lower.min()):g}, {float(upper.max()):g}]: "
-                    "narrow the prior's truncation bounds"
+                    f"the grid scores of {with_article(family.name)} block overflow floating "
+                    "point on the prior's support "
+                    f"[{float(lower.min()):g}, {float(upper.max()):g}]: narrow the prior's "
+                    "truncation bounds"
                 )
             # Twice the float value: a margin far above the rounding of this public sum.
             largest = 2 * Fraction(float(np.max(terms)))

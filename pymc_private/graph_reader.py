@@ -38,7 +38,12 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Sub
 from pytensor.tensor.type_other import NoneTypeT
 
 from pymc_private.data import PrivateDataSpec, check_integer_values, private_data
-from pymc_private.errors import DataBoundsError, UnboundedSensitivityError, UnsupportedModelError
+from pymc_private.errors import (
+    DataBoundsError,
+    UnboundedSensitivityError,
+    UnsupportedModelError,
+    with_article,
+)
 from pymc_private.leak_guard import (
     is_view,
     only_constants,
@@ -143,9 +148,12 @@ _INVERSE_LINKS = {psm.Sigmoid: "logistic", ps.Exp: "log"}
 class GraphReader:
     """Walks parameter graphs of observed nodes with interval arithmetic."""
 
-    def __init__(self, model: pm.Model, specs: dict[str, PrivateDataSpec]) -> None:
+    def __init__(
+        self, model: pm.Model, specs: dict[str, PrivateDataSpec], *, read_values: bool = True
+    ) -> None:
         self.model = model
         self.specs = specs
+        self.read_values = read_values  # False: integer values are checked at release only
         self.free = {rv: rv.name for rv in model.free_RVs}
         self.private = private_sources(model)
         self.observed = {rv: strip_casts(model.rvs_to_values[rv]).name for rv in model.observed_RVs}
@@ -169,7 +177,7 @@ class GraphReader:
                 "conjugate Gibbs), and the analysis does not bound its L."
             )
         if not candidates:
-            raise self._unknown_family(f"a {type(op).__name__} likelihood")
+            raise self._unknown_family(f"{with_article(type(op).__name__)} likelihood")
         names = candidates[0].parameters
         inputs = op.dist_params(observed.owner)
         parameters = {
@@ -259,7 +267,7 @@ class GraphReader:
     def _domains(
         self, spec: PrivateDataSpec, family, support: ElementDomain
     ) -> tuple[tuple[ElementDomain, int], ...]:
-        if support.integer and not spec.integer:
+        if support.integer and not spec.integer and self.read_values:
             check_integer_values(self.model, spec, f"{family.name} `{self.node}`")
         outside = (spec.lower < support.lower) | (spec.upper > support.upper)
         if outside.any():

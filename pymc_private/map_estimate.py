@@ -58,30 +58,8 @@ def private_map(
 ) -> dict[str, np.ndarray]:
     r"""An ε-DP approximate MAP estimate: Zhang et al. (2016), Algorithm 3.
 
-    Draws θ̂ with density ∝ exp(ε·u(D, θ)/(2L))·ξ(θ) over the prior's support, where
-    u(D, θ) = Σ_i ℓ(x_i; θ) + log ξ(θ) is the log posterior up to a constant (maximised by
-    the MAP) and the base measure is the prior ξ, on a public grid of ``cells`` cells per
-    entry (the module docstring). As ε grows the estimate concentrates at the MAP
-    (`map_utility_bound`, their Lemma 4); at small ε it is close to a prior draw.
-
-    Privacy cost
-    ------------
-    ε_rec = ε' + a ≤ ε, recorded exactly in the data sets' ledger as one release (mechanism
-    ``"private_map"``). A record moves u(D, θ) by at most L for every θ (the prior term
-    does not depend on the data), so the exponential mechanism with scale ε'/(2L) is
-    ε'-DP (McSherry & Talwar 2007, Theorem 6; Zhang et al. 2016, Corollary 4, with Δ = L
-    the Lipschitz constant of Dimitrakakis et al. 2017, Theorem 6). It is the grid
-    mechanism of `pymc_private.exact` at temperature T = 2L/ε' with the prior raised to
-    1 + 1/T, whose cost as implemented is 2L/T + a = ε' + a, with a the float allowance of
-    its scores (~1e-13): ε' = ε − 2a₀ is chosen so that the recorded ε_rec never exceeds
-    the ε asked for. The cost depends on public quantities only, so ``budget`` is checked
-    before the data is read (over budget: `BudgetExceededError`, nothing drawn, ledger
-    unchanged); the release is recorded before the data is read.
-
-    Supported models: those of `pmp.sample_posterior` on raw data (every free variable a
-    conjugate Beta, Gamma, Normal or Dirichlet block with constant prior parameters, and
-    every observed node depending on one of them). On a model returned by `pmp.privatize`,
-    the MAP given the released statistics is post-processing: use ``pm.find_MAP`` there.
+    The estimate costs ``epsilon`` once, checked against ``budget`` before the data is read.
+    How it is drawn and why it is private: Notes below and :ref:`costs-map`.
 
     Parameters
     ----------
@@ -116,6 +94,32 @@ def private_map(
         From `pmp.analyze`.
     BudgetExceededError
         The release does not fit ``budget`` or a budget attached to the ledger.
+
+    Notes
+    -----
+    Draws θ̂ with density ∝ exp(ε·u(D, θ)/(2L))·ξ(θ) over the prior's support, where
+    u(D, θ) = Σ_i ℓ(x_i; θ) + log ξ(θ) is the log posterior up to a constant (maximised by
+    the MAP) and the base measure is the prior ξ, on a public grid of ``cells`` cells per
+    entry (the module docstring). As ε grows the estimate concentrates at the MAP
+    (`map_utility_bound`, their Lemma 4); at small ε it is close to a prior draw.
+
+    **Privacy cost.**
+    ε_rec = ε' + a ≤ ε, recorded exactly in the data sets' ledger as one release (mechanism
+    ``"private_map"``). A record moves u(D, θ) by at most L for every θ (the prior term
+    does not depend on the data), so the exponential mechanism with scale ε'/(2L) is
+    ε'-DP (McSherry & Talwar 2007, Theorem 6; Zhang et al. 2016, Corollary 4, with Δ = L
+    the Lipschitz constant of Dimitrakakis et al. 2017, Theorem 6). It is the grid
+    mechanism of `pymc_private.exact` at temperature T = 2L/ε' with the prior raised to
+    1 + 1/T, whose cost as implemented is 2L/T + a = ε' + a, with a the float allowance of
+    its scores (~1e-13): ε' = ε − 2a₀ is chosen so that the recorded ε_rec never exceeds
+    the ε asked for. The cost depends on public quantities only, so ``budget`` is checked
+    before the data is read (over budget: `BudgetExceededError`, nothing drawn, ledger
+    unchanged); the release is recorded before the data is read.
+
+    Supported models: those of `pmp.sample_posterior` on raw data (every free variable a
+    conjugate Beta, Gamma, Normal or Dirichlet block with constant prior parameters, and
+    every observed node depending on one of them). On a model returned by `pmp.privatize`,
+    the MAP given the released statistics is post-processing: use ``pm.find_MAP`` there.
     """
     epsilon = checked_epsilon(epsilon)
     cells = checked_cells(cells)

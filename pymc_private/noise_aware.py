@@ -357,6 +357,23 @@ def _cholesky(matrices: np.ndarray) -> np.ndarray:
         return roots.reshape(matrices.shape)
 
 
+def true_share_name(statistic: str) -> str:
+    """The name of the latent group share observed through the released group counts
+    ``statistic`` (a variable of the noise-aware model the user never declared)."""
+    return f"{statistic}_true_share"
+
+
+def latent_names(model: pm.Model, privatisation) -> list[str]:
+    """The latent variables ``model``'s noise-aware likelihood added (the group shares), in
+    the order of the analysis' terms; none on a plug-in model."""
+    names = []
+    for term in privatisation.analysis.terms:
+        spec = term.totals_statistic()
+        if spec is not None and true_share_name(spec.name) in model.named_vars:
+            names.append(true_share_name(spec.name))
+    return list(dict.fromkeys(names))
+
+
 def add_noise_aware_likelihood(model: pm.Model, analysis, privatisation) -> None:
     """Add to ``model`` (a privatised model without likelihood terms) the noise-aware
     likelihood of every observed node of ``analysis``, given the released statistics held by
@@ -369,7 +386,7 @@ def add_noise_aware_likelihood(model: pm.Model, analysis, privatisation) -> None
             spec = term.totals_statistic()
             if spec is None or spec.name in totals:
                 continue
-            share = pm.Dirichlet(f"{spec.name}_true_share", a=np.ones(term.n_groups))
+            share = pm.Dirichlet(true_share_name(spec.name), a=np.ones(term.n_groups))
             totals[spec.name] = n * share
             if laws[spec.name].scale > 0:
                 true = totals[spec.name][1:] if spec.derived_first else totals[spec.name]
@@ -461,7 +478,7 @@ def replicate_statistics(
         spec = term.totals_statistic()
         if spec is None or spec.name in totals:
             continue
-        share = f"{spec.name}_true_share"
+        share = true_share_name(spec.name)
         if share in model.named_vars:  # noise-aware: the latent sizes, observed with noise
             totals[spec.name] = n * model[share]
             targets[spec.name] = totals[spec.name][1:] if spec.derived_first else totals[spec.name]

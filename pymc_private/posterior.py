@@ -65,49 +65,9 @@ def sample_posterior(
 ) -> az.InferenceData:
     r"""``n`` independent draws from the (tempered) posterior: BAPS.
 
-    Dimitrakakis et al. (2017), Algorithm 1: each draw is
-
-        θ ~ ξ(θ) · Π_i p(x_i | θ)^{1/T}   on the prior's support Θ,
-
-    independently of the others. On raw data each block is drawn by the grid exponential
-    mechanism of `pymc_private.exact` (the posterior with its density held constant on
-    ``cells`` public cells per entry, one cell chosen by an exact selection, then a uniform
-    draw inside it), so that the set of possible outputs does not depend on the data; on a
-    privatised model, exactly in floating point (`pymc_private.conjugate`), except that a
-    Dirichlet or regression-weight draw whose truncated posterior has almost no mass where
-    rejection proposes (none of 100,000 proposals accepted) is the end of a chain of
-    ``CENTRE_SWEEPS`` = 200 sweeps of invariant Markov moves started at the support's centre
-    (approximate, and never an error after ε was spent).
-
-    Privacy cost
-    ------------
-    ε = n · (2L/T + a), with L the record Lipschitz constant over the prior supports and the
-    declared bounds (`pmp.analyze(model).record_lipschitz`), T the temperature and a the sum
-    of the blocks' floating-point allowances (`pymc_private.exact.GridBlock.allowance`,
-    ~1e-13 for ordinary models). One draw from the posterior is 2L-DP (Dimitrakakis et al.
-    2017, Theorem 8, part 1); a draw from the tempered posterior is the exponential mechanism
-    with utility Σ_i ℓ(x_i; θ), whose sensitivity is L, scaled by 1/T, hence 2L/T-DP; the
-    `pymc_private.exact` module docstring proves that the grid draw as implemented is
-    (2L/T + a)-DP; n independent draws compose to n times that (their Corollary 10, part 1:
-    2NL at T = 1). The cost is a function of public quantities, so ``budget`` is checked
-    before the data is read: over budget, `BudgetExceededError` says how many draws fit,
-    nothing is drawn and the ledger is unchanged. The spend is recorded as one `Release`
-    (mechanism ``"posterior_sampling"``, ``count = n``) once the budget check has passed,
-    before the data is read, so an error while drawing still counts as a release. Every draw
-    does the same work and consumes the same number of words from the generator whatever the
-    data (no rejection on raw data).
-
-    On a model returned by `pmp.privatize` the posterior is the one given the privatised
-    statistics: the draws are post-processing and cost ε = 0 (recorded as a free release in
-    the data sets' ledger).
-
-    Supported models: every free variable is one conjugate block (Beta for Bernoulli or
-    Binomial probabilities, Dirichlet for Categorical ones, Gamma for Poisson or Exponential
-    rates, Normal for a Normal mean with σ a constant; on a privatised model also MvNormal
-    for regression weights with σ a constant) with constant prior parameters, and every
-    observed node depends on a single free variable, so the joint posterior is the product
-    of the blocks' posteriors. Naive Bayes qualifies: the class prior and the
-    class-conditional tables are separate blocks, given the data. No Potentials.
+    On raw data the draws cost ε = n · (2L/T + a) in all, checked against ``budget`` before
+    the data is read; on a model returned by `pmp.privatize` they are free. Why, and what a
+    is: Notes below and :ref:`costs-posterior-sampling`.
 
     Parameters
     ----------
@@ -155,6 +115,51 @@ def sample_posterior(
         From `pmp.analyze`: L is infinite, or the data does not fit its declaration.
     BudgetExceededError
         The draws do not fit ``budget``; the message gives the largest affordable n.
+
+    Notes
+    -----
+    Dimitrakakis et al. (2017), Algorithm 1: each draw is
+
+        θ ~ ξ(θ) · Π_i p(x_i | θ)^{1/T}   on the prior's support Θ,
+
+    independently of the others. On raw data each block is drawn by the grid exponential
+    mechanism of `pymc_private.exact` (the posterior with its density held constant on
+    ``cells`` public cells per entry, one cell chosen by an exact selection, then a uniform
+    draw inside it), so that the set of possible outputs does not depend on the data; on a
+    privatised model, exactly in floating point (`pymc_private.conjugate`), except that a
+    Dirichlet or regression-weight draw whose truncated posterior has almost no mass where
+    rejection proposes (none of 100,000 proposals accepted) is the end of a chain of
+    ``CENTRE_SWEEPS`` = 200 sweeps of invariant Markov moves started at the support's centre
+    (approximate, and never an error after ε was spent).
+
+    **Privacy cost.**
+    ε = n · (2L/T + a), with L the record Lipschitz constant over the prior supports and the
+    declared bounds (`pmp.analyze(model).record_lipschitz`), T the temperature and a the sum
+    of the blocks' floating-point allowances (`pymc_private.exact.GridBlock.allowance`,
+    ~1e-13 for ordinary models). One draw from the posterior is 2L-DP (Dimitrakakis et al.
+    2017, Theorem 8, part 1); a draw from the tempered posterior is the exponential mechanism
+    with utility Σ_i ℓ(x_i; θ), whose sensitivity is L, scaled by 1/T, hence 2L/T-DP; the
+    `pymc_private.exact` module docstring proves that the grid draw as implemented is
+    (2L/T + a)-DP; n independent draws compose to n times that (their Corollary 10, part 1:
+    2NL at T = 1). The cost is a function of public quantities, so ``budget`` is checked
+    before the data is read: over budget, `BudgetExceededError` says how many draws fit,
+    nothing is drawn and the ledger is unchanged. The spend is recorded as one `Release`
+    (mechanism ``"posterior_sampling"``, ``count = n``) once the budget check has passed,
+    before the data is read, so an error while drawing still counts as a release. Every draw
+    does the same work and consumes the same number of words from the generator whatever the
+    data (no rejection on raw data).
+
+    On a model returned by `pmp.privatize` the posterior is the one given the privatised
+    statistics: the draws are post-processing and cost ε = 0 (recorded as a free release in
+    the data sets' ledger).
+
+    Supported models: every free variable is one conjugate block (Beta for Bernoulli or
+    Binomial probabilities, Dirichlet for Categorical ones, Gamma for Poisson or Exponential
+    rates, Normal for a Normal mean with σ a constant; on a privatised model also MvNormal
+    for regression weights with σ a constant) with constant prior parameters, and every
+    observed node depends on a single free variable, so the joint posterior is the product
+    of the blocks' posteriors. Naive Bayes qualifies: the class prior and the
+    class-conditional tables are separate blocks, given the data. No Potentials.
     """
     n = _checked_count(n)
     temperature = checked_temperature(temperature, "2L/T per draw")

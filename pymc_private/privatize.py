@@ -102,68 +102,9 @@ def privatize(
 ) -> pm.Model:
     """Release the model's sufficient statistics once under ε-DP and return a model on them.
 
-    Mechanism (Zhang et al. 2016, Algorithm 1; Foulds et al. 2016, eq. 16)
-    ----------------------------------------------------------------------
-    ``s̃_j = Π(s_j(D) + Z_j)`` for every statistic s_j of `pmp.analyze(model).statistics`,
-    with independent discrete Laplace noise ``Z_j`` of scale Δ₁/ε in natural units, where
-    ``Δ₁ = sup ‖s(D) − s(D')‖₁`` over one replaced record is the analysis' record-level
-    ``sensitivity_l1``.
-
-    As implemented (:ref:`privacy-model-as-implemented`): every statistic is a sum of integers
-    computed exactly in int64 (counts, or the grid integers of `pymc_private.statistics.DataGrid`:
-    float data are represented on a public grid of step q inside their bounds before anything is
-    summed), so s_j(D) is exact and its sensitivity Δ_j (in grid steps, an integer) is a true
-    bound for the code as it runs (Casacuberta et al. 2022). Each s_j gets OpenDP's exact
-    discrete Laplace noise (Canonne, Kamath & Steinke 2020; no floating-point attack, Mironov
-    2012) with the share ε_j = ε·Δ_j/Δ₁ (natural units; rounded down until Σ_j ε_j ≤ ε exactly),
-    i.e. scale Δ_j/ε_j in grid steps, Δ₁/ε in natural units. Release j is ε_j-DP and the
-    releases compose sequentially to Σ_j ε_j ≤ ε. Each release records the ε its privacy map
-    returns (≤ its share), so the ledger total is ≤ ε. A statistic whose sensitivity is 0 is a
-    public function of n and the bounds: it is released as is, free. OpenDP adds in saturating
-    int64 arithmetic, a post-processing of the exact sum.
-
-    The Gaussian mechanism (δ > 0; Canonne, Kamath & Steinke 2020)
-    --------------------------------------------------------------
-    With ``mechanism="gaussian"`` (or ``"auto"`` when it adds less noise) each s_j gets
-    OpenDP's exact discrete Gaussian instead, at ρ_j = ρ·Δ₂_j²/Δ₂² where ρ = `zcdp_rho`(ε, δ)
-    is the largest ρ the ledger converts to at most ε at δ (`dp.events.zcdp_epsilon`), and
-    Δ₂_j² = unit_j²·Δ_j·Δ∞_j bounds the squared L2 sensitivity (`StatisticSpec
-    .sensitivity_l2_squared`; exact for counts: √(2d + 1) for naive Bayes against Δ₁ =
-    2d + 1). Every cell gets σ = Δ₂/√(2ρ) in natural units. Release j is ρ_j-zCDP; the ρ_j
-    add, and the ledger composes them as Rényi DP, so the release is (ε, δ)-DP. Each release
-    records its own (ε_j, δ) and ρ_j as OpenDP's privacy map returns it (≤ its share).
-
-    A regression's moments XᵀX, Xᵀy and yᵀy count in Δ₂² by their joint bound
-    (`statistics.regression_l2_squared`), and are recorded as one release at the ρ of that
-    bound (`release_plan.CellsPlan`).
-
-    When every noised statistic is a count (cells move by at most 1; Δ₁ = K cells in all),
-    the zCDP conversion is replaced by the exact privacy profile of K unit shifts
-    (`dp.events.unit_shift_epsilon`, proved the worst case there; dp-accounting's PLD):
-    every cell gets σ = `dp.events.unit_shift_scale`(ε, δ, K), about 7 % below Δ₂/√(2ρ) at
-    ε = 1, δ = 10⁻⁶, and the statistics are recorded as one vector release
-    (`release_plan.UnitShiftPlan`) whose ε is that profile's at δ, ≤ ε.
-
-    Projection Π (post-processing, free of privacy cost): counts (category 0 derived) are
-    projected onto {v ≥ 0, Σ_k v_k = N} in Euclidean distance and rounded to integers with
-    the same total (N = n, or the privatised group size), so each lies in [0, N] and agrees
-    with its group total; sums Σt(x) are clipped to [N·min t, N·max t] over the declared
-    bounds; a sum of squares is raised to at least (Σx)²/N (Cauchy–Schwarz) so that every
-    Gamma posterior of a precision is proper; Gram matrices (joined with Xᵀy and yᵀy when
-    released) are projected onto the positive semi-definite cone.
-
-    The returned model has the same free variables, priors, coords and names; each observed
-    node on `PrivateData` is replaced by a ``pm.Potential`` named ``<node>_privatised``
-    holding its log-likelihood written with the privatised statistics
-    (`LikelihoodFamily.logp_from_statistics`), which it reads from data variables named
-    after the statistics and tagged as released (`Privatisation`); the `PrivateData` (and
-    dims used only by them) are gone from its graph. Any sampler may be used on it
-    (`pmp.PrivateGibbs` is chosen by `pmp.sample` and by PyMC's own step assignment for the
-    conjugate variables). Should the model be extended with raw `PrivateData` again, the
-    graph decides: `pmp.sample` then treats it as a raw-data model.
-
-    The releases are recorded in the ledger of the data sets the model reads
-    (`pmp.ledger_for`), which the returned model shares.
+    The release costs ``epsilon`` once (ε-DP, or (ε, δ)-DP with ``delta``), recorded in the
+    data sets' ledger; every draw, chain and model fitted on the returned model afterwards is
+    free. How the noise is drawn and why it is private: Notes below and :ref:`costs-privatize`.
 
     Parameters
     ----------
@@ -174,7 +115,7 @@ def privatize(
         The ε of the release: finite and > 0.
     delta
         The δ of the release, in [0, 1). 0 (default): pure ε-DP, discrete Laplace noise.
-        δ > 0 allows the Gaussian mechanism (below).
+        δ > 0 allows the Gaussian mechanism (Notes).
     mechanism
         ``"auto"`` (default): the mechanism of lower noise variance per cell at (ε, δ)
         (`release_plan.chosen_plan`; Laplace when δ = 0); ``"laplace"``; or ``"gaussian"`` (needs
@@ -183,12 +124,17 @@ def privatize(
         A `pmp.Budget` the data sets' ledger plus this release must fit, checked before
         the data is read: over budget, `BudgetExceededError`, nothing is released or
         recorded.
+    noise_aware
+        True (default): the returned model's likelihood treats the released statistics as
+        noisy observations of the true ones (`pymc_private.noise_aware`,
+        :ref:`costs-noise-aware`), so its intervals cover; False: the plug-in posterior,
+        which treats them as exact (narrower, miscalibrated when the noise is not small).
     release
-        ``"cells"`` (default): every statistic as above. ``"fourier"``: for models of
-        Boolean variables (Bernoulli naive Bayes), the parity counts of Zhang et al. 2016,
-        Algorithm 2, noised once at Δ₁ = their number and reconstructed into consistent
-        tables (`release_plan.FourierPlan`, which states its cost); plug-in posterior only
-        (``noise_aware=False``).
+        ``"cells"`` (default): every statistic in its own cells (Notes). ``"fourier"``: for
+        models of Boolean variables (Bernoulli naive Bayes), the parity counts of Zhang et
+        al. 2016, Algorithm 2, noised once at Δ₁ = their number and reconstructed into
+        consistent tables (`release_plan.FourierPlan`, which states its cost); plug-in
+        posterior only (``noise_aware=False``).
     secure
         True (default): OpenDP's exact samplers from the operating system's generator, not
         seedable. False: numpy noise, reproducible from ``random_seed`` by whoever holds
@@ -218,6 +164,69 @@ def privatize(
         is not one of Boolean variables (all before any noise).
     UnboundedSensitivityError, DataBoundsError
         From `pmp.analyze`.
+
+    Notes
+    -----
+    **Mechanism (Zhang et al. 2016, Algorithm 1; Foulds et al. 2016, eq. 16).**
+    ``s̃_j = Π(s_j(D) + Z_j)`` for every statistic s_j of `pmp.analyze(model).statistics`,
+    with independent discrete Laplace noise ``Z_j`` of scale Δ₁/ε in natural units, where
+    ``Δ₁ = sup ‖s(D) − s(D')‖₁`` over one replaced record is the analysis' record-level
+    ``sensitivity_l1``.
+
+    As implemented (:ref:`privacy-model-as-implemented`): every statistic is a sum of integers
+    computed exactly in int64 (counts, or the grid integers of `pymc_private.statistics.DataGrid`:
+    float data are represented on a public grid of step q inside their bounds before anything is
+    summed), so s_j(D) is exact and its sensitivity Δ_j (in grid steps, an integer) is a true
+    bound for the code as it runs (Casacuberta et al. 2022). Each s_j gets OpenDP's exact
+    discrete Laplace noise (Canonne, Kamath & Steinke 2020; no floating-point attack, Mironov
+    2012) with the share ε_j = ε·Δ_j/Δ₁ (natural units; rounded down until Σ_j ε_j ≤ ε exactly),
+    i.e. scale Δ_j/ε_j in grid steps, Δ₁/ε in natural units. Release j is ε_j-DP and the
+    releases compose sequentially to Σ_j ε_j ≤ ε. Each release records the ε its privacy map
+    returns (≤ its share), so the ledger total is ≤ ε. A statistic whose sensitivity is 0 is a
+    public function of n and the bounds: it is released as is, free. OpenDP adds in saturating
+    int64 arithmetic, a post-processing of the exact sum.
+
+    **The Gaussian mechanism (δ > 0; Canonne, Kamath & Steinke 2020).**
+    With ``mechanism="gaussian"`` (or ``"auto"`` when it adds less noise) each s_j gets
+    OpenDP's exact discrete Gaussian instead, at ρ_j = ρ·Δ₂_j²/Δ₂² where ρ = ``zcdp_rho(ε, δ)``
+    is the largest ρ the ledger converts to at most ε at δ (`dp.events.zcdp_epsilon`), and
+    Δ₂_j² = unit_j²·Δ_j·Δ∞_j bounds the squared L2 sensitivity (`StatisticSpec
+    .sensitivity_l2_squared`; exact for counts: √(2d + 1) for naive Bayes against Δ₁ =
+    2d + 1). Every cell gets σ = Δ₂/√(2ρ) in natural units. Release j is ρ_j-zCDP; the ρ_j
+    add, and the ledger composes them as Rényi DP, so the release is (ε, δ)-DP. Each release
+    records its own (ε_j, δ) and ρ_j as OpenDP's privacy map returns it (≤ its share).
+
+    A regression's moments XᵀX, Xᵀy and yᵀy count in Δ₂² by their joint bound
+    (`statistics.regression_l2_squared`), and are recorded as one release at the ρ of that
+    bound (`release_plan.CellsPlan`).
+
+    When every noised statistic is a count (cells move by at most 1; Δ₁ = K cells in all),
+    the zCDP conversion is replaced by the exact privacy profile of K unit shifts
+    (`dp.events.unit_shift_epsilon`, proved the worst case there; dp-accounting's PLD):
+    every cell gets σ = ``unit_shift_scale(ε, δ, K)`` (`dp.events.unit_shift_scale`), about
+    7 % below Δ₂/√(2ρ) at ε = 1, δ = 10⁻⁶, and the statistics are recorded as one vector
+    release (`release_plan.UnitShiftPlan`) whose ε is that profile's at δ, ≤ ε.
+
+    Projection Π (post-processing, free of privacy cost): counts (category 0 derived) are
+    projected onto {v ≥ 0, Σ_k v_k = N} in Euclidean distance and rounded to integers with
+    the same total (N = n, or the privatised group size), so each lies in [0, N] and agrees
+    with its group total; sums Σt(x) are clipped to [N·min t, N·max t] over the declared
+    bounds; a sum of squares is raised to at least (Σx)²/N (Cauchy–Schwarz) so that every
+    Gamma posterior of a precision is proper; Gram matrices (joined with Xᵀy and yᵀy when
+    released) are projected onto the positive semi-definite cone.
+
+    The returned model has the same free variables, priors, coords and names; each observed
+    node on `PrivateData` is replaced by a ``pm.Potential`` named ``<node>_privatised``
+    holding its log-likelihood written with the privatised statistics
+    (`LikelihoodFamily.logp_from_statistics`), which it reads from data variables named
+    after the statistics and tagged as released (`Privatisation`); the `PrivateData` (and
+    dims used only by them) are gone from its graph. Any sampler may be used on it
+    (`pmp.PrivateGibbs` is chosen by `pmp.sample` and by PyMC's own step assignment for the
+    conjugate variables). Should the model be extended with raw `PrivateData` again, the
+    graph decides: `pmp.sample` then treats it as a raw-data model.
+
+    The releases are recorded in the ledger of the data sets the model reads
+    (`pmp.ledger_for`), which the returned model shares.
     """
     epsilon = checked_epsilon(epsilon)
     delta = checked_delta(delta)

@@ -18,6 +18,7 @@ import hashlib
 import html
 import json
 from dataclasses import dataclass
+from typing import NoReturn
 
 import arviz as az
 import numpy as np
@@ -27,9 +28,14 @@ import xarray as xr
 from pymc.model.fgraph import clone_model
 from pytensor.graph.traversal import ancestors
 
-from pymc_private.compiling import compiling
+from pymc_private.compiling import compiling, quiet_sampling
 from pymc_private.data import private_data
-from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.errors import (
+    DataBoundsError,
+    NotReleasableError,
+    UnsupportedModelError,
+    counted,
+)
 from pymc_private.ledgers import PrivacyLedger
 from pymc_private.noise_aware import replicate_statistics
 from pymc_private.privatisation import privatised_route
@@ -38,6 +44,7 @@ __all__ = [
     "ReleaseCheck",
     "check_release",
     "ledger_of",
+    "loo",
     "sample_posterior_predictive",
     "seal",
     "seal_frame",
@@ -50,6 +57,9 @@ LEDGER_ATTR = "privacy_ledger"
 POSTERIOR_DRAW_ATTR = "posterior_draw"
 # 1 on the ``constant_data`` of a fit of a noise-aware privatised model, 0 on a plug-in one.
 NOISE_AWARE_ATTR = "noise_aware"
+# The group of the noise-aware likelihood's latent variables (`noise_aware.latent_names`):
+# released like the posterior, kept out of it so that ArviZ shows the user's model.
+LATENT_GROUP = "latent_posterior"
 # Attributes PyMC and ArviZ write that are public: versions and settings. Anything else (e.g.
 # `sampling_time`, a timing side channel of data-dependent rejection sampling) is dropped.
 PUBLIC_ATTRS = (
@@ -69,7 +79,7 @@ _WHY = {
     "log_likelihood": (
         "the log-likelihood of each raw record: a function of that record alone, so it is "
         "not releasable (this is why az.loo, az.waic and az.compare cannot run on a private "
-        "fit; compare models by posterior predictive checks of the released statistics)"
+        "fit; pmp.loo says what to run instead)"
     ),
     "posterior_predictive": (
         "draws of the original model's observed nodes, computed from its raw covariates; "
@@ -137,6 +147,20 @@ def seal_frame(frame: pd.DataFrame, ledger: str, draw: tuple[int, int]) -> pd.Da
     return frame
 
 
+def separate_latents(idata: az.InferenceData, names: list[str]) -> az.InferenceData:
+    """Move the variables ``names`` (latents of the noise-aware likelihood) from
+    ``idata.posterior`` to its group ``latent_posterior`` (in place; returns ``idata``), so
+    that az.summary and az.plot_trace show the variables the user declared."""
+    posterior = idata.posterior
+    names = [name for name in names if name in posterior]
+    if names:
+        idata.add_groups({LATENT_GROUP: posterior[names]})
+        kept = posterior.drop_vars(names)
+        used = {dim for variable in kept.data_vars.values() for dim in variable.dims}
+        idata.posterior = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
+    return idata
+
+
 def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
     """The ledger `pmp.sample` attached to an InferenceData (also after `to_netcdf`)."""
     if LEDGER_ATTR not in idata.attrs:
@@ -146,11 +170,12 @@ def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
     return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ReleaseCheck:
     """What `check_release` found: one ``(where, why)`` per item that would leak.
 
-    ``releasable`` is True when nothing was found; ``str()`` and Jupyter show the list."""
+    ``releasable`` is True when nothing was found; ``repr()``, ``str()`` and Jupyter show
+    the list, one finding a line."""
 
     findings: tuple[tuple[str, str], ...]
 
@@ -164,9 +189,11 @@ class ReleaseCheck:
     def __str__(self) -> str:
         if self.releasable:
             return "Releasable: every group was sealed by a private route and is unchanged."
-        lines = [f"Not releasable ({len(self.findings)} findings):"]
+        lines = [f"Not releasable ({counted(len(self.findings), 'finding')}):"]
         lines += [f"- {where}: {why}" for where, why in self.findings]
         return "\n".join(lines)
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         if self.releasable:
@@ -175,7 +202,8 @@ class ReleaseCheck:
             f"<li><code>{html.escape(where)}</code>: {html.escape(why)}</li>"
             for where, why in self.findings
         )
-        return f"<p>Not releasable ({len(self.findings)} findings):</p><ul>{items}</ul>"
+        heading = f"Not releasable ({counted(len(self.findings), 'finding')}):"
+        return f"<p>{heading}</p><ul>{items}</ul>"
 
 
 def check_release(idata: az.InferenceData | pd.DataFrame) -> ReleaseCheck:
@@ -233,6 +261,41 @@ def _check_frame(frame: pd.DataFrame) -> ReleaseCheck:
     return ReleaseCheck(tuple(findings))
 
 
+def loo(data: az.InferenceData, *args, **kwargs) -> NoReturn:
+    """`az.loo` on a private fit: it cannot run, and this says why and what to run instead.
+
+    PSIS-LOO (like WAIC and az.compare) reads log p(x_i | θ_s), the log-likelihood of every
+    record x_i under every posterior draw θ_s: a function of record i alone, computed
+    without noise, so releasing it would release each record (its sensitivity to one
+    record is unbounded; no ε covers it). No private route computes it, so the InferenceData
+    of a private fit has no ``log_likelihood`` group and az.loo fails with ArviZ's "log
+    likelihood not found". `check_release` reports the group if one is added.
+
+    Instead, free of privacy cost: posterior predictive checks of what was released,
+    ``pmp.sample_posterior_predictive(idata, private)`` and `pmp.plot_ppc`, with their
+    tail probabilities (compare models by how well each reproduces the released
+    statistics); or az.loo on a model fitted to public data.
+
+    Parameters
+    ----------
+    data, *args, **kwargs
+        As for az.loo; not read.
+
+    Raises
+    ------
+    NotReleasableError
+        Always (also a `TypeError`, as ArviZ's), with the explanation above.
+    """
+    raise NotReleasableError(
+        "az.loo (and az.waic, az.compare) needs the log-likelihood of every raw record under "
+        "every draw, a function of each record alone that no private route releases, so a "
+        "private fit has no log_likelihood group. Check the fit on what was released instead, "
+        "free: ppc = pmp.sample_posterior_predictive(idata, private); pmp.plot_ppc(ppc) (one "
+        "panel per released cell, with P(rep >= released)); compare models by how well each "
+        "reproduces the released statistics."
+    )
+
+
 def sample_posterior_predictive(
     idata: az.InferenceData,
     model: pm.Model | None = None,
@@ -240,30 +303,103 @@ def sample_posterior_predictive(
     inputs: dict | None = None,
     var_names: list[str] | None = None,
     random_seed=None,
-) -> az.InferenceData:
-    """Posterior predictive draws of a private fit that read no raw data: post-processing.
+    progressbar: bool = False,
+    extend_inferencedata: bool = False,
+    return_inferencedata: bool = True,
+    **kwargs,
+) -> az.InferenceData | dict[str, np.ndarray]:
+    """Posterior predictive draws of a private fit that read no raw data: post-processing,
+    free of privacy cost. Takes `pm.sample_posterior_predictive`'s keywords.
 
-    ``model`` is the original model (with its `pmp.PrivateData`), ``idata`` what a private
-    route returned for it or for its privatised version (the parameters' names are the
-    same). The draws are computed on a copy of the model in which every `PrivateData` is
-    replaced: by ``inputs[name]`` (public values, e.g. new covariates or group indices to
-    predict at), or, for data the predicted nodes only *observe*, by a placeholder at the
-    declared lower bound (a forward draw reads only its shape). So ``n_new`` new records
-    (the length of the ``inputs``) get predictions; without ``inputs``, n replicated records
-    (n is public), which needs predicted nodes that read no private covariates.
+    On a model returned by `pmp.privatize`: replicated releases s̃_rep ~ p(s̃ | θ), one per
+    posterior draw (`noise_aware.replicate_statistics`), in ``posterior_predictive``,
+    beside the released values in ``observed_data`` (both public); `pmp.plot_ppc` draws one
+    panel per released cell.
 
-    Returns an InferenceData with the sealed group ``predictions`` (with ``inputs``, the
-    public values, in ``predictions_constant_data``) and nothing else: combine it with
-    ``idata.extend(...)``; `check_release` accepts the result. Free of privacy cost.
+    On the original model (with its `pmp.PrivateData`) and the idata of its private fit or of
+    its privatised version (the parameters' names are the same): draws of its observed nodes
+    on a copy of the model in which every `PrivateData` is replaced, by ``inputs[name]``
+    (public values, e.g. new covariates or group indices to predict at), or, for data the
+    predicted nodes only *observe*, by a placeholder at the declared lower bound (a forward
+    draw reads only its shape). So ``n_new`` new records (the length of the ``inputs``) get
+    predictions; without ``inputs``, n replicated records (n is public), which needs
+    predicted nodes that read no private covariates. They are in the group ``predictions``
+    (with ``inputs``, the public values, in ``predictions_constant_data``).
+
+    Every group is sealed: `check_release` accepts the fit extended with them.
+
+    Parameters
+    ----------
+    idata
+        What a private route (`pmp.sample`, `pmp.sample_posterior`) returned.
+    model
+        The privatised model, or the original one (default: the context model).
+    inputs
+        Public values of the original model's data to predict at, by name.
+    var_names
+        The released statistics (privatised model) or observed nodes (original model) to
+        draw; default all.
+    random_seed
+        Seed of the draws.
+    progressbar
+        PyMC's progress bar on the original model (off by default: the draws take seconds;
+        the replicated releases of a privatised model are drawn in numpy, without one).
+    extend_inferencedata
+        True: add the groups to ``idata`` (`InferenceData.extend`) and return it, as PyMC.
+    return_inferencedata
+        False: return the draws as a dict of arrays by name (chain, draw, ...), as PyMC.
+    **kwargs
+        ``sample_dims``, ``progressbar_theme`` and ``compile_kwargs`` go to
+        `pm.sample_posterior_predictive` on the original model. ``predictions`` and
+        ``idata_kwargs`` are refused: the group is decided by the model (above), and an
+        InferenceData of PyMC's making could hold the observed data.
 
     Raises
     ------
     UnsupportedModelError
         ``idata`` holds no sealed posterior; a predicted node reads private data that
-        ``inputs`` does not replace (the message names it); ``var_names`` not observed nodes.
+        ``inputs`` does not replace (the message names it); ``var_names`` not observed nodes
+        or released statistics; ``inputs`` for a privatised model.
     DataBoundsError
         ``inputs`` not finite, of different lengths, or of the wrong record shape.
+    TypeError
+        A keyword `pm.sample_posterior_predictive` does not take, or one refused above.
     """
+    refused = sorted(set(kwargs) & set(_REFUSED_PREDICTIVE))
+    if refused:
+        raise TypeError(
+            f"pmp.sample_posterior_predictive does not take {refused[0]}=: "
+            f"{_REFUSED_PREDICTIVE[refused[0]]}"
+        )
+    unknown = sorted(set(kwargs) - _PASSED_PREDICTIVE)
+    if unknown:
+        raise TypeError(
+            f"pmp.sample_posterior_predictive got unexpected keyword arguments {unknown}."
+        )
+    result = _predictive(
+        idata, model, inputs, var_names, random_seed, {"progressbar": progressbar, **kwargs}
+    )
+    if not return_inferencedata:
+        group = "posterior_predictive" if "posterior_predictive" in result else "predictions"
+        return {name: values.values for name, values in result[group].data_vars.items()}
+    if extend_inferencedata:
+        idata.extend(result)
+        return idata
+    return result
+
+
+# pm.sample_posterior_predictive keywords passed through on the original model, and those
+# refused (with why).
+_PASSED_PREDICTIVE = {"sample_dims", "progressbar_theme", "compile_kwargs"}
+_REFUSED_PREDICTIVE = {
+    "predictions": "the group is decided by the model (see the docstring).",
+    "idata_kwargs": "the InferenceData is built by pmp, without the observed data.",
+    "trace": "pass the private fit as idata.",
+}
+
+
+def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> az.InferenceData:
+    """`sample_posterior_predictive` once its keywords are checked."""
     model = pm.modelcontext(model)
     if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
         raise UnsupportedModelError("idata must be an InferenceData with a posterior group.")
@@ -276,6 +412,14 @@ def sample_posterior_predictive(
         )
     privatisation = privatised_route(model)
     if privatisation is not None:
+        if LATENT_GROUP in idata.groups():  # the latent group sizes replicate the counts
+            latent = idata[LATENT_GROUP]
+            if latent.attrs.get(SEAL_ATTR) != _digest(latent):
+                raise UnsupportedModelError(
+                    f"The group {LATENT_GROUP} was not released by a private route (or "
+                    "changed since). Sample with pmp.sample first."
+                )
+            posterior = xr.merge([posterior, latent])
         return _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
     specs = private_data(model)
     inputs = dict(inputs or {})
@@ -331,14 +475,14 @@ def sample_posterior_predictive(
     with copy:
         pm.set_data(values, coords=_record_coords(copy, values, size))
     parameters = [name for name in posterior.data_vars if name in copy.named_vars]
-    with compiling():
+    with quiet_sampling():  # without rich's ipywidgets warning in Jupyter
         result = pm.sample_posterior_predictive(
             posterior[parameters],
             model=copy,
             var_names=var_names,
             predictions=True,
             random_seed=random_seed,
-            progressbar=False,
+            **pm_kwargs,
         )
     groups = {"predictions": result.predictions}
     if inputs:

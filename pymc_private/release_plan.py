@@ -307,26 +307,39 @@ class CellsPlan:
                 noisy[spec.name] = spec.natural(exact)
                 continue
             if self.mechanism == "gaussian":
-                sensitivity = ceil_sqrt(spec.sensitivity_l2_squared)
                 drawn, release = mechanisms.discrete_gaussian(
                     exact,
-                    sensitivity,
+                    ceil_sqrt(spec.sensitivity_l2_squared),
                     share,
                     delta=self.delta,
                     rng=rng,
                     secure=self.secure,
                     statistic=spec.name,
                 )
-                scale = sensitivity / math.sqrt(2.0 * release.rho)
+                recorded = release.rho
             else:
                 drawn, release = mechanisms.discrete_laplace(
                     exact, spec.sensitivity, share, rng=rng, secure=self.secure, statistic=spec.name
                 )
-                scale = spec.sensitivity / release.epsilon
-            noise[spec.name] = NoiseLaw(self.mechanism, float(spec.unit) * scale)
+                recorded = release.epsilon
+            noise[spec.name] = self._noise_law(spec, recorded)
             releases.append(release)
             noisy[spec.name] = spec.natural(drawn)
         return noisy, self._merged(releases), noise
+
+    def noise_laws(self) -> dict[str, NoiseLaw]:
+        """The noise law of every noised statistic at its planned share, in natural units:
+        what `run` draws, known before any data (`pmp.plan` reads it)."""
+        return {spec.name: self._noise_law(spec, share) for spec, share in self.shares if share > 0}
+
+    def _noise_law(self, spec: StatisticSpec, share: float) -> NoiseLaw:
+        """Statistic j's noise in natural units at ε_j (ρ_j) = ``share``: Laplace scale
+        unit·Δ_j/ε_j, or Gaussian σ = unit·Δ₂_j/√(2ρ_j)."""
+        if self.mechanism == "gaussian":
+            scale = ceil_sqrt(spec.sensitivity_l2_squared) / math.sqrt(2.0 * share)
+        else:
+            scale = spec.sensitivity / share
+        return NoiseLaw(self.mechanism, float(spec.unit) * scale)
 
     def _merged(self, releases: list[Release]) -> list[Release]:
         """``releases`` with the regression's moments merged into one release at their joint
@@ -483,8 +496,15 @@ class UnitShiftPlan:
             }
         noisy = {spec.name: spec.natural(values[spec.name]) for spec in self.statistics}
         noisy.update({spec.name: spec.natural(counts[spec.name]) for spec in noised})
-        noise = {spec.name: NoiseLaw("gaussian", self.sigma) for spec in noised}
-        return noisy, [self.release], noise
+        return noisy, [self.release], self.noise_laws()
+
+    def noise_laws(self) -> dict[str, NoiseLaw]:
+        """N(0, σ²) per cell of every noised count (unit 1), known before any data."""
+        return {
+            spec.name: NoiseLaw("gaussian", self.sigma)
+            for spec in self.statistics
+            if spec.sensitivity > 0
+        }
 
 
 @dataclass(frozen=True)

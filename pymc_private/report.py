@@ -1,9 +1,11 @@
-"""Privacy reports for people: the ledger as a table, and cumulative ε against draws."""
+"""Reports for people: the ledger as a table, cumulative ε against draws, and the posterior
+predictive check of every released cell."""
 
 from __future__ import annotations
 
 import dataclasses
 import html
+import math
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -11,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from pymc_private.dp.events import Release
+from pymc_private.errors import UnsupportedModelError
 from pymc_private.ledgers import PrivacyLedger
 from pymc_private.release import ledger_of
 
-__all__ = ["PrivacyReport", "plot_privacy", "privacy_report"]
+__all__ = ["PrivacyReport", "plot_ppc", "plot_privacy", "privacy_report"]
 
 
 def _ledger(source: az.InferenceData | PrivacyLedger) -> PrivacyLedger:
@@ -208,3 +211,88 @@ def _plot_pay_once(ax, source, ledger, offset, delta) -> None:
     )
     ax.set_ylim(0.0, max(offset, 1e-12) * 1.15)
     ax.set_xlabel("draw")
+
+
+def plot_ppc(
+    ppc: az.InferenceData,
+    var_names: list[str] | None = None,
+    *,
+    bins: int = 30,
+    max_panels: int = 24,
+) -> np.ndarray:
+    """The posterior predictive check of a privatised fit, one panel per released cell: the
+    histogram of the replicated releases s̃_rep against the released value s̃ (a vertical
+    line), with the tail probability P(s̃_rep ≥ s̃).
+
+    az.plot_ppc pools every cell of a statistic into one density (twelve counts of naive
+    Bayes in one curve) and cannot draw a density of a single released value; here each
+    cell, a scalar release included, is its own check. Reads only what
+    `pmp.sample_posterior_predictive` returned for a privatised model (public): free.
+
+    Parameters
+    ----------
+    ppc
+        What `pmp.sample_posterior_predictive` returned for a privatised model (its
+        ``posterior_predictive`` beside the released ``observed_data``), alone or extended
+        into the fit's InferenceData.
+    var_names
+        The released statistics to show (default: all).
+    bins
+        Histogram bins per panel.
+    max_panels
+        At most this many cells are drawn, in the order of the statistics and their cells
+        (the figure's title says how many were left out).
+
+    Returns
+    -------
+    numpy.ndarray
+        The axes, one per panel (rows of four), unused ones hidden.
+    """
+    groups = set(ppc.groups()) if isinstance(ppc, az.InferenceData) else set()
+    if not {"posterior_predictive", "observed_data"} <= groups:
+        raise UnsupportedModelError(
+            "plot_ppc takes what pmp.sample_posterior_predictive returns for a privatised "
+            "model: replicated releases (posterior_predictive) beside the released ones "
+            "(observed_data). For predictions at public inputs, plot idata.predictions."
+        )
+    released = ppc.observed_data
+    names = list(released.data_vars) if var_names is None else list(var_names)
+    unknown = [n for n in names if n not in released or n not in ppc.posterior_predictive]
+    if unknown:
+        raise UnsupportedModelError(
+            f"var_names must name released statistics ({sorted(released.data_vars)}); "
+            f"got {unknown}."
+        )
+    cells = [(name, index) for name in names for index in np.ndindex(released[name].shape)]
+    shown = cells[:max_panels]
+    columns = min(4, len(shown))
+    rows = math.ceil(len(shown) / columns)
+    # The figure before the style context (see plot_privacy).
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(3.2 * columns, 2.5 * rows), layout="constrained", squeeze=False
+    )
+    with az.style.context("arviz-darkgrid"):
+        for ax, (name, index) in zip(axes.flat, shown, strict=False):
+            replicated = ppc.posterior_predictive[name].values[(Ellipsis, *index)].ravel()
+            value = float(released[name].values[index])
+            ax.hist(replicated, bins=bins, color="C0", alpha=0.75)
+            ax.axvline(value, color="C3", lw=2)
+            tail = float(np.mean(replicated >= value))
+            ax.set_title(name + (str(list(index)) if index else ""), fontsize="small")
+            ax.text(
+                0.02,
+                0.92,
+                f"P(rep ≥ released) = {tail:.2f}",
+                transform=ax.transAxes,
+                fontsize="x-small",
+            )
+            ax.set_yticks([])
+        for ax in axes.flat[len(shown) :]:
+            ax.set_visible(False)
+    left_out = len(cells) - len(shown)
+    figure.suptitle(
+        "Replicated releases (histogram) against the released value (line)"
+        + (f"; {left_out} more cells not shown" if left_out else ""),
+        fontsize="small",
+    )
+    return axes

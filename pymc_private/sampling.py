@@ -18,7 +18,7 @@ import pymc as pm
 import xarray as xr
 
 from pymc_private.augmentation import augmented_posterior
-from pymc_private.compiling import compiling
+from pymc_private.compiling import quiet_sampling
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.checks import checked_rng
@@ -29,12 +29,21 @@ from pymc_private.errors import (
     ConvergenceWarning,
     InvalidPrivacyParameterError,
     UnsupportedModelError,
+    counted,
 )
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
+from pymc_private.noise_aware import latent_names
 from pymc_private.posterior import batched_posterior, inference_data
 from pymc_private.privatisation import Privatisation, privatised_route
-from pymc_private.release import LEDGER_ATTR, NOISE_AWARE_ATTR, PUBLIC_ATTRS, seal
+from pymc_private.release import (
+    LATENT_GROUP,
+    LEDGER_ATTR,
+    NOISE_AWARE_ATTR,
+    PUBLIC_ATTRS,
+    seal,
+    separate_latents,
+)
 from pymc_private.steps.base import PrivateStep
 
 __all__ = ["sample"]
@@ -90,10 +99,14 @@ def sample(
 
     The returned InferenceData holds the posterior draws, the sample stats the private steps
     declare safe (``privacy_epsilon`` per draw, ...), the privatised statistics (as
-    ``constant_data``) and the ledger as JSON in ``idata.attrs["privacy_ledger"]``. It holds
-    no ``observed_data``, raw ``constant_data``, ``log_likelihood`` or ``lp``. The
-    console (PyMC's progress bar and "sampling took N seconds") is not a released
-    artifact: running time is a side channel outside ε, dropped from the InferenceData.
+    ``constant_data``) and the ledger as JSON in ``idata.attrs["privacy_ledger"]``. The
+    posterior holds the variables of the user's model; the latent variables a noise-aware
+    likelihood adds (the true group shares behind released group counts,
+    ``counts(y)_true_share``) are released beside it, in the group ``latent_posterior``, so
+    that az.summary and az.plot_trace show the user's model. It holds no ``observed_data``,
+    raw ``constant_data``, ``log_likelihood`` or ``lp``. The console (PyMC's progress bar
+    and "sampling took N seconds") is not a released artifact: running time is a side
+    channel outside ε, dropped from the InferenceData.
 
     Parameters
     ----------
@@ -191,6 +204,7 @@ def sample(
             if kwargs.get("var_names") is not None:
                 idata.posterior = idata.posterior[list(kwargs["var_names"])]
             idata.add_groups(constant_data=_constant_data(privatisation))
+            separate_latents(idata, latent_names(model, privatisation))
             if chained and kwargs.get("compute_convergence_checks", True):
                 _warn_unmixed(idata, per_draw=False)
             return seal(idata)
@@ -199,7 +213,7 @@ def sample(
     # whatever they draw outside this run (in a callback, another thread).
     run_steps = [_prepaid_copy(s) if isinstance(s, PrivateStep) else s for s in steps]
     convergence_checks = kwargs.pop("compute_convergence_checks", True)
-    with compiling():
+    with quiet_sampling():  # without PyMC's advice on short chains (and rich's on ipywidgets)
         idata = pm.sample(
             draws,
             tune=tune,
@@ -218,6 +232,8 @@ def sample(
     released.attrs["sampler"] = "pm.sample: " + (
         ", ".join(names) if names else "PyMC's step methods (NUTS for continuous variables)"
     )
+    if privatisation is not None:
+        separate_latents(released, latent_names(model, privatisation))
     if convergence_checks:
         _warn_unmixed(released, per_draw=any(s.touches_raw_data for s in private_steps))
     released.attrs[LEDGER_ATTR] = ledger.to_json()
@@ -251,8 +267,11 @@ def _warn_unused(kwargs: dict) -> None:
 
 def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
     """One `ConvergenceWarning` in place of PyMC's, computed from the released draws only
-    (post-processing), with PyMC's thresholds: R-hat > 1.01, bulk ESS < 100 per chain."""
+    (post-processing), with PyMC's thresholds: R-hat > 1.01, bulk ESS < 100 per chain. The
+    latents of a noise-aware likelihood (``latent_posterior``) are checked too."""
     posterior = idata.posterior
+    latent = idata[LATENT_GROUP] if LATENT_GROUP in idata.groups() else xr.Dataset()
+    posterior = xr.merge([posterior, latent])
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
     if chains < 2 or draws < 4 or not posterior.data_vars:
         return
@@ -278,11 +297,14 @@ def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
             "These draws come from a privatised model: they are free (post-processing), so "
             "sample more (larger draws= and tune=) until the chains agree."
         )
+    summaries = ["az.summary(idata)"]
+    if {worst_rhat, worst_ess} & set(latent.data_vars):
+        summaries.append(f"az.summary(idata.{LATENT_GROUP}) for the latent group sizes")
     warnings.warn(
         f"The {chains} released chains of {draws} draws have not mixed: R-hat up to "
         f"{rhat:.3f} (`{worst_rhat}`), bulk effective sample size down to {ess:.0f} "
         f"(`{worst_ess}`) (PyMC's thresholds: 1.01 and {100 * chains}). {advice} See "
-        "az.summary(idata).",
+        f"{' and '.join(summaries)}.",
         ConvergenceWarning,
         stacklevel=3,
     )
@@ -411,7 +433,10 @@ def _check_budget(
             raise
         iterations = budget.affordable_count(ledger, per_draw, per_count=chains)
         affordable = max(0, iterations - tune)
-        advice = f"With {chains} chains and tune={tune}, at most {affordable} draws per chain fit"
+        advice = (
+            f"With {chains} chains and tune={tune}, at most {counted(affordable, 'draw')} per "
+            "chain fit"
+        )
         remaining = budget.remaining(ledger)
         if remaining > 0:
             # Dividing every step's per-draw ε by `factor` makes the planned spend fit by

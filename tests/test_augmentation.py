@@ -185,7 +185,7 @@ def test_naive_bayes_group_sizes_and_rates_are_the_exact_posterior():
     assert _ks(posterior["pi"].values, grid, marginals["pi"]) > 1e-3
     assert _ks(posterior["theta"].values[..., 0, 0], grid, marginals["theta0"]) > 1e-3
     assert _ks(posterior["theta"].values[..., 1, 0], grid, marginals["theta1"]) > 1e-3
-    share = posterior["counts(y_obs)_true_share"].values
+    share = idata.latent_posterior["counts(y_obs)_true_share"].values
     assert np.allclose(share.sum(axis=-1), 1.0) and np.all(np.rint(share * n) == share * n)
 
 

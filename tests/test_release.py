@@ -13,6 +13,8 @@ import logging
 
 import arviz as az
 import hypothesis.strategies as st
+import matplotlib
+import matplotlib.pyplot
 import numpy as np
 import pymc as pm
 import pytest
@@ -22,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 import pymc_private as pmp
 
 logging.getLogger("pymc").setLevel(logging.ERROR)
+matplotlib.use("Agg")
 
 WEIGHTS = np.array([0.8, -0.5])
 
@@ -69,7 +72,7 @@ def test_the_ordinary_follow_ups_are_caught_with_their_reasons(regression):
     assert not check.releasable
     assert "raw observed values" in found["observed_data"]
     assert "pmp.sample_posterior_predictive" in found["posterior_predictive"]
-    assert "az.loo" in found["log_likelihood"]
+    assert "az.loo" in found["log_likelihood"] and "pmp.loo" in found["log_likelihood"]
     assert "attrs['sampling_time']" in found
     assert "<li>" in check._repr_html_()
 
@@ -216,3 +219,134 @@ def test_replicated_group_counts_follow_the_model_that_was_fitted(make_naive_bay
         assert replicated.shape[2:] == released[name].shape
         p_value = (replicated >= released[name]).mean(("chain", "draw")).values
         assert np.all((p_value > 0.01) & (p_value < 0.99)), name
+
+
+@pytest.fixture(scope="module")
+def naive_bayes_fit():
+    """Naive Bayes privatised at ε = 1 (noise-aware: latent class sizes), drawn in numpy."""
+    from pymc_private.demo import naive_bayes_model
+
+    rng = np.random.default_rng(21)
+    labels = rng.integers(0, 2, 300)
+    features = (rng.random((300, 3)) < np.where(labels[:, None] == 1, 0.7, 0.3)).astype(int)
+    private = pmp.privatize(naive_bayes_model(labels, features, a=0.05), 1.0, random_seed=3)
+    with private:
+        idata = pmp.sample(
+            100,
+            chains=2,
+            cores=1,
+            progressbar=False,
+            random_seed=4,
+            compute_convergence_checks=False,
+        )
+    return private, idata
+
+
+def test_arviz_shows_the_users_variables_and_the_latents_are_released_beside(
+    naive_bayes_fit, tmp_path
+):
+    """The latent class shares of the noise-aware likelihood are not in the posterior (nor in
+    az.summary), but in the sealed group ``latent_posterior``, which survives to_netcdf and
+    feeds the replicated class counts."""
+    private, idata = naive_bayes_fit
+    share = "counts(y_obs)_true_share"
+    assert share in private.named_vars
+    assert set(idata.posterior.data_vars) == {"pi", "theta"}
+    assert not any(share in str(d) for d in idata.posterior.dims)
+    assert not any("true_share" in row for row in az.summary(idata).index)
+    assert set(idata.latent_posterior.data_vars) == {share}
+    assert np.allclose(idata.latent_posterior[share].sum(share + "_dim_0"), 1.0)
+    idata.to_netcdf(tmp_path / "fit.nc")
+    loaded = az.from_netcdf(tmp_path / "fit.nc")
+    assert pmp.check_release(loaded).releasable
+    ppc = pmp.sample_posterior_predictive(loaded, private, random_seed=1)
+    assert "counts(y_obs)" in ppc.posterior_predictive
+    forged = loaded.copy()
+    forged.latent_posterior[share] = forged.latent_posterior[share] * 0.5
+    with pytest.raises(pmp.UnsupportedModelError, match="latent_posterior"):
+        pmp.sample_posterior_predictive(forged, private)
+
+
+def test_plot_ppc_checks_every_released_cell_on_its_own_panel(naive_bayes_fit, privatised_fit):
+    """One panel per released cell (az.plot_ppc pooled the cells of a statistic and left a
+    scalar release empty): the replicated releases' histogram and the released value."""
+    private, idata = naive_bayes_fit
+    ppc = pmp.sample_posterior_predictive(idata, private, random_seed=1)
+    released = ppc.observed_data
+    cells = [
+        (name, index) for name in released.data_vars for index in np.ndindex(released[name].shape)
+    ]
+    axes = pmp.plot_ppc(ppc)
+    panels = [ax for ax in axes.flat if ax.get_visible()]
+    assert len(panels) == len(cells) > 2
+    for ax, (name, index) in zip(panels, cells, strict=True):
+        assert ax.get_title().startswith(name)
+        assert ax.lines[0].get_xdata()[0] == pytest.approx(float(released[name].values[index]))
+        assert sum(patch.get_height() for patch in ax.patches) == 2 * 100  # every draw
+    private, idata = privatised_fit  # a scalar release: one histogram, one line
+    ppc = pmp.sample_posterior_predictive(idata, private, random_seed=1)
+    (ax,) = [ax for ax in pmp.plot_ppc(ppc).flat if ax.get_visible()]
+    (name,) = ppc.observed_data.data_vars
+    assert ax.lines[0].get_xdata()[0] == pytest.approx(float(ppc.observed_data[name]))
+    assert len(ax.patches) == 30
+    with pytest.raises(pmp.UnsupportedModelError, match="released statistics"):
+        pmp.plot_ppc(ppc, var_names=["x"])
+    assert len(pmp.plot_ppc(ppc, max_panels=1).flat) == 1
+    matplotlib.pyplot.close("all")
+
+
+def test_posterior_predictive_takes_pymcs_keywords(privatised_fit, regression):
+    private, idata = privatised_fit
+    extended = idata.copy()
+    returned = pmp.sample_posterior_predictive(
+        extended, private, progressbar=False, extend_inferencedata=True, random_seed=1
+    )
+    assert returned is extended and "posterior_predictive" in extended.groups()
+    assert pmp.check_release(extended).releasable
+    draws = pmp.sample_posterior_predictive(idata, private, return_inferencedata=False)
+    assert {name: value.shape for name, value in draws.items()} == {
+        name: (2, 300) for name in pmp.privatised_statistics(private)
+    }
+    model, fit = regression
+    predicted = pmp.sample_posterior_predictive(
+        fit, model, inputs={"x_obs": np.zeros((3, 2))}, progressbar=False, compile_kwargs={}
+    )
+    assert predicted.predictions["y"].shape == (2, 200, 3)
+    with pytest.raises(TypeError, match="predictions="):
+        pmp.sample_posterior_predictive(fit, model, predictions=False)
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['progress'\\]"):
+        pmp.sample_posterior_predictive(fit, model, progress=False)
+
+
+def test_loo_says_why_it_cannot_run_and_what_to_run_instead(privatised_fit):
+    """az.loo fails on a private fit with ArviZ's bare message; pmp.loo, its stand-in, says
+    why (a per-record log-likelihood is not releasable) and names the free alternative, with
+    a typed error that is also ArviZ's TypeError."""
+    _, idata = privatised_fit
+    with pytest.raises(TypeError, match="log likelihood not found"):
+        az.loo(idata)
+    with pytest.raises(pmp.NotReleasableError, match="every raw record") as refusal:
+        pmp.loo(idata, pointwise=True)
+    assert isinstance(refusal.value, TypeError)
+    assert "pmp.sample_posterior_predictive" in str(refusal.value)
+    assert "pmp.plot_ppc" in str(refusal.value)
+
+
+def test_plain_pymc_calls_on_raw_data_are_named_by_check_release(coin_model):
+    """pm.sample on a model with PrivateData runs on the raw records (PyMC has no hook for a
+    package to warn then; docs/accounting.md says so beside check_release): every group it
+    produces is named where the result would leave."""
+    with coin_model:
+        idata = pm.sample(
+            5,
+            tune=0,
+            chains=1,
+            step=pm.Metropolis(),
+            progressbar=False,
+            compute_convergence_checks=False,
+            idata_kwargs={"log_likelihood": True},
+        )
+    found = dict(pmp.check_release(idata).findings)
+    assert {"posterior", "sample_stats", "observed_data", "log_likelihood"} <= set(found)
+    assert "sample with pmp.sample" in found["posterior"]
+    assert "pmp.loo" in found["log_likelihood"]

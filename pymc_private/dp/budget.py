@@ -24,7 +24,7 @@ from pymc_private.dp.composition import (
     within,
 )
 from pymc_private.dp.events import Release
-from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
+from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError, counted
 
 if TYPE_CHECKING:
     from pymc_private.dp.ledger import PrivacyLedger
@@ -124,8 +124,9 @@ class Budget:
             spent = ledger.composition(self.delta)
             planned_sum = rounded(exact_sum(groups_of(counts_of(items))))
             raise BudgetExceededError(
-                f"Planned spend ε = {six_digits(planned_sum)} ({sum(r.count for r in items)} "
-                f"releases) on top of ε = {six_digits(spent.epsilon)} already spent composes to "
+                f"Planned spend ε = {six_digits(planned_sum)} "
+                f"({counted(sum(r.count for r in items), 'release')}) on top of "
+                f"ε = {six_digits(spent.epsilon)} already spent composes to "
                 f"ε = {six_digits(total.epsilon)} at δ = {six_digits(self.delta)} "
                 f"({total.method}), over the budget ε = {six_digits(self.epsilon)}. Nothing was "
                 "recorded. Plan fewer releases (draws × chains), a smaller per-release ε (a "

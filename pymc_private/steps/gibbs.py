@@ -100,6 +100,53 @@ GIBBS_PROPOSALS = 1_000
 class PrivateGibbs(BlockedStep, PrivateStep):
     r"""Conjugate Gibbs sampling through sufficient statistics, private by construction.
 
+    On a model returned by `pmp.privatize` every sweep is free; on raw data a sweep costs
+    Σ_j (2L_j/T + a_j), charged per iteration (tuning included) by `pmp.sample`. Why: Notes
+    below and :ref:`costs-gibbs`.
+
+    Parameters
+    ----------
+    vars
+        Free variables (or their value variables), one block each. Default: on a privatised
+        model, every free variable with a closed-form conditional (PyMC assigns the others
+        its own samplers, free there); on raw data, every free variable (an unsupported one
+        raises).
+    temperature
+        T ≥ 1, finite: the likelihood is raised to 1/T (ε per sweep Σ_j (2L_j/T + a_j) on raw
+        data).
+    cells
+        On raw data, the number of grid cells each entry of a block is drawn on (an integer
+        in [2, 65536], default 1024; a Dirichlet block uses the finest lattice of at most
+        that many points). Public: choose it so that a cell (support width / cells) is well
+        below the posterior's standard deviation. Ignored on a privatised model.
+    secure
+        On raw data: True (default) draws every data-dependent choice with OpenDP's exact
+        sampler from the operating system's generator, not reproducible from a seed; False
+        draws it from ``rng`` in floating point (reproducible by whoever holds the seed, and
+        not exact), and the releases are marked not secure. A ``random_seed`` given to
+        `pmp.sample` seeds ``rng`` only: with True, the chain is not reproducible from it.
+    model
+        The model (default: the context model).
+    rng
+        Seed or generator; ``pm.sample`` replaces it per chain (`set_rng`).
+    initial_point, compile_kwargs, blocked
+        As in PyMC's step methods (``blocked`` is accepted for PyMC; blocks are always one
+        per variable).
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        A temperature below 1, NaN or infinite, or ``cells`` outside [2, 65536], before the
+        model is read.
+    UnsupportedModelError
+        A variable without a closed-form conditional (the message names it and suggests
+        pmp.PrivateMetropolis), a variable not of the model, or a model the privacy analysis
+        cannot reduce to statistics for these variables.
+    UnboundedSensitivityError, DataBoundsError
+        From `pmp.analyze` on raw data.
+
+    Notes
+    -----
     One iteration (a sweep) draws each block θ_j, one free variable, from its tempered
     conditional restricted to its prior's support Θ_j,
 
@@ -110,8 +157,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     Categorical counts; Gamma for Poisson and Exponential rates and for the precision of a
     Normal; Normal for a mean with σ known or given; MvNormal for regression weights).
 
-    Privacy cost per iteration
-    --------------------------
+    **Privacy cost per iteration.**
     *On a model returned by* `pmp.privatize`: ε = 0. The statistics are the privatised ones,
     already paid for by the privatisation's release; every draw is post-processing, drawn
     exactly in floating point (`pymc_private.conjugate`); a Dirichlet or regression-weight
@@ -156,47 +202,6 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     cost is the same 2·L_j/T, and a_j is computed over every value the hyperparameters'
     (bounded) supports allow (:ref:`costs-gibbs`). The hyperparameters read no data:
     ``step=[PrivateGibbs([mu]), pmp.PrivateMetropolis([m0, s0])]`` pays for ``mu`` only.
-
-    Parameters
-    ----------
-    vars
-        Free variables (or their value variables), one block each. Default: on a privatised
-        model, every free variable with a closed-form conditional (PyMC assigns the others
-        its own samplers, free there); on raw data, every free variable (an unsupported one
-        raises).
-    temperature
-        T ≥ 1, finite: the likelihood is raised to 1/T (ε per sweep Σ_j (2L_j/T + a_j) on raw
-        data).
-    cells
-        On raw data, the number of grid cells each entry of a block is drawn on (an integer
-        in [2, 65536], default 1024; a Dirichlet block uses the finest lattice of at most
-        that many points). Public: choose it so that a cell (support width / cells) is well
-        below the posterior's standard deviation. Ignored on a privatised model.
-    secure
-        On raw data: True (default) draws every data-dependent choice with OpenDP's exact
-        sampler from the operating system's generator, not reproducible from a seed; False
-        draws it from ``rng`` in floating point (reproducible by whoever holds the seed, and
-        not exact), and the releases are marked not secure. A ``random_seed`` given to
-        `pmp.sample` seeds ``rng`` only: with True, the chain is not reproducible from it.
-    model
-        The model (default: the context model).
-    rng
-        Seed or generator; ``pm.sample`` replaces it per chain (`set_rng`).
-    initial_point, compile_kwargs, blocked
-        As in PyMC's step methods (``blocked`` is accepted for PyMC; blocks are always one
-        per variable).
-
-    Raises
-    ------
-    InvalidPrivacyParameterError
-        A temperature below 1, NaN or infinite, or ``cells`` outside [2, 65536], before the
-        model is read.
-    UnsupportedModelError
-        A variable without a closed-form conditional (the message names it and suggests
-        pmp.PrivateMetropolis), a variable not of the model, or a model the privacy analysis
-        cannot reduce to statistics for these variables.
-    UnboundedSensitivityError, DataBoundsError
-        From `pmp.analyze` on raw data.
     """
 
     name = "private_gibbs"

@@ -153,6 +153,82 @@ class PrivateMetropolisState(StepMethodState):
 class PrivateMetropolis(ArrayStepShared, PrivateStep):
     r"""Random-walk Metropolis with Barker acceptance: a differentially private MCMC step.
 
+    One step on raw data costs ε = (2L + 8η)/T + 2⁻⁴³ (2c/T + 2⁻⁴³ with ``clip=c``), charged
+    per iteration (tuning included) by `pmp.sample`. Why, and what η is: Notes below and
+    :ref:`costs-metropolis`.
+
+    Parameters
+    ----------
+    vars
+        Free random variables (or their value variables) sampled jointly as one block.
+        Defaults to every free variable of the model.
+    temperature
+        T ≥ 1, finite. The likelihood is tempered by 1/T; ε per step is (2L + 8η)/T + 2⁻⁴³
+        (or 2c/T + 2⁻⁴³).
+    proposal_scale
+        s > 0: the standard deviation of the Gaussian walk in the sampling space, a scalar
+        or one value per element of the raveled ``vars``. Public; with ``tune=True`` it is
+        the starting scale.
+    clip
+        c in [2⁻⁹⁷⁰, 2⁹⁷⁰]: clip each record's log-likelihood ratio to [−c, c] and charge
+        2c/T + 2⁻⁴³ per step, with no assumption on the floating-point error of ℓ. The
+        privacy analysis of L is then not consulted.
+    secure
+        True (default): the accept/reject decision is OpenDP's exact sampler fed by the
+        operating system's cryptographic generator; ``self.rng`` (and hence a seed) drives
+        only the data-independent proposals, so a seeded chain is not reproducible, and its
+        releases are recorded as secure. False: the decision is a numpy Gumbel-max from
+        ``self.rng``, which realises σ(Λ) only up to floating-point rounding and makes the
+        chain reproducible by whoever holds the seed: for simulations, tests and benchmarks
+        on public data; its releases are recorded as not secure. Use ``secure=False`` for a
+        seeded run that must be reproducible.
+    tune
+        Whether to adapt the proposal scale while tuning (``pm.sample`` tunes for its
+        ``tune`` iterations and then calls ``stop_tuning``; a standalone step adapts until
+        ``stop_tuning`` is called). ``False`` keeps the scale fixed.
+    model
+        The model (defaults to the context model). It must observe its data through
+        `pmp.PrivateData`. The step keeps the checked values the data hold when it is built:
+        to sample other data, change them with ``pm.set_data`` and build a new step.
+    rng
+        Seed or generator of the step's randomness (``pm.sample`` replaces it per chain):
+        the proposals, and with ``secure=False`` the decisions.
+    initial_point, compile_kwargs
+        As in PyMC's step methods.
+    blocked
+        As in PyMC. ``True`` (default) moves ``vars`` as one block charged one ε per step;
+        ``False`` makes PyMC build a ``CompoundStep`` of one PrivateMetropolis per variable,
+        each charged its own ε.
+
+    Attributes
+    ----------
+    sensitivity
+        L (or c; 0 for a block no likelihood depends on).
+    log_likelihood_error
+        η of assumption (A) (0 with ``clip`` or without likelihood).
+    record_bound
+        K, the clip of each record's ratio: c, or C + 4η rounded up (0 without likelihood).
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        A temperature below 1 or not finite, a proposal scale that is not positive and
+        finite, a ``clip`` outside [2⁻⁹⁷⁰, 2⁹⁷⁰] or a ``secure`` that is not a bool, checked
+        before the model is read.
+    UnsupportedModelError
+        ``vars`` that are not continuous free random variables of the model, a model without
+        `PrivateData`, private data read by a prior, a `Potential` or a `Deterministic`
+        (directly or through an observed variable), a likelihood the privacy analysis cannot
+        bound (without ``clip``), or one whose records cannot be separated.
+    DataBoundsError
+        `PrivateData` whose current value fails its declaration's checks (shape, dtype,
+        finite, within bounds), as after a ``pm.set_data`` that broke them.
+    UnboundedSensitivityError
+        Without ``clip``, when L is infinite (from `pmp.analyze`, naming what to bound), or
+        when C or ε is not finite in floating point.
+
+    Notes
+    -----
     One step proposes θ' = θ + s·z with z ~ N(0, I) in the sampling (transformed) space and
     accepts it with Barker's probability σ(Λ) = 1 / (1 + e^−Λ), where
 
@@ -165,8 +241,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     ξ(θ) Π_i p(x_i | θ)^{1/T}, so the chain targets it (at T = 1, the posterior), up to the
     grid and the clamp of "As computed" below.
 
-    Privacy cost of one step (pure ε-DP, replace-one neighbours, n public)
-    ----------------------------------------------------------------------
+    **Privacy cost of one step (pure ε-DP, replace-one neighbours, n public).**
     With u = 2⁻⁵³ and B = 512 (`LOG_ODDS_BOUND`), one step costs
 
         ε = 2c/T + 2⁻⁴³                          with ``clip=c``,
@@ -280,8 +355,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     The usual min(1, e^Λ) rule is *not* ε-DP for any finite ε: where Λ_D ≥ 0 > Λ_D' a
     rejection has probability 0 under D and a positive one under D'. It is never offered.
 
-    Clipped variant (``clip=c``, for models whose L is infinite)
-    ------------------------------------------------------------
+    **Clipped variant (``clip=c``, for models whose L is infinite).**
     Each record's log-likelihood ratio is clipped to [−c, c] before tempering (above), so
     replacing one record moves Λ by at most 2c/T + 2⁻⁴³, whatever the likelihood. A ratio
     that is undefined, as when ℓ(x_i; θ) = ℓ(x_i; θ') = −∞ for a likelihood whose support
@@ -300,8 +374,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     per-record ratio is at most B‖θ' − θ‖). Choose c from public knowledge, large enough
     for typical moves, and read the draws as draws from that distribution.
 
-    Tuning
-    ------
+    **Tuning.**
     With ``tune=True`` the proposal scale s is adapted during ``pm.sample``'s tuning phase by
     the Robbins–Monro recursion on log s of adaptive scaling (Andrieu & Thoms, "A tutorial
     on adaptive MCMC", Statistics and Computing 18:343–373, 2008), with the accept
@@ -330,76 +403,6 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     This step is not registered in ``pm.STEP_METHODS``: a private step is chosen explicitly
     on raw data (``pmp.sample`` refuses non-private steps, and PyMC must never assign this
     one to variables of a public model, nor a public one to a private model).
-
-    Parameters
-    ----------
-    vars
-        Free random variables (or their value variables) sampled jointly as one block.
-        Defaults to every free variable of the model.
-    temperature
-        T ≥ 1, finite. The likelihood is tempered by 1/T; ε per step is (2L + 8η)/T + 2⁻⁴³
-        (or 2c/T + 2⁻⁴³).
-    proposal_scale
-        s > 0: the standard deviation of the Gaussian walk in the sampling space, a scalar
-        or one value per element of the raveled ``vars``. Public; with ``tune=True`` it is
-        the starting scale.
-    clip
-        c in [2⁻⁹⁷⁰, 2⁹⁷⁰]: clip each record's log-likelihood ratio to [−c, c] and charge
-        2c/T + 2⁻⁴³ per step, with no assumption on the floating-point error of ℓ. The
-        privacy analysis of L is then not consulted.
-    secure
-        True (default): the accept/reject decision is OpenDP's exact sampler fed by the
-        operating system's cryptographic generator; ``self.rng`` (and hence a seed) drives
-        only the data-independent proposals, so a seeded chain is not reproducible, and its
-        releases are recorded as secure. False: the decision is a numpy Gumbel-max from
-        ``self.rng``, which realises σ(Λ) only up to floating-point rounding and makes the
-        chain reproducible by whoever holds the seed: for simulations, tests and benchmarks
-        on public data; its releases are recorded as not secure. Use ``secure=False`` for a
-        seeded run that must be reproducible.
-    tune
-        Whether to adapt the proposal scale while tuning (``pm.sample`` tunes for its
-        ``tune`` iterations and then calls ``stop_tuning``; a standalone step adapts until
-        ``stop_tuning`` is called). ``False`` keeps the scale fixed.
-    model
-        The model (defaults to the context model). It must observe its data through
-        `pmp.PrivateData`. The step keeps the checked values the data hold when it is built:
-        to sample other data, change them with ``pm.set_data`` and build a new step.
-    rng
-        Seed or generator of the step's randomness (``pm.sample`` replaces it per chain):
-        the proposals, and with ``secure=False`` the decisions.
-    initial_point, compile_kwargs
-        As in PyMC's step methods.
-    blocked
-        As in PyMC. ``True`` (default) moves ``vars`` as one block charged one ε per step;
-        ``False`` makes PyMC build a ``CompoundStep`` of one PrivateMetropolis per variable,
-        each charged its own ε.
-
-    Attributes
-    ----------
-    sensitivity
-        L (or c; 0 for a block no likelihood depends on).
-    log_likelihood_error
-        η of assumption (A) (0 with ``clip`` or without likelihood).
-    record_bound
-        K, the clip of each record's ratio: c, or C + 4η rounded up (0 without likelihood).
-
-    Raises
-    ------
-    InvalidPrivacyParameterError
-        A temperature below 1 or not finite, a proposal scale that is not positive and
-        finite, a ``clip`` outside [2⁻⁹⁷⁰, 2⁹⁷⁰] or a ``secure`` that is not a bool, checked
-        before the model is read.
-    UnsupportedModelError
-        ``vars`` that are not continuous free random variables of the model, a model without
-        `PrivateData`, private data read by a prior, a `Potential` or a `Deterministic`
-        (directly or through an observed variable), a likelihood the privacy analysis cannot
-        bound (without ``clip``), or one whose records cannot be separated.
-    DataBoundsError
-        `PrivateData` whose current value fails its declaration's checks (shape, dtype,
-        finite, within bounds), as after a ``pm.set_data`` that broke them.
-    UnboundedSensitivityError
-        Without ``clip``, when L is infinite (from `pmp.analyze`, naming what to bound), or
-        when C or ε is not finite in floating point.
     """
 
     name = "private_metropolis"
