@@ -54,6 +54,7 @@ from pymc_private.sampling import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 from pymc_private.support import ParameterSupport, parameter_support
+from pymc_private.synthetic import SyntheticEstimate, combine_synthetic, synthesize
 
 __version__ = "0.1.0"
 
@@ -83,6 +84,7 @@ __all__ = [
     "PrivateMetropolis",
     "Release",
     "ReleaseCheck",
+    "SyntheticEstimate",
     "TruncatedBeta",
     "TruncatedDirichlet",
     "TruncatedExponential",
@@ -95,6 +97,7 @@ __all__ = [
     "analyze",
     "check_private_data",
     "check_release",
+    "combine_synthetic",
     "discrete_laplace",
     "epsilon_lower_bound",
     "exponential_mechanism",
@@ -117,6 +120,7 @@ __all__ = [
     "sample",
     "sample_posterior",
     "sample_posterior_predictive",
+    "synthesize",
 ]
 
 

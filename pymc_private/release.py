@@ -22,6 +22,7 @@ from typing import NoReturn
 
 import arviz as az
 import numpy as np
+import pandas as pd
 import pymc as pm
 import xarray as xr
 from pymc.model.fgraph import clone_model
@@ -46,10 +47,16 @@ __all__ = [
     "loo",
     "sample_posterior_predictive",
     "seal",
+    "seal_frame",
+    "sealed",
 ]
 
 SEAL_ATTR = "privacy_release"
 LEDGER_ATTR = "privacy_ledger"
+# A synthetic table's posterior draw (chain, draw), public: an index into a released posterior.
+POSTERIOR_DRAW_ATTR = "posterior_draw"
+# 1 on the ``constant_data`` of a fit of a noise-aware privatised model, 0 on a plug-in one.
+NOISE_AWARE_ATTR = "noise_aware"
 # The group of the noise-aware likelihood's latent variables (`noise_aware.latent_names`):
 # released like the posterior, kept out of it so that ArviZ shows the user's model.
 LATENT_GROUP = "latent_posterior"
@@ -63,6 +70,7 @@ PUBLIC_ATTRS = (
     "tuning_steps",
     "sampler",
     "temperature",
+    NOISE_AWARE_ATTR,
 )
 
 _WHY = {
@@ -111,6 +119,32 @@ def seal(idata: az.InferenceData) -> az.InferenceData:
         group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
         group.attrs[SEAL_ATTR] = _digest(group)
     return idata
+
+
+def sealed(group: xr.Dataset) -> bool:
+    """Whether a group was sealed by a private route and is unchanged since."""
+    return group.attrs.get(SEAL_ATTR) == _digest(group)
+
+
+def _frame_digest(frame: pd.DataFrame) -> str:
+    """SHA-256 of a table's columns (position, name, dtype, values) and index, by `_digest`."""
+    columns = {
+        f"{j}|{name}": xr.DataArray(frame.iloc[:, j].to_numpy(), dims=["row"])
+        for j, name in enumerate(frame.columns)
+    }
+    return _digest(xr.Dataset(columns, coords={"row": frame.index.to_numpy()}))
+
+
+def seal_frame(frame: pd.DataFrame, ledger: str, draw: tuple[int, int]) -> pd.DataFrame:
+    """Seal a synthetic table (in place), with the JSON ``ledger`` of what paid for it and the
+    (chain, draw) of the released posterior draw it was generated from (``frame.attrs``);
+    returns it."""
+    frame.attrs = {
+        SEAL_ATTR: _frame_digest(frame),
+        LEDGER_ATTR: ledger,
+        POSTERIOR_DRAW_ATTR: [int(i) for i in draw],
+    }
+    return frame
 
 
 def separate_latents(idata: az.InferenceData, names: list[str]) -> az.InferenceData:
@@ -172,8 +206,12 @@ class ReleaseCheck:
         return f"<p>{heading}</p><ul>{items}</ul>"
 
 
-def check_release(idata: az.InferenceData) -> ReleaseCheck:
+def check_release(idata: az.InferenceData | pd.DataFrame) -> ReleaseCheck:
     """Whether ``idata`` may be released: which groups and attributes would leak, and why.
+
+    A pandas DataFrame (a synthetic data set of `pmp.synthesize`) is releasable when it is
+    sealed and unchanged since (its values, columns, dtypes and index), with no attribute but
+    the seal, the ledger and the posterior draw it came from.
 
     Releasable means every group was sealed by `pmp.sample`, `pmp.sample_posterior` or
     `pmp.sample_posterior_predictive` and is unchanged since (also after ``to_netcdf``), and
@@ -183,8 +221,13 @@ def check_release(idata: az.InferenceData) -> ReleaseCheck:
     posterior from ``pm.sample``), sealed groups whose values, variables or coordinates
     changed, and other attributes (e.g. ``sampling_time``, a timing side channel).
     """
+    if isinstance(idata, pd.DataFrame):
+        return _check_frame(idata)
     if not isinstance(idata, az.InferenceData):
-        raise TypeError(f"check_release takes an arviz.InferenceData, got {type(idata).__name__}.")
+        raise TypeError(
+            "check_release takes an arviz.InferenceData or a pandas DataFrame, got "
+            f"{type(idata).__name__}."
+        )
     findings = []
     for name in idata.groups():
         group = idata[name]
@@ -200,6 +243,20 @@ def check_release(idata: az.InferenceData) -> ReleaseCheck:
         for key in sorted(set(group.attrs) - {SEAL_ATTR, *PUBLIC_ATTRS}):
             findings.append((f"{name}.attrs[{key!r}]", "an attribute that is not public."))
     for key in sorted(set(idata.attrs) - {LEDGER_ATTR, *PUBLIC_ATTRS}):
+        findings.append((f"attrs[{key!r}]", "an attribute that is not public."))
+    return ReleaseCheck(tuple(findings))
+
+
+def _check_frame(frame: pd.DataFrame) -> ReleaseCheck:
+    """`check_release` of a table: sealed by a private route and unchanged since."""
+    seal_value = frame.attrs.get(SEAL_ATTR)
+    if seal_value is None:
+        findings = [("table", "not sealed by a private route: what it holds is unknown.")]
+    elif seal_value != _frame_digest(frame):
+        findings = [("table", "changed since a private route sealed it (values, columns, index).")]
+    else:
+        findings = []
+    for key in sorted(set(frame.attrs) - {SEAL_ATTR, LEDGER_ATTR, POSTERIOR_DRAW_ATTR}, key=str):
         findings.append((f"attrs[{key!r}]", "an attribute that is not public."))
     return ReleaseCheck(tuple(findings))
 

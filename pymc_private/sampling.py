@@ -39,6 +39,7 @@ from pymc_private.privatisation import Privatisation, privatised_route
 from pymc_private.release import (
     LATENT_GROUP,
     LEDGER_ATTR,
+    NOISE_AWARE_ATTR,
     PUBLIC_ATTRS,
     seal,
     separate_latents,
@@ -490,10 +491,12 @@ def _released(
 
 
 def _constant_data(privatisation: Privatisation) -> xr.Dataset:
-    """The privatised statistics, as the InferenceData's ``constant_data``."""
+    """The privatised statistics, as the InferenceData's ``constant_data``, with whether the
+    posterior models their noise (public: the user chose it)."""
     return xr.Dataset(
         {
             name: xr.DataArray(value, dims=[f"{name}_dim_{i}" for i in range(value.ndim)])
             for name, value in privatisation.statistics.items()
-        }
+        },
+        attrs={NOISE_AWARE_ATTR: int(privatisation.noise_aware)},
     )
