@@ -516,7 +516,8 @@ class StatisticSpec:
 def regression_group(specs: Sequence[StatisticSpec]) -> tuple[StatisticSpec, ...]:
     """The statistics of ``specs`` that are one regression's released moments: its Gram
     matrix XᵀX, its Xᵀy and, when present, its yᵀy and the per-group Σx and Σy of varying
-    intercepts (empty when ``specs`` holds no Gram matrix with one matching cross product).
+    intercepts (empty when ``specs`` holds no Gram matrix with one matching cross product, or
+    per-group sums of more than one grouping).
     `regression_l2_squared` bounds them jointly."""
     grams = [spec for spec in specs if spec.kind == "gram"]
     if len(grams) != 1:
@@ -540,6 +541,10 @@ def regression_group(specs: Sequence[StatisticSpec]) -> tuple[StatisticSpec, ...
         if (spec.kind == "group_gram" and spec.data == gram.data)
         or (spec.kind == "group_cross" and spec.data == cross.data[1:])
     ]
+    if len({spec.group_by for spec in intercepts}) > 1:
+        # Each grouping's one-hot design joins z: K groupings move K such rows, a bound
+        # `regression_l2_squared` does not take. Released apart, each at its own bound.
+        return ()
     return (gram, cross, *squares[:1], *intercepts)
 
 

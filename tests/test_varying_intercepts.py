@@ -220,6 +220,33 @@ def test_joint_l2_bound_holds_against_every_pair_of_corners(sigma_free):
     assert CellsPlan.merged_group(analysis) == group
 
 
+def test_two_groupings_of_one_response_are_not_bound_as_one():
+    """The same y read by alpha[g] + X @ w and beta[h] + X @ v: a record moves its row of each
+    grouping's per-group sums, which the one-hot bound of `regression_l2_squared` does not
+    take, so the moments are released apart, each at its own bound, and the planned Δ₂² covers
+    every pair of records (found by an attacker: the joint bound was 58 against a move of 64)."""
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", np.array([[1, -1], [0, 1]]), bounds=(-1, 1))
+        y_obs = pmp.PrivateData("y_obs", np.array([2, -1]), bounds=(-2, 2))
+        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
+        beta = pmp.TruncatedNormal("beta", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
+        v = pmp.TruncatedMvNormal("v", np.zeros(2), np.eye(2), radius=3.0)
+        pm.Normal("y", alpha[pm.Data("g", np.array([0, 0]))] + x_obs @ w, 1.0, observed=y_obs)
+        pm.Normal("y2", beta[pm.Data("h", np.array([1, 1]))] + x_obs @ v, 1.0, observed=y_obs)
+    analysis = analyze(model)
+    assert regression_group(analysis.statistics) == ()
+    corners = list(itertools.product((-1, 0, 1), (-1, 0, 1), (-2, 0, 2)))
+    rows = (np.array([[1, -1]]), np.array([-1]))
+    worst = max(
+        float(moved @ moved)
+        for pair in itertools.combinations(corners, 2)
+        for moved in [_moved(analysis, pair, rows)[0]]
+    )
+    assert worst == 64.0
+    assert worst <= CellsPlan.l2_weights(analysis)[1]
+
+
 def test_audit_per_group_moments_on_their_worst_pair_and_catch_half_scale(plan_at_scale):
     """XᵀX, Xᵀy, yᵀy and the per-group Σx, Σy released together at the ρ of their joint bound,
     as `privatize` draws and records them, on the corner pair that moves them most, seen
