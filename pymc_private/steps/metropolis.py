@@ -248,6 +248,21 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     per-record ratio is at most B‖θ' − θ‖). Choose c from public knowledge, large enough
     for typical moves, and read the draws as draws from that distribution.
 
+    Poisson-subsampled variant (``clip=c, sampling_rate=q``)
+    ---------------------------------------------------------
+    Each step reads a fresh Poisson subsample (each record with probability q', q rounded up
+    to a multiple of 2⁻⁵³), forms the clipped log-odds with the subsample's sum scaled by
+    1/q', adds Gaussian noise N(0, σ²) (σ = ``noise_scale``), and accepts with the penalty
+    method's probability min(1, exp(Λ̃ − σ²/2)), post-processing of the noisy log-odds Λ̃.
+    A step is the Gaussian mechanism on a Poisson subsample with noise multiplier
+    z = σ/Δ, Δ = c/(q'T) + 2⁻⁴³, recorded as the typed event
+    `pymc_private.dp.events.SubsampledGaussianEvent` (q', z) and composed by the ledger with
+    its replace-one Rényi curve; ``privacy_epsilon_per_draw`` is one step's ε at δ = 10⁻¹⁰.
+    The chain targets an approximation of the clipped tempered posterior: the penalty
+    corrects the noise σ² but not the subsample's own variance. The mechanism, its proof and
+    what it assumes of OpenDP's Gaussian are in `pymc_private.dp.subsampling`
+    (:ref:`costs-subsampled-metropolis`).
+
     Tuning
     ------
     With ``tune=True`` the proposal scale s is adapted during ``pm.sample``'s tuning phase by
@@ -295,6 +310,13 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         c in [2⁻⁹⁷⁰, 2⁹⁷⁰]: clip each record's log-likelihood ratio to [−c, c] and charge
         2c/T + 2⁻⁴³ per step, with no assumption on the floating-point error of ℓ. The
         privacy analysis of L is then not consulted.
+    sampling_rate
+        q in (0, 1], or None (default: every record, the exact Barker test). With q, each
+        step reads a Poisson subsample and is charged as the subsampled Gaussian
+        (:ref:`costs-subsampled-metropolis`); needs ``clip``.
+    noise_scale
+        σ > 0, the Gaussian noise on the subsampled log-odds (only with ``sampling_rate``).
+        The cost falls with σT/c; the acceptance rate falls with σ (about e^(−σ²/2) at best).
     secure
         True (default): the accept/reject decision is OpenDP's exact sampler fed by the
         operating system's cryptographic generator; ``self.rng`` (and hence a seed) drives
@@ -335,8 +357,9 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     ------
     InvalidPrivacyParameterError
         A temperature below 1 or not finite, a proposal scale that is not positive and
-        finite, a ``clip`` outside [2⁻⁹⁷⁰, 2⁹⁷⁰] or a ``secure`` that is not a bool, checked
-        before the model is read.
+        finite, a ``clip`` outside [2⁻⁹⁷⁰, 2⁹⁷⁰], a ``sampling_rate`` outside (0, 1] or
+        without ``clip``, a ``noise_scale`` that is not positive and finite, or a ``secure``
+        that is not a bool, checked before the model is read.
     UnsupportedModelError
         ``vars`` that are not continuous free random variables of the model, a model without
         `PrivateData`, private data read by a prior, a `Potential` or a `Deterministic`
