@@ -196,8 +196,14 @@ class Release:
         )
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable dict; `Release.from_dict` inverts it exactly."""
-        return asdict(self)
+        """A JSON-serialisable dict; `Release.from_dict` inverts it exactly. The subsampled
+        event's fields are left out when they are None, so a release without them reads and
+        writes as in the journals of earlier versions."""
+        fields = asdict(self)
+        for name in ("sampling_rate", "noise_multiplier"):
+            if fields[name] is None:
+                del fields[name]
+        return fields
 
     @classmethod
     def from_dict(cls, data: dict) -> Release:
