@@ -39,7 +39,7 @@ TRUE_WEIGHTS = np.array([1.0, -0.5])
 TUNE, DRAWS, CHAINS = 500, 1000, 2
 STEPS = CHAINS * (TUNE + DRAWS)
 BUDGET = pmp.Budget(2.0, delta=1e-6)
-SAMPLERS = ((1.0, 1.0), (1.0, 2.0), (0.3, 2.0), (0.05, 2.0))  # (q, σ)
+SAMPLERS = ((1.0, 2.0), (1.0, 3.0), (0.3, 3.0), (0.05, 3.0))  # (q, σ)
 
 
 def simulated(n: int) -> tuple[np.ndarray, np.ndarray]:

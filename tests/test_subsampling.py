@@ -182,6 +182,9 @@ def test_a_subsampled_release_survives_json_and_the_journal_file(tmp_path):
     )
     ledger = pmp.PrivacyLedger([release])
     assert pmp.PrivacyLedger.from_json(ledger.to_json()).releases == (release,)
+    # Releases without the event serialise as in earlier versions' journals.
+    assert "sampling_rate" not in Release("laplace", 1.0).to_dict()
+    assert Release.from_dict(release.to_dict()) == release
     path = tmp_path / "ledger.jsonl"
     pmp.PrivacyLedger.open(path, budget=pmp.Budget(10.0, delta=1e-6)).record(release)
     again = pmp.PrivacyLedger.open(path)
