@@ -283,3 +283,15 @@ def test_budget_refusal_names_the_chain_length_and_noise_that_fit(mean_model):
     assert pmp.PrivacyLedger([*spent, planned, planned]).composition(1e-6).epsilon <= 2.0
     over = step.planned_release(20 + fitting + 1, 0)
     assert pmp.PrivacyLedger([*spent, over, over]).composition(1e-6).epsilon > 2.0
+
+
+def test_noisy_log_odds_is_unbiased_with_the_subsample_variance_on_top_of_the_noise():
+    """Mean Σ r_i/T and variance σ² + (1 − q)/(q·T²)·Σ r_i² (the variance the penalty
+    method does not correct)."""
+    test = SubsampledGaussianTest(0.5, 0.1, 2.0, 1.0, secure=False)
+    ratios = np.full(1000, 0.05)
+    rng = np.random.default_rng(4)
+    values = np.array([test.noisy_log_odds(0.0, ratios, rng) for _ in range(4000)])
+    variance = 1.0 + 0.5 / (0.5 * 4.0) * np.sum(ratios**2)
+    assert abs(values.mean() - 25.0) < 5 * math.sqrt(variance / 4000)
+    assert values.var() == pytest.approx(variance, rel=0.1)

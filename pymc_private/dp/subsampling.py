@@ -45,7 +45,7 @@ walks with uncertain energies", J. Chem. Phys. 110): accept with probability
 min(1, exp(Λ̃ − σ²/2)). If Λ̃ were N(Λ, σ²) around the full-data tempered log-odds Λ, the
 kernel would satisfy detailed balance for the tempered posterior exactly. Here Λ̃ is
 N(Λ̂, σ²) and Λ̂ is unbiased for Λ only where no clip binds, with a minibatch variance
-v = (1 − q)/(q·T)²·Σ_i r_i² that the penalty does not correct (it is data-dependent and is not
+v = (1 − q)/(q·T²)·Σ_i r_i² that the penalty does not correct (it is data-dependent and is not
 released). The chain therefore targets an approximation of the tempered posterior whose error
 grows with v/σ² and with how often the clip binds; it is measured against NUTS in
 ``benchmarks/subsampled_mcmc.py``. DP-MCMC (Heikkilä, Jälkö, Dikmen & Honkela 2019,
