@@ -259,7 +259,9 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     `pymc_private.dp.events.SubsampledGaussianEvent` (q', z) and composed by the ledger with
     its replace-one Rényi curve; ``privacy_epsilon_per_draw`` is one step's ε at δ = 10⁻¹⁰.
     The chain targets an approximation of the clipped tempered posterior: the penalty
-    corrects the noise σ² but not the subsample's own variance. The mechanism, its proof and
+    corrects the noise σ² but not the subsample's own variance. The step reads ``self.rng``
+    for one uniform per step besides the proposal (the decision, post-processing of Λ̃), and
+    with ``secure=False`` also for the subsample and the noise. The mechanism, its proof and
     what it assumes of OpenDP's Gaussian are in `pymc_private.dp.subsampling`
     (:ref:`costs-subsampled-metropolis`).
 
