@@ -8,7 +8,7 @@ accept/reject decision (`SubsampledGaussianTest.accepts`) reads only that noisy 
 post-processing. :ref:`costs-subsampled-metropolis` has the formulas; the proofs are here.
 
 Privacy of one step (replace-one neighbours, n public)
------------------------------------------------------
+------------------------------------------------------
 Each record enters the subsample S independently with probability q' = ⌈q·2⁵³⌉·2⁻⁵³ (the
 exact probability of the sampler: a record is kept when a uniform 53-bit integer is below
 ⌈q·2⁵³⌉), drawn from the operating system's generator with ``secure=True``. The statistic is
