@@ -120,7 +120,7 @@ def main() -> None:
     model = model_for(x, y)
     reference = nuts_reference(x, y) if "--nuts" in sys.argv else laplace_reference(x, y)
     print(f"n = {N_RECORDS}, reference mean {reference['mean']}, sd {reference['sd']}")
-    start = {"b": reference["mean"]} if "--start-at-reference" in sys.argv else None
+    initvals = {"b": reference["mean"]} if "--start-at-reference" in sys.argv else None
     runs = {"barker": (largest_clip(barker_total), {})}
     for q, sigma in SAMPLERS:
         runs[f"gaussian q={q} σ={sigma}"] = (
@@ -142,7 +142,7 @@ def main() -> None:
                 random_seed=2,
                 budget=BUDGET,
                 progressbar=False,
-                initvals=start,
+                initvals=initvals,
             )
         epsilon = pmp.privacy_report(idata).ledger.composition(1e-6).epsilon
         print(f"{name}: clip c = {clip:.4g}")
