@@ -295,3 +295,20 @@ def test_noisy_log_odds_is_unbiased_with_the_subsample_variance_on_top_of_the_no
     variance = 1.0 + 0.5 / (0.5 * 4.0) * np.sum(ratios**2)
     assert abs(values.mean() - 25.0) < 5 * math.sqrt(variance / 4000)
     assert values.var() == pytest.approx(variance, rel=0.1)
+
+
+def test_plain_pm_sample_charges_each_subsampled_step_as_it_runs(mean_model):
+    model, step = mean_model
+    # The step charges the ledger it was built with (the module fixture's session).
+    before = len(step.ledger.releases)
+    with model, pytest.warns(UserWarning, match="outside pmp.sample"):
+        runs = [
+            pm.sample(3, tune=2, chains=2, cores=1, step=step, random_seed=5, progressbar=False)
+            for _ in range(2)
+        ]
+    np.testing.assert_array_equal(runs[0].posterior["mu"], runs[1].posterior["mu"])
+    charged = step.ledger.releases[before:]
+    assert sum(r.count for r in charged) == 2 * 2 * (3 + 2)
+    assert {r.event for r in charged} == {
+        SubsampledGaussianEvent(0.5, step.subsampled_test.noise_multiplier)
+    }
