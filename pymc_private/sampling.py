@@ -11,6 +11,7 @@ import numbers
 import os
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 
 import arviz as az
 import numpy as np
@@ -22,7 +23,7 @@ from pymc_private.compiling import quiet_sampling
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.checks import checked_rng
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import Release, subsampled_gaussian_epsilon
 from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     BudgetExceededError,
@@ -428,6 +429,9 @@ def _check_budget(
     try:
         budget.check(ledger, planned)
     except BudgetExceededError as refusal:
+        if any(r.sampling_rate for r in planned):
+            advice = _subsampled_advice(budget, ledger, planned, chains=chains, tune=tune)
+            raise BudgetExceededError(f"{refusal} {advice}.") from None
         per_draw = sum(s.privacy_epsilon_per_draw for s in private_steps)
         if per_draw == 0:
             raise
@@ -451,6 +455,61 @@ def _check_budget(
                 else f"; or multiply every step's temperature by at least {factor:.4g}"
             )
         raise BudgetExceededError(f"{refusal} {advice}.") from None
+
+
+def _subsampled_advice(
+    budget: Budget, ledger: PrivacyLedger, planned: list[Release], *, chains: int, tune: int
+) -> str:
+    """What fits when a run with subsampled steps does not: the iterations per chain, and the
+    factor on every subsampled step's noise multiplier z = σ·q'T/c, i.e. on its noise_scale σ
+    or its temperature T (searched with the ledger's own composition, before any data)."""
+
+    def fits(releases: list[Release]) -> bool:
+        try:
+            budget.check(ledger, releases)
+        except BudgetExceededError:
+            return False
+        return True
+
+    def scaled(factor: float) -> list[Release]:
+        return [
+            r
+            if r.sampling_rate is None
+            else replace(
+                r,
+                noise_multiplier=r.noise_multiplier * factor,
+                epsilon=subsampled_gaussian_epsilon(
+                    r.sampling_rate, r.noise_multiplier * factor, r.delta
+                ),
+            )
+            for r in planned
+        ]
+
+    low, high = 0, planned[0].count
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (
+            (middle, high) if fits([replace(r, count=middle) for r in planned]) else (low, middle)
+        )
+    advice = (
+        f"With {chains} chains and tune={tune}, at most {max(0, low - tune)} draws per chain fit"
+    )
+    factor = 2.0
+    while not fits(scaled(factor)) and factor < 2.0**20:
+        factor *= 2
+    if not fits(scaled(factor)):
+        return advice
+    low_factor, high_factor = factor / 2, factor
+    for _ in range(8):  # to 0.4 % of the factor
+        middle = (low_factor + high_factor) / 2
+        low_factor, high_factor = (
+            (low_factor, middle) if fits(scaled(middle)) else (middle, high_factor)
+        )
+    return (
+        f"{advice}; or multiply noise_scale (σ) or the temperature of the subsampled steps by "
+        f"at least {high_factor:.4g} (their noise multiplier z = σ·qT/c; q alone does not help: "
+        "at a fixed σ, z falls with q as fast as the subsample amplifies)"
+    )
 
 
 def _released(

@@ -16,7 +16,7 @@ from pymc_private.dp.composition import (
     counts_of,
     exact_sum,
     groups_of,
-    has_zcdp,
+    has_rdp_only,
     rounded,
     six_digits,
     unavoidable_delta,
@@ -113,9 +113,10 @@ class Budget:
         floor = unavoidable_delta(groups)
         if floor > self.delta:
             raise BudgetExceededError(self._over_delta_message(floor))
-        if self.delta == 0 and has_zcdp(groups):
+        if self.delta == 0 and has_rdp_only(groups):
             raise BudgetExceededError(
-                "Gaussian (zCDP) releases are (ε, δ)-DP only for δ > 0, and this budget has "
+                "Gaussian releases (zCDP or subsampled) are (ε, δ)-DP only for δ > 0, and this "
+                "budget has "
                 "delta = 0. Nothing was recorded. Use a Budget with delta > 0 (e.g. "
                 "Budget(epsilon, delta=1e-6)) or the Laplace mechanism."
             )
@@ -159,7 +160,7 @@ class Budget:
         groups = ledger._groups()
         if unavoidable_delta(groups) > self.delta:
             return 0.0
-        if self.delta == 0 and has_zcdp(groups):
+        if self.delta == 0 and has_rdp_only(groups):
             return 0.0
         if self.delta == 0:
             return max(0.0, rounded(Fraction(self.epsilon) - exact_sum(groups)))
@@ -204,7 +205,7 @@ class Budget:
         ledger._sync()
         base = dict(ledger._counts)
         if unavoidable_delta(groups_of(base)) > self.delta or (
-            self.delta == 0 and has_zcdp(groups_of(base))
+            self.delta == 0 and has_rdp_only(groups_of(base))
         ):
             return 0
         spent = exact_sum(groups_of(base))
@@ -223,12 +224,14 @@ class Budget:
 
         def fits(k: int) -> bool:
             counts = dict(base)
-            counts[(eps, 0.0, 0.0)] = counts.get((eps, 0.0, 0.0), 0) + k * per_count
+            counts[(eps, 0.0, 0.0, 0.0, 0.0)] = (
+                counts.get((eps, 0.0, 0.0, 0.0, 0.0), 0) + k * per_count
+            )
             return compose(groups_of(counts), self.delta).epsilon <= self.epsilon
 
         # Without zCDP releases the composition at δ never exceeds the plain sum, so what the
         # sum affords fits; with them the sum may not hold at δ, and the search starts at 0.
-        if has_zcdp(groups_of(base)):
+        if has_rdp_only(groups_of(base)):
             by_sum = None
         if by_sum is None and not fits(0):
             return 0

@@ -22,7 +22,14 @@ figure is an upper bound; the smallest valid one is reported:
   dp-accounting's `rdp_privacy_accountant.compute_epsilon`; the δ_i are paid as
   1 − Π_i(1 − δ_i) on top (the leaking branch of the same dominating pair). Releases of the
   Gaussian mechanism (ρ-zCDP, `pymc_private.dp.events.ZcdpEvent`) add their curve α·ρ
-  instead, and no δ_i.
+  instead, and no δ_i; steps of the Gaussian mechanism on a Poisson subsample
+  (`pymc_private.dp.events.SubsampledGaussianEvent`) add their replace-one curve, and no δ_i.
+  With such a step the orders are `pymc_private.dp.events.SUBSAMPLED_RDP_ORDERS`.
+
+Zcdp and subsampled releases compose by their Rényi curves (``"rdp"``), or by the plain sum of
+the (ε_i, δ_i) they state from their own δ_i on; the PLD route, which reads a randomized-
+response worst case of (ε_i, δ_i), is not used for them (for a subsampled step it would also
+need a dominating pair of the replace-one subsampled Gaussian, which is not proved here).
 
 At δ = 0 the plain sum is reported. At δ > 0 the smallest of the three is reported (the
 PLD only when its grid is small enough to compute quickly: many distinct ε values or huge
@@ -44,7 +51,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import stats
 from scipy.special import expit
 
-from pymc_private.dp.events import RDP_ORDERS, Release, event_of
+from pymc_private.dp.events import RDP_ORDERS, SUBSAMPLED_RDP_ORDERS, Release, event_of
 from pymc_private.errors import InvalidPrivacyParameterError
 
 __all__ = [
@@ -56,7 +63,7 @@ __all__ = [
     "counts_of",
     "exact_sum",
     "groups_of",
-    "has_zcdp",
+    "has_rdp_only",
     "leaked_delta",
     "rounded",
     "six_digits",
@@ -89,12 +96,14 @@ _REPORTING_RESOLUTION = 1e-3
 _METHOD_DESCRIPTIONS = {
     "sum": "plain sum of the per-release ε (basic sequential composition)",
     "pld": "dp-accounting privacy-loss-distribution accountant (pessimistic)",
-    "rdp": "Rényi-DP bound of randomized response, converted by dp-accounting",
+    "rdp": "Rényi-DP bound (randomized response, zCDP and subsampled Gaussian curves), "
+    "converted by dp-accounting",
 }
 
-# (epsilon, delta, rho, count) for every distinct (ε_i, δ_i, ρ_i) that costs something,
-# sorted; ρ_i = 0.0 for releases that are not zCDP.
-Groups = tuple[tuple[float, float, float, int], ...]
+# (epsilon, delta, rho, q, z, count) for every distinct (ε_i, δ_i, ρ_i, q_i, z_i) that costs
+# something, sorted; ρ_i = 0.0 for releases that are not zCDP, q_i = z_i = 0.0 for releases
+# that are not subsampled Gaussian steps.
+Groups = tuple[tuple[float, float, float, float, float, int], ...]
 
 
 class Composition(NamedTuple):
@@ -145,13 +154,19 @@ def validated_releases(releases: Iterable[Release], name: str) -> list[Release]:
     return items
 
 
-GroupKey = tuple[float, float, float]
+GroupKey = tuple[float, float, float, float, float]
 
 
 def add_releases(counts: dict[GroupKey, int], releases: Iterable[Release]) -> None:
     for release in releases:
         if release.epsilon > 0 or release.delta > 0:
-            key = (release.epsilon, release.delta, release.rho or 0.0)
+            key = (
+                release.epsilon,
+                release.delta,
+                release.rho or 0.0,
+                release.sampling_rate or 0.0,
+                release.noise_multiplier or 0.0,
+            )
             counts[key] = counts.get(key, 0) + release.count
 
 
@@ -165,13 +180,15 @@ def groups_of(counts: Mapping[GroupKey, int]) -> Groups:
     return tuple(sorted((*key, count) for key, count in counts.items()))
 
 
-def has_zcdp(groups: Groups) -> bool:
-    return any(rho > 0 for _, _, rho, _ in groups)
+def has_rdp_only(groups: Groups) -> bool:
+    """Whether some release has no pure-ε form (zCDP, subsampled Gaussian): then there is no
+    finite ε at δ = 0, and the Rényi route composes."""
+    return any(rho > 0 or q > 0 for _, _, rho, q, _, _ in groups)
 
 
 @lru_cache(maxsize=512)
 def exact_sum(groups: Groups) -> Fraction:
-    return sum((Fraction(eps) * count for eps, _, _, count in groups), Fraction(0))
+    return sum((Fraction(eps) * count for eps, *_, count in groups), Fraction(0))
 
 
 def rounded(exact: Fraction) -> float:
@@ -190,21 +207,21 @@ def within(exact: Fraction, bound: float) -> bool:
 @lru_cache(maxsize=512)
 def leaked_delta(groups: Groups) -> float:
     """1 − Π_i(1 − δ_i) over ``groups``: the δ the plain sum and the PLD hold at."""
-    if all(delta == 0 for _, delta, _, _ in groups):
+    if all(group[1] == 0 for group in groups):
         return 0.0
     product_form = -math.expm1(
-        math.fsum(count * math.log1p(-delta) for _, delta, _, count in groups)
+        math.fsum(count * math.log1p(-delta) for _, delta, *_, count in groups)
     )
     plain_sum = rounded(
-        sum((Fraction(delta) * count for _, delta, _, count in groups), Fraction(0))
+        sum((Fraction(delta) * count for _, delta, *_, count in groups), Fraction(0))
     )
     return min(product_form, plain_sum)
 
 
 def unavoidable_delta(groups: Groups) -> float:
     """The δ below which no ε makes the composition (ε, δ)-DP: 1 − Π(1 − δ_i) over the
-    releases that are not zCDP (a zCDP release holds at every δ > 0)."""
-    return leaked_delta(tuple(group for group in groups if group[2] == 0))
+    releases that are not zCDP nor subsampled (those hold at every δ > 0)."""
+    return leaked_delta(tuple(group for group in groups if group[2] == 0 and group[3] == 0))
 
 
 def _pld_plan(groups: Groups) -> tuple[float, dict[tuple[int, float], int]] | None:
@@ -212,7 +229,7 @@ def _pld_plan(groups: Groups) -> tuple[float, dict[tuple[int, float], int]] | No
 
     None when no grid meets the tolerances within the size limits.
     """
-    eps = np.array([e for e, _, _, _ in groups])
+    eps = np.array([group[0] for group in groups])
     eps_min = eps[eps > 0].min()
     if eps.max() > _PLD_MAX_POINTS * eps_min:
         return None
@@ -229,7 +246,7 @@ def _pld_plan(groups: Groups) -> tuple[float, dict[tuple[int, float], int]] | No
             c * (n * grid - e) for c, n, e in zip(counts, points, eps, strict=True)
         )
         merged: dict[tuple[int, float], int] = {}
-        for (_, delta, _, count), n in zip(groups, points.astype(int).tolist(), strict=True):
+        for (_, delta, *_, count), n in zip(groups, points.astype(int).tolist(), strict=True):
             merged[(n, delta)] = merged.get((n, delta), 0) + count
         # Points of each self-composed PMF after tail truncation (Hoeffding: a sum of c losses
         # in [-n h, n h] rarely leaves n h sqrt(2 c ln(2/τ)) of its mean).
@@ -302,13 +319,14 @@ def _pld_epsilon(groups: Groups, delta: float) -> float | None:
 def _rdp_epsilon(groups: Groups, delta: float) -> float:
     """Σ of the releases' Rényi curves (their events' privacy maps), converted at δ less
     the δ the events pay apart from their curves, 1 − Π(1 − δ_i)."""
-    events = [(event_of(eps, delta_i, rho), count) for eps, delta_i, rho, count in groups]
+    events = [(event_of(*key), count) for *key, count in groups]
+    orders = SUBSAMPLED_RDP_ORDERS if any(group[3] > 0 for group in groups) else RDP_ORDERS
     leak = -math.expm1(math.fsum(count * math.log1p(-event.delta) for event, count in events))
     pure_delta = (delta - leak) / (1 - leak)
     if pure_delta <= 0:
         return math.inf
-    rdp = sum((count * event.rdp(RDP_ORDERS) for event, count in events), np.zeros_like(RDP_ORDERS))
-    return float(rdp_privacy_accountant.compute_epsilon(RDP_ORDERS, rdp, pure_delta)[0])
+    rdp = sum((count * event.rdp(orders) for event, count in events), np.zeros_like(orders))
+    return float(rdp_privacy_accountant.compute_epsilon(orders, rdp, pure_delta)[0])
 
 
 @lru_cache(maxsize=512)
@@ -320,7 +338,7 @@ def compose(groups: Groups, delta: float) -> Composition:
             f"δ >= 1 − Π(1 − δ_i) = {six_digits(floor)}; got delta={six_digits(delta)}. Ask for "
             f"a delta of at least {six_digits(floor)}."
         )
-    if has_zcdp(groups):
+    if has_rdp_only(groups):
         # The sum and the PLD read each release's (ε_i, δ_i): valid from their leaked δ on.
         if delta == 0:
             return Composition(math.inf, 0.0, "rdp")

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import numpy as np
+from dp_accounting import dp_event
 from dp_accounting.pld import privacy_loss_distribution
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.special import expit
@@ -35,11 +36,15 @@ from pymc_private.errors import InvalidPrivacyParameterError
 
 __all__ = [
     "RDP_ORDERS",
+    "STEP_DELTA",
+    "SUBSAMPLED_RDP_ORDERS",
     "PureEvent",
     "Release",
+    "SubsampledGaussianEvent",
     "ZcdpEvent",
     "event_of",
     "randomized_response_rdp",
+    "subsampled_gaussian_epsilon",
     "unit_shift_epsilon",
     "unit_shift_scale",
     "zcdp_epsilon",
@@ -54,6 +59,19 @@ RDP_ORDERS = np.unique(
         [rdp_privacy_accountant.DEFAULT_RDP_ORDERS, np.geomspace(1.001, 1e6, 2000)]
     ).astype(float)
 )
+
+# Orders α at which a composition with a `SubsampledGaussianEvent` is evaluated: its curve reads
+# the sampled Gaussian's Rényi DP at 2α and 2α − 1, which dp-accounting computes exactly at
+# integer orders (its series for fractional orders converges slowly for large α), so α runs
+# over half-integers and integers up to 64, then a coarser grid to 256 (the conversion at
+# δ ≥ 1e-10 picks α ≈ 1 + log(1/δ)/ε below 256 for every ε above 0.1).
+SUBSAMPLED_RDP_ORDERS = np.concatenate(
+    [np.arange(1.5, 64.5, 0.5), [80, 96, 128, 160, 192, 256]]
+).astype(float)
+
+STEP_DELTA = 1e-10
+"""δ_i at which a `SubsampledGaussianEvent` release states its own (ε_i, δ_i) (the plain sum
+reads it; the ledger composes the event's Rényi curve)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +109,11 @@ class Release:
         ``delta`` then state its own (ε, δ) guarantee: ``zcdp_epsilon(rho, delta)``, or less
         when the mechanism's exact privacy profile is known (`unit_shift_epsilon`); the
         ledger composes its Rényi curve α·ρ (`event`) or that (ε, δ), whichever is smaller.
+    sampling_rate, noise_multiplier
+        q and z when the release is one step of the Gaussian mechanism on a Poisson
+        subsample (`SubsampledGaussianEvent`), else None (both or neither). ``epsilon`` and
+        ``delta`` then state its own (ε, δ) guarantee, `subsampled_gaussian_epsilon` at
+        ``delta``, and the ledger composes the event's Rényi curve.
     """
 
     mechanism: str
@@ -104,6 +127,8 @@ class Release:
     draw: int | None = None
     note: str = ""
     rho: float | None = None
+    sampling_rate: float | None = None
+    noise_multiplier: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.epsilon, bool) or not (
@@ -139,18 +164,46 @@ class Release:
                     f"got delta={self.delta!r}. Use epsilon=zcdp_epsilon(rho, delta)."
                 )
             object.__setattr__(self, "rho", float(self.rho))
+        if (self.sampling_rate is None) != (self.noise_multiplier is None):
+            raise InvalidPrivacyParameterError(
+                "A subsampled Gaussian release gives both sampling_rate and noise_multiplier; "
+                f"got sampling_rate={self.sampling_rate!r}, "
+                f"noise_multiplier={self.noise_multiplier!r}."
+            )
+        if self.sampling_rate is not None:
+            _check_subsampled(self.sampling_rate, self.noise_multiplier)
+            if self.rho is not None or self.delta <= 0:
+                raise InvalidPrivacyParameterError(
+                    "A subsampled Gaussian release states its own (epsilon, delta) with delta "
+                    f"> 0 and no rho; got delta={self.delta!r}, rho={self.rho!r}. Use "
+                    "epsilon=subsampled_gaussian_epsilon(q, z, delta)."
+                )
+            object.__setattr__(self, "sampling_rate", float(self.sampling_rate))
+            object.__setattr__(self, "noise_multiplier", float(self.noise_multiplier))
         # + 0.0 turns a negative zero into +0.0 and leaves every other float as it is.
         object.__setattr__(self, "epsilon", float(self.epsilon) + 0.0)
         object.__setattr__(self, "delta", float(self.delta) + 0.0)
 
     @property
-    def event(self) -> PureEvent | ZcdpEvent:
+    def event(self) -> PureEvent | ZcdpEvent | SubsampledGaussianEvent:
         """The typed privacy event of one such release, with its Rényi privacy map."""
-        return event_of(self.epsilon, self.delta, self.rho or 0.0)
+        return event_of(
+            self.epsilon,
+            self.delta,
+            self.rho or 0.0,
+            self.sampling_rate or 0.0,
+            self.noise_multiplier or 0.0,
+        )
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable dict; `Release.from_dict` inverts it exactly."""
-        return asdict(self)
+        """A JSON-serialisable dict; `Release.from_dict` inverts it exactly. The subsampled
+        event's fields are left out when they are None, so a release without them reads and
+        writes as in the journals of earlier versions."""
+        fields = asdict(self)
+        for name in ("sampling_rate", "noise_multiplier"):
+            if fields[name] is None:
+                del fields[name]
+        return fields
 
     @classmethod
     def from_dict(cls, data: dict) -> Release:
@@ -189,8 +242,112 @@ class ZcdpEvent:
         return orders * self.rho
 
 
-def event_of(epsilon: float, delta: float, rho: float) -> PureEvent | ZcdpEvent:
-    """The event of a release (or a ledger group) with these (ε, δ, ρ); ρ = 0: not zCDP."""
+@dataclass(frozen=True)
+class SubsampledGaussianEvent:
+    """One Gaussian mechanism on a Poisson subsample, under replace-one neighbours.
+
+    Each record enters the subsample independently with probability q = ``sampling_rate``;
+    the mechanism releases s(S) + N(0, σ²) for a statistic s of the subsample S to which one
+    record adds a term of magnitude at most Δ (so replacing a record moves s(S) by at most 2Δ
+    when it is sampled, and not at all otherwise), with z = ``noise_multiplier`` = σ/Δ.
+
+    Rényi curve (replace-one), proved here. Let D, D' differ in record j and D₀ be D with
+    record j's term set to 0 (a *null* record, the REPLACE_SPECIAL relation of
+    dp-accounting). (M(D), M(D₀)) and (M(D₀), M(D')) are the two directions of the Poisson
+    subsampled Gaussian under add/remove-one with sensitivity Δ, whose Rényi divergence of
+    order α, in either direction, is at most ε_AR(α) = dp-accounting's
+    ``PoissonSampledDpEvent(q, GaussianDpEvent(z))`` curve (Mironov, Talwar & Zhang 2019,
+    "Rényi differential privacy of the sampled Gaussian mechanism", Theorems 4 and 5). The
+    weak triangle inequality of Rényi divergences (Mironov 2017, "Rényi differential
+    privacy", Proposition 11, with p = q = 2) then gives
+
+        D_α(M(D) ‖ M(D')) ≤ (α − ½)/(α − 1) · ε_AR(2α) + ε_AR(2α − 1),
+
+    the curve `rdp` returns. Rényi DP composes adaptively (Mironov 2017, Proposition 1), so a
+    chain of such steps composes by adding curves, and dp-accounting's conversion gives its
+    (ε, δ). This charges replace-one about twice (in ε) what add/remove would: the sound,
+    larger figure. The tight replace-one privacy-loss distribution (dp-accounting's
+    ``REPLACE_ONE`` pair q N(−Δ) + (1 − q)N(0) against q N(Δ) + (1 − q)N(0)) is not used:
+    that pair is not proved here to dominate every replaced pair of terms in [−Δ, Δ], so the
+    PLD route refuses this event (`pymc_private.dp.composition`).
+    """
+
+    sampling_rate: float
+    noise_multiplier: float
+
+    @property
+    def delta(self) -> float:
+        """The δ paid apart from the Rényi curve: none."""
+        return 0.0
+
+    @property
+    def add_remove_event(self) -> dp_event.PoissonSampledDpEvent:
+        """dp-accounting's event whose curve ε_AR the replace-one curve is built from."""
+        return dp_event.PoissonSampledDpEvent(
+            self.sampling_rate, dp_event.GaussianDpEvent(self.noise_multiplier)
+        )
+
+    def rdp(self, orders: np.ndarray) -> np.ndarray:
+        """The replace-one Rényi DP curve at ``orders`` (each α with 2α an integer)."""
+        return _subsampled_rdp(
+            self.sampling_rate, self.noise_multiplier, tuple(np.asarray(orders).tolist())
+        )
+
+
+@lru_cache(maxsize=256)
+def _subsampled_rdp(q: float, z: float, orders: tuple[float, ...]) -> np.ndarray:
+    alphas = np.array(orders)
+    if not np.all(alphas * 2 == np.round(alphas * 2)):
+        raise InvalidPrivacyParameterError(
+            "A subsampled Gaussian event's Rényi curve is computed at orders α with 2α an "
+            "integer (SUBSAMPLED_RDP_ORDERS)."
+        )
+    add_remove = rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
+        q, z, np.concatenate([2 * alphas, 2 * alphas - 1])
+    )
+    double, odd = add_remove[: alphas.size], add_remove[alphas.size :]
+    return (alphas - 0.5) / (alphas - 1) * double + odd
+
+
+def _check_subsampled(sampling_rate, noise_multiplier) -> None:
+    for name, value, upper in (
+        ("sampling_rate", sampling_rate, 1.0),
+        ("noise_multiplier", noise_multiplier, math.inf),
+    ):
+        if isinstance(value, bool) or not (
+            isinstance(value, int | float) and 0 < value <= upper and math.isfinite(value)
+        ):
+            raise InvalidPrivacyParameterError(
+                f"A subsampled Gaussian release's {name} must be a finite number in "
+                f"(0, {upper}], got {value!r}."
+            )
+
+
+@lru_cache(maxsize=1024)
+def subsampled_gaussian_epsilon(
+    sampling_rate: float, noise_multiplier: float, delta: float, count: int = 1
+) -> float:
+    """The ε at δ of ``count`` `SubsampledGaussianEvent` (q, z) composed: their Rényi curve
+    (`SubsampledGaussianEvent.rdp`) times ``count``, converted by dp-accounting's
+    `rdp_privacy_accountant.compute_epsilon` at `SUBSAMPLED_RDP_ORDERS`."""
+    _check_subsampled(sampling_rate, noise_multiplier)
+    if not (0.0 < delta < 1.0):
+        raise InvalidPrivacyParameterError(
+            f"A subsampled Gaussian release is (ε, δ)-DP only for δ in (0, 1); got {delta!r}."
+        )
+    curve = SubsampledGaussianEvent(sampling_rate, noise_multiplier).rdp(SUBSAMPLED_RDP_ORDERS)
+    return float(
+        rdp_privacy_accountant.compute_epsilon(SUBSAMPLED_RDP_ORDERS, count * curve, delta)[0]
+    )
+
+
+def event_of(
+    epsilon: float, delta: float, rho: float, sampling_rate: float = 0.0, noise: float = 0.0
+) -> PureEvent | ZcdpEvent | SubsampledGaussianEvent:
+    """The event of a release (or a ledger group) with these (ε, δ, ρ, q, z); ρ = 0: not
+    zCDP; q = 0: not subsampled."""
+    if sampling_rate > 0:
+        return SubsampledGaussianEvent(sampling_rate, noise)
     return ZcdpEvent(rho) if rho > 0 else PureEvent(epsilon, delta)
 
 

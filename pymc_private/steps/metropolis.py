@@ -33,14 +33,17 @@ from pymc_private.analysis import analyze
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of, in_memory_values
 from pymc_private.dp.checks import checked_secure, checked_temperature
+from pymc_private.dp.events import Release
 from pymc_private.dp.mechanisms import (
     LOG_ODDS_BOUND,
     ROUNDING_ALLOWANCE,
     barker_epsilon,
+    barker_log_odds,
     ceil_float,
     exact_choice,
 )
 from pymc_private.dp.session import PrivatePayload
+from pymc_private.dp.subsampling import SubsampledGaussianTest, exact_sampling_rate
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
@@ -70,8 +73,6 @@ __all__ = [
 LOG_LIKELIHOOD_ERROR = Fraction(1, 2**30)
 """η / max(1, C): the absolute error assumed of a computed log-likelihood (assumption (A))."""
 
-_GRID_BITS = 52  # each record's ratio is an integer multiple of K·2⁻⁵² in [−K, K]
-_CHUNK = 1024  # 1024 · 2⁵² = 2⁶²: the sum of one chunk of grid indices fits in int64
 _MIN_RECORD_BOUND = 2.0**-970  # K·2⁻⁵² is then a normal float, so K = 2⁵²·(K·2⁻⁵²) exactly
 
 
@@ -88,59 +89,6 @@ class GaussianRandomWalk:
 
     def __call__(self, rng: np.random.Generator) -> np.ndarray:
         return rng.normal(scale=self.s)
-
-
-def barker_log_odds(
-    prior_ratio: float, record_ratios: np.ndarray, *, record_bound: float, temperature: float
-) -> float:
-    """Λ = RN(clamp(p + (g/T)·Σ_i m_i, −B, B)): the log-odds of Barker's acceptance.
-
-    Each record's computed log-likelihood ratio r_i (NaN counts as 0) is clipped to [−K, K],
-    K = ``record_bound``, and replaced by the integer m_i = rint(r_i/g) ∈ [−2⁵², 2⁵²] of the
-    public grid g = K·2⁻⁵². The m_i are summed exactly in integers, and p + (g/T)·Σ m_i is
-    formed as a fraction of integers, clamped to [−B, B] (B = `LOG_ODDS_BOUND`) and rounded
-    to the nearest float by integer true division: one rounding in all, which moves the
-    result by at most u·B = 2⁻⁴⁴. Nothing here raises or overflows, whatever the floats it
-    is handed.
-
-    Parameters
-    ----------
-    prior_ratio
-        p: the log prior ratio plus the log proposal ratio, data-independent. When it is not
-        finite (θ or θ' outside the prior support) it is returned as it is: the decision is
-        then made by p alone.
-    record_ratios
-        The computed ℓ(x_i; θ') − ℓ(x_i; θ), one per record (any floats).
-    record_bound
-        K, a float in [2⁻⁹⁷⁰, ∞) (ignored when there are no records).
-    temperature
-        T ≥ 1.
-    """
-    if not math.isfinite(prior_ratio):
-        return prior_ratio
-    numerator, denominator = prior_ratio.as_integer_ratio()
-    ratios = np.asarray(record_ratios, dtype=np.float64)
-    if ratios.size:
-        grid = math.ldexp(record_bound, -_GRID_BITS)
-        clipped = np.clip(ratios, -record_bound, record_bound)
-        clipped[np.isnan(clipped)] = 0.0
-        indices = np.zeros(-(-ratios.size // _CHUNK) * _CHUNK, dtype=np.int64)
-        indices[: ratios.size] = np.rint(clipped / grid)
-        total = sum(indices.reshape(-1, _CHUNK).sum(axis=1).tolist())
-        # p + g·total/T as one fraction of integers (every float is a ratio of integers).
-        grid_numerator, grid_denominator = grid.as_integer_ratio()
-        t_numerator, t_denominator = temperature.as_integer_ratio()
-        numerator = (
-            numerator * grid_denominator * t_numerator
-            + grid_numerator * total * t_denominator * denominator
-        )
-        denominator *= grid_denominator * t_numerator
-    bound = int(LOG_ODDS_BOUND)
-    if numerator >= bound * denominator:
-        return LOG_ODDS_BOUND
-    if numerator <= -bound * denominator:
-        return -LOG_ODDS_BOUND
-    return numerator / denominator  # integer true division: correctly rounded
 
 
 @dataclass_state
@@ -173,6 +121,13 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         c in [2⁻⁹⁷⁰, 2⁹⁷⁰]: clip each record's log-likelihood ratio to [−c, c] and charge
         2c/T + 2⁻⁴³ per step, with no assumption on the floating-point error of ℓ. The
         privacy analysis of L is then not consulted.
+    sampling_rate
+        q in (0, 1], or None (default: every record, the exact Barker test). With q, each
+        step reads a Poisson subsample and is charged as the subsampled Gaussian
+        (:ref:`costs-subsampled-metropolis`); needs ``clip``.
+    noise_scale
+        σ > 0, the Gaussian noise on the subsampled log-odds (only with ``sampling_rate``).
+        The cost falls with σT/c; the acceptance rate falls with σ (about e^(−σ²/2) at best).
     secure
         True (default): the accept/reject decision is OpenDP's exact sampler fed by the
         operating system's cryptographic generator; ``self.rng`` (and hence a seed) drives
@@ -213,8 +168,9 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     ------
     InvalidPrivacyParameterError
         A temperature below 1 or not finite, a proposal scale that is not positive and
-        finite, a ``clip`` outside [2⁻⁹⁷⁰, 2⁹⁷⁰] or a ``secure`` that is not a bool, checked
-        before the model is read.
+        finite, a ``clip`` outside [2⁻⁹⁷⁰, 2⁹⁷⁰], a ``sampling_rate`` outside (0, 1] or
+        without ``clip``, a ``noise_scale`` that is not positive and finite, or a ``secure``
+        that is not a bool, checked before the model is read.
     UnsupportedModelError
         ``vars`` that are not continuous free random variables of the model, a model without
         `PrivateData`, private data read by a prior, a `Potential` or a `Deterministic`
@@ -374,6 +330,22 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     per-record ratio is at most B‖θ' − θ‖). Choose c from public knowledge, large enough
     for typical moves, and read the draws as draws from that distribution.
 
+    **Poisson-subsampled variant (``clip=c, sampling_rate=q``).**
+    Each step reads a fresh Poisson subsample (each record with probability q', q rounded up
+    to a multiple of 2⁻⁵³), forms the clipped log-odds with the subsample's sum scaled by
+    1/q', adds Gaussian noise N(0, σ²) (σ = ``noise_scale``), and accepts with the penalty
+    method's probability min(1, exp(Λ̃ − σ²/2)), post-processing of the noisy log-odds Λ̃.
+    A step is the Gaussian mechanism on a Poisson subsample with noise multiplier
+    z = σ/Δ, Δ = c/(q'T) + 2⁻⁴³, recorded as the typed event
+    `pymc_private.dp.events.SubsampledGaussianEvent` (q', z) and composed by the ledger with
+    its replace-one Rényi curve; ``privacy_epsilon_per_draw`` is one step's ε at δ = 10⁻¹⁰.
+    The chain targets an approximation of the clipped tempered posterior: the penalty
+    corrects the noise σ² but not the subsample's own variance. The step reads ``self.rng``
+    for one uniform per step besides the proposal (the decision, post-processing of Λ̃), and
+    with ``secure=False`` also for the subsample and the noise. The mechanism, its proof and
+    what it assumes of OpenDP's Gaussian are in `pymc_private.dp.subsampling`
+    (:ref:`costs-subsampled-metropolis`).
+
     **Tuning.**
     With ``tune=True`` the proposal scale s is adapted during ``pm.sample``'s tuning phase by
     the Robbins–Monro recursion on log s of adaptive scaling (Andrieu & Thoms, "A tutorial
@@ -423,6 +395,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         temperature: float = 1.0,
         proposal_scale: float | np.ndarray = 1.0,
         clip: float | None = None,
+        sampling_rate: float | None = None,
+        noise_scale: float = 1.0,
         secure: bool = True,
         tune: bool = True,
         model: pm.Model | None = None,
@@ -434,6 +408,9 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.temperature = checked_temperature(temperature, "(2L + 8η)/T + 2⁻⁴³ per step")
         proposal_scale = _checked_proposal_scale(proposal_scale)
         self.clip = None if clip is None else _checked_clip(clip)
+        self.sampling_rate = _checked_sampling_rate(sampling_rate, noise_scale, self.clip)
+        self.noise_scale = float(noise_scale)
+        self.subsampled_test = None
         self.secure = checked_secure(secure)
 
         model = pm.modelcontext(model)
@@ -467,6 +444,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             self.privacy_epsilon_per_draw = self.cost(
                 self.sensitivity, self.temperature, self.log_likelihood_error
             )
+            if self.sampling_rate is not None:
+                self.mechanism = "subsampled_gaussian_metropolis"
+                self.subsampled_test = SubsampledGaussianTest(
+                    self.sampling_rate, self.clip, self.temperature, self.noise_scale, self.secure
+                )
+                self.privacy_epsilon_per_draw = self.subsampled_test.epsilon_per_step
             if not math.isfinite(self.privacy_epsilon_per_draw):
                 raise UnboundedSensitivityError(
                     f"ε per step = (2L + 8η)/T + 2⁻⁴³ overflows floating point (L = "
@@ -587,14 +570,38 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             temperature=self.temperature,
         )
 
+    def planned_release(self, draws: int, chain: int | None) -> Release:
+        """As `PrivateStep.planned_release`; with ``sampling_rate`` the record carries the
+        subsampled Gaussian event (q', z) the ledger composes by its Rényi curve."""
+        release = super().planned_release(draws, chain)
+        if self.subsampled_test is None:
+            return release
+        return self.subsampled_test.release(
+            release.mechanism,
+            release.count,
+            statistic=release.statistic,
+            chain=release.chain,
+            draw=release.draw,
+            note=release.note,
+        )
+
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
         self.charge()
         q = floatX(q0.data + self.proposal_dist(self.rng) * self.scaling)
-        log_odds = self.log_acceptance_ratio(q, q0.data, self.proposal_dist.log_proposal_ratio)
-        if math.isfinite(log_odds):
-            accepted = exact_choice([log_odds, 0.0], secure=self.secure, rng=self.rng) == 0
+        if self.subsampled_test is not None:
+            prior_ratio, record_ratios = self._log_ratio_terms(q, q0.data)
+            noisy = self.subsampled_test.noisy_log_odds(
+                float(prior_ratio) + self.proposal_dist.log_proposal_ratio,
+                record_ratios,
+                self.rng,
+            )
+            accepted = self.subsampled_test.accepts(noisy, self.rng)
         else:
-            accepted = log_odds == math.inf
+            log_odds = self.log_acceptance_ratio(q, q0.data, self.proposal_dist.log_proposal_ratio)
+            if math.isfinite(log_odds):
+                accepted = exact_choice([log_odds, 0.0], secure=self.secure, rng=self.rng) == 0
+            else:
+                accepted = log_odds == math.inf
         if self.adaptive and self.tune:
             self.tuning_steps += 1
             gain = 5.0 * self.tuning_steps**-0.75
@@ -606,6 +613,16 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     def release_note(self) -> str:
         if not self.touches_raw_data:
             return "Barker acceptance on prior terms only (no likelihood depends on vars); ε = 0."
+        if self.subsampled_test is not None:
+            test = self.subsampled_test
+            noise = "OpenDP Gaussian" if self.secure else "numpy Gaussian (not exact)"
+            return (
+                f"Poisson subsample q={test.sampling_rate:.6g}, log-likelihood ratios clipped "
+                f"to ±{self.clip:g}, T={self.temperature:g}, {noise} σ={test.noise_scale:g} "
+                f"on the log-odds (z={test.noise_multiplier:.6g}), penalty-method decision; "
+                "replace-one RDP of the subsampled Gaussian; targets an approximation of the "
+                "clipped tempered posterior."
+            )
         sampler = "OpenDP exact" if self.secure else "numpy Gumbel-max (not exact)"
         if self.clip is None:
             return (
@@ -663,6 +680,31 @@ def _checked_clip(clip) -> float:
             f"Lipschitz constant), got {clip!r}; ε per step is 2·clip/T + 2**-43."
         )
     return value
+
+
+def _checked_sampling_rate(sampling_rate, noise_scale, clip: float | None) -> float | None:
+    """q' (`exact_sampling_rate`) for a rate q in (0, 1], or None; checked before the model."""
+    if sampling_rate is None:
+        return None
+    rate, scale = _real(sampling_rate), _real(noise_scale)
+    if rate is None or not (0.0 < rate <= 1.0):
+        raise InvalidPrivacyParameterError(
+            f"sampling_rate must be a number in (0, 1] (the probability that a record enters "
+            f"each step's Poisson subsample), or None to read every record; got "
+            f"{sampling_rate!r}."
+        )
+    if scale is None or not (0.0 < scale < math.inf):
+        raise InvalidPrivacyParameterError(
+            f"noise_scale must be a finite number > 0 (σ of the Gaussian noise on the "
+            f"subsampled log-odds), got {noise_scale!r}."
+        )
+    if clip is None:
+        raise InvalidPrivacyParameterError(
+            "sampling_rate needs clip=c: the subsampled log-odds scale each sampled record's "
+            "ratio by 1/q, and only a clip bounds a record's term (c/(qT)) whatever the "
+            "subsample. Pass clip=c, e.g. a bound on the ratio for the moves proposed."
+        )
+    return exact_sampling_rate(rate)
 
 
 def _checked_proposal_scale(proposal_scale) -> np.ndarray:
