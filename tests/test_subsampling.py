@@ -23,6 +23,7 @@ from pymc_private.dp.events import (
     Release,
     SubsampledGaussianEvent,
     ZcdpEvent,
+    sound_curve,
     subsampled_gaussian_epsilon,
 )
 from pymc_private.dp.subsampling import SubsampledGaussianTest, exact_sampling_rate
@@ -212,6 +213,13 @@ def test_invalid_sampling_rate_is_refused_before_the_model_is_read(mean_model, q
         ({"sampling_rate": 0.1}, "needs clip"),
         ({"sampling_rate": 0.1, "clip": 1.0, "noise_scale": 0.0}, "noise_scale"),
         ({"sampling_rate": 0.1, "clip": 1.0, "noise_scale": math.inf}, "noise_scale"),
+        # z below 2⁻¹⁰: dp-accounting's curve is NaN near z = 1e-152 (an attacker's ε = 0
+        # step) and divides by zero near 1e-170; both refused before the model is read.
+        ({"sampling_rate": 0.99, "clip": 1.0, "noise_scale": 1e-153}, "noise_multiplier"),
+        (
+            {"sampling_rate": 0.99, "clip": 1.0, "noise_scale": 1e-170, "secure": False},
+            "noise_multiplier",
+        ),
     ],
 )
 def test_missing_clip_or_bad_noise_is_refused_before_the_model_is_read(mean_model, kwargs, match):
@@ -225,6 +233,7 @@ def test_missing_clip_or_bad_noise_is_refused_before_the_model_is_read(mean_mode
         {"sampling_rate": 0.1},
         {"sampling_rate": 1.5, "noise_multiplier": 1.0},
         {"sampling_rate": 0.1, "noise_multiplier": -1.0},
+        {"sampling_rate": 0.1, "noise_multiplier": 2.0**-11},
         {"sampling_rate": 0.1, "noise_multiplier": 1.0, "delta": 0.0},
     ],
 )
@@ -312,3 +321,28 @@ def test_plain_pm_sample_charges_each_subsampled_step_as_it_runs(mean_model):
     assert {r.event for r in charged} == {
         SubsampledGaussianEvent(0.5, step.subsampled_test.noise_multiplier)
     }
+
+
+def test_a_curve_with_nan_is_charged_infinity_and_never_launders_the_ledger():
+    """dp-accounting's log-sum of two infinite terms is NaN, and compute_epsilon would pick that
+    order and return max(0, NaN) = 0: `sound_curve` makes it +∞ (and a rounded negative value
+    0), so the ledger's RDP route cannot fall below a release it holds."""
+    curve = sound_curve(np.array([np.nan, -1e-17, 0.5]))
+    assert curve[0] == math.inf and curve[1] == 0.0 and curve[2] == 0.5
+    raw = rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
+        0.99, 1e-153, SUBSAMPLED_RDP_ORDERS
+    )
+    assert np.isnan(raw).any()  # what the floor on z keeps out of every event
+    ledger = pmp.PrivacyLedger(
+        [
+            Release("laplace", 50.0),
+            Release(
+                "subsampled_gaussian_metropolis",
+                subsampled_gaussian_epsilon(0.99, 2.0**-10, STEP_DELTA),
+                delta=STEP_DELTA,
+                sampling_rate=0.99,
+                noise_multiplier=2.0**-10,
+            ),
+        ]
+    )
+    assert ledger.composition(1e-6).epsilon >= 50.0

@@ -51,7 +51,13 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import stats
 from scipy.special import expit
 
-from pymc_private.dp.events import RDP_ORDERS, SUBSAMPLED_RDP_ORDERS, Release, event_of
+from pymc_private.dp.events import (
+    RDP_ORDERS,
+    SUBSAMPLED_RDP_ORDERS,
+    Release,
+    event_of,
+    sound_curve,
+)
 from pymc_private.errors import InvalidPrivacyParameterError
 
 __all__ = [
@@ -326,7 +332,8 @@ def _rdp_epsilon(groups: Groups, delta: float) -> float:
     if pure_delta <= 0:
         return math.inf
     rdp = sum((count * event.rdp(orders) for event, count in events), np.zeros_like(orders))
-    return float(rdp_privacy_accountant.compute_epsilon(orders, rdp, pure_delta)[0])
+    epsilon = float(rdp_privacy_accountant.compute_epsilon(orders, sound_curve(rdp), pure_delta)[0])
+    return math.inf if math.isnan(epsilon) else epsilon
 
 
 @lru_cache(maxsize=512)

@@ -44,6 +44,7 @@ __all__ = [
     "ZcdpEvent",
     "event_of",
     "randomized_response_rdp",
+    "sound_curve",
     "subsampled_gaussian_epsilon",
     "unit_shift_epsilon",
     "unit_shift_scale",
@@ -306,21 +307,45 @@ def _subsampled_rdp(q: float, z: float, orders: tuple[float, ...]) -> np.ndarray
         q, z, np.concatenate([2 * alphas, 2 * alphas - 1])
     )
     double, odd = add_remove[: alphas.size], add_remove[alphas.size :]
-    return (alphas - 0.5) / (alphas - 1) * double + odd
+    return sound_curve((alphas - 0.5) / (alphas - 1) * double + odd)
+
+
+def sound_curve(curve: np.ndarray) -> np.ndarray:
+    """A computed Rényi curve made safe to convert: NaN (dp-accounting's log-sum of two
+    infinite terms, at tiny noise multipliers) becomes +∞, and a negative value (rounding
+    of a divergence that is ≥ 0) becomes 0. `rdp_privacy_accountant.compute_epsilon` would
+    otherwise pick a NaN order and return ε = max(0, NaN) = 0, for the whole ledger."""
+    return np.maximum(np.where(np.isnan(curve), np.inf, curve), 0.0)
+
+
+MIN_NOISE_MULTIPLIER = 2.0**-10
+"""The smallest z of a subsampled Gaussian step: below it dp-accounting's curve loses
+finiteness in floating point (NaN below about 1e-151, a division by zero below 1e-160), and
+one step costs more than any budget (its add/remove ε alone exceeds 2⁻¹/z² − 1)."""
 
 
 def _check_subsampled(sampling_rate, noise_multiplier) -> None:
-    for name, value, upper in (
-        ("sampling_rate", sampling_rate, 1.0),
-        ("noise_multiplier", noise_multiplier, math.inf),
-    ):
-        if isinstance(value, bool) or not (
-            isinstance(value, int | float) and 0 < value <= upper and math.isfinite(value)
-        ):
-            raise InvalidPrivacyParameterError(
-                f"A subsampled Gaussian release's {name} must be a finite number in "
-                f"(0, {upper}], got {value!r}."
-            )
+    if not _number_in(sampling_rate, 0.0, 1.0) or sampling_rate == 0.0:
+        raise InvalidPrivacyParameterError(
+            f"A subsampled Gaussian release's sampling_rate must be a number in (0, 1], got "
+            f"{sampling_rate!r}."
+        )
+    if not _number_in(noise_multiplier, MIN_NOISE_MULTIPLIER, math.inf):
+        raise InvalidPrivacyParameterError(
+            "A subsampled Gaussian release's noise_multiplier z must be a finite number of at "
+            f"least 2⁻¹⁰, got {noise_multiplier!r}: raise the noise scale σ or the temperature "
+            "T, or lower the clip c (z = σ·q·T/c)."
+        )
+
+
+def _number_in(value, lower: float, upper: float) -> bool:
+    """A finite int or float (not a bool) in [lower, upper]."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and lower <= value <= upper
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -336,9 +361,10 @@ def subsampled_gaussian_epsilon(
             f"A subsampled Gaussian release is (ε, δ)-DP only for δ in (0, 1); got {delta!r}."
         )
     curve = SubsampledGaussianEvent(sampling_rate, noise_multiplier).rdp(SUBSAMPLED_RDP_ORDERS)
-    return float(
+    epsilon = float(
         rdp_privacy_accountant.compute_epsilon(SUBSAMPLED_RDP_ORDERS, count * curve, delta)[0]
     )
+    return math.inf if math.isnan(epsilon) else epsilon
 
 
 def event_of(

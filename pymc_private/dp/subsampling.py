@@ -128,11 +128,15 @@ class SubsampledGaussianTest:
 
     @cached_property
     def noise_multiplier(self) -> float:
-        """z = σ/Δ (numpy noise), or 1/√(2ρ) with ρ OpenDP's map of its Gaussian at Δ."""
+        """z = σ/Δ (numpy noise), or 1/√(2ρ) with ρ OpenDP's map of its Gaussian at Δ,
+        rounded down: the float quotient (and square root) are within 2⁻⁵² of the exact
+        value, and the factor 1 − 2⁻⁵⁰ puts the result below it (a larger z would charge less)."""
         if not self.secure:
-            return self.noise_scale / self.sensitivity
-        rho = opendp_gaussian_at("float", self.noise_scale).map(self.sensitivity)
-        return 1.0 / math.sqrt(2.0 * rho)
+            exact = self.noise_scale / self.sensitivity
+        else:
+            rho = opendp_gaussian_at("float", self.noise_scale).map(self.sensitivity)
+            exact = 1.0 / math.sqrt(2.0 * rho)
+        return exact * (1.0 - 2.0**-50)
 
     @property
     def epsilon_per_step(self) -> float:
