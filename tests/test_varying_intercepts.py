@@ -121,47 +121,51 @@ def test_l_accounts_for_the_intercepts_bounds():
     assert term.lipschitz() == pytest.approx(np.log(special.expit(bound) / special.expit(-bound)))
 
 
+def _refused_model(index, covariates, y, *, tau_shape=None) -> pm.Model:
+    """alpha[index] + covariates @ w, for the refusals: ``index`` and ``covariates`` are
+    builders called inside the model (PrivateData or pm.Data), ``tau_shape`` a per-group τ."""
+    with pm.Model() as model:
+        g, x = index(), covariates()
+        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
+        width = int(x.shape[1].eval())
+        w = pmp.TruncatedMvNormal("w", np.zeros(width), np.eye(width), radius=3.0)
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(-4.0, 4.0))
+        if tau_shape is None:
+            pm.Normal("y", alpha[g] + x @ w, 0.5, observed=y_obs)
+        else:
+            tau = pmp.TruncatedGamma("tau", 2.0, 0.5, lower=0.1, upper=100.0, shape=tau_shape)
+            pm.Normal("y", alpha[g] + x @ w, tau=tau[g], observed=y_obs)
+    return model
+
+
 def test_refusals_name_the_fix():
     g, x, y = simulated(40, *TRUTH, seed=3)
     ones = np.column_stack([np.ones(40), x])
-    with pm.Model() as constant_column:
-        index = pm.Data("g", g)
-        x_obs = pmp.PrivateData("x_obs", ones, bounds=([1.0, -1.0, -1.0], [1.0, 1.0, 1.0]))
-        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
-        w = pmp.TruncatedMvNormal("w", np.zeros(3), np.eye(3), radius=3.0)
-        y_obs = pmp.PrivateData("y_obs", y, bounds=(-4.0, 4.0))
-        pm.Normal("y", alpha[index] + x_obs @ w, 0.5, observed=y_obs)
-    with pytest.raises(UnsupportedModelError, match="drop the constant column 0"):
-        pmp.privatize(constant_column, 1.0)
-    with pm.Model() as public:
-        index = pm.Data("g", g)
-        design = pm.Data("design", x)
-        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
-        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
-        y_obs = pmp.PrivateData("y_obs", y, bounds=(-4.0, 4.0))
-        pm.Normal("y", alpha[index] + design @ w, 0.5, observed=y_obs)
-    with pytest.raises(UnsupportedModelError, match="one-hot columns"):
-        pmp.privatize(public, 1.0)
-    with pm.Model() as private_index:
-        index = pmp.PrivateData("g_obs", g, bounds=(0, G - 1))
-        x_obs = pmp.PrivateData("x_obs", x, bounds=(-1.0, 1.0))
-        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
-        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
-        y_obs = pmp.PrivateData("y_obs", y, bounds=(-4.0, 4.0))
-        pm.Normal("y", alpha[index] + x_obs @ w, 0.5, observed=y_obs)
-    with pytest.raises(UnsupportedModelError, match="public index"):
-        pmp.privatize(private_index, 1.0)
-    with pm.Model() as per_group_sigma:
-        index = pm.Data("g", g)
-        x_obs = pmp.PrivateData("x_obs", x, bounds=(-1.0, 1.0))
-        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
-        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0)
-        tau = pmp.TruncatedGamma("tau", 2.0, 0.5, lower=0.1, upper=100.0, shape=G)
-        y_obs = pmp.PrivateData("y_obs", y, bounds=(-4.0, 4.0))
-        pm.Normal("y", alpha[index] + x_obs @ w, tau=tau[index], observed=y_obs)
-    with pytest.raises(UnsupportedModelError, match="`sigma` is indexed by the group"):
-        pmp.privatize(per_group_sigma, 1.0)
-    for model in (constant_column, public, private_index, per_group_sigma):
+    cases = [
+        (
+            lambda: pm.Data("g", g),
+            lambda: pmp.PrivateData("x_obs", ones, bounds=([1.0, -1.0, -1.0], [1.0, 1.0, 1.0])),
+            None,
+            "drop the constant column 0",
+        ),
+        (lambda: pm.Data("g", g), lambda: pm.Data("design", x), None, "one-hot columns"),
+        (
+            lambda: pmp.PrivateData("g_obs", g, bounds=(0, G - 1)),
+            lambda: pmp.PrivateData("x_obs", x, bounds=(-1.0, 1.0)),
+            None,
+            "public index",
+        ),
+        (
+            lambda: pm.Data("g", g),
+            lambda: pmp.PrivateData("x_obs", x, bounds=(-1.0, 1.0)),
+            G,
+            "`sigma` is indexed by the group",
+        ),
+    ]
+    for index, covariates, tau_shape, match in cases:
+        model = _refused_model(index, covariates, y, tau_shape=tau_shape)
+        with pytest.raises(UnsupportedModelError, match=match):
+            pmp.privatize(model, 1.0)
         assert ledger_for(model).epsilon() == 0
 
 
