@@ -265,7 +265,9 @@ def _generators(model: pm.Model, specs: dict, n: int) -> tuple[list[_Generator],
     if covariates and n != n_original:
         raise InvalidPrivacyParameterError(
             f"The model reads the public data {sorted(covariates)}, one row per record "
-            f"({n_original} rows): synthetic data sets have their n = {n_original}; got n = {n}."
+            f"({n_original} rows): synthetic data sets have their n = {n_original}; got n = {n}. "
+            "Leave n out, and combine the analyses with "
+            "pmp.combine_synthetic(..., method='rubin'), whose rule needs no larger n."
         )
     # Fresh generators: compiling with a seed then leaves the model's own untouched.
     rngs = {
