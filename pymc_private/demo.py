@@ -425,9 +425,10 @@ def run(
     planned = plan(model, epsilon=report_epsilon)
     print(f"\n== Before any data is read: pmp.plan(model, epsilon={report_epsilon:g}) ==")
     print(planned)
+    needed = planned.epsilon_for(target_sd_inflation=1.5)
     print(
         "The smallest ε whose posterior sd is at most 1.5 times the non-private one: "
-        f"planned.epsilon_for(sd_inflation=1.5) = {planned.epsilon_for(sd_inflation=1.5):.3g}"
+        f"planned.epsilon_for(target_sd_inflation=1.5) = {needed:.3g}"
     )
 
     pi, theta = exact_posterior_draws(

@@ -165,18 +165,18 @@ class PrivacyPlan:
     def epsilon_for(
         self,
         *,
-        sd_inflation: float | None = None,
-        sd: float | Mapping[str, float] | None = None,
+        target_sd_inflation: float | None = None,
+        target_sd: float | Mapping[str, float] | None = None,
         parameters: Sequence[str] | None = None,
     ) -> float:
         """The smallest ε (at this plan's δ and mechanism choice) whose release meets a target.
 
         Parameters
         ----------
-        sd_inflation
+        target_sd_inflation
             The largest ratio, private posterior sd over the raw-data one, allowed for every
             entry of ``parameters``: e.g. 1.1 for intervals at most 10% wider.
-        sd
+        target_sd
             The largest private posterior sd allowed: one number for every entry of
             ``parameters``, or a number per free variable. A central 90% interval is about
             3.29 sd wide.
@@ -190,7 +190,7 @@ class PrivacyPlan:
             > 0 for an sd), an unknown parameter, or a target no ε up to 10⁴ meets (the
             message gives what ε = 10⁴ reaches).
         """
-        return self.planner.epsilon_for(self.delta, sd_inflation, sd, parameters)
+        return self.planner.epsilon_for(self.delta, target_sd_inflation, target_sd, parameters)
 
     def _rows(self) -> tuple[list[list[str]], list[list[str]]]:
         parameters = [
@@ -429,6 +429,12 @@ class _Planner:
                 raise InvalidPrivacyParameterError(
                     f"at[{name!r}] must be finite numbers of shape {centre.shape}, got "
                     f"{at[name]!r}."
+                )
+            if np.any(value < support.lower) or np.any(value > support.upper):
+                raise InvalidPrivacyParameterError(
+                    f"at[{name!r}] = {at[name]!r} lies outside the prior's support "
+                    f"[{np.min(support.lower):.4g}, {np.max(support.upper):.4g}]: the "
+                    "posterior never reaches it; pass a point inside."
                 )
             self.point[name] = value
             self.simplex[name] = support.family == "dirichlet"
@@ -813,7 +819,7 @@ class _Planner:
         tolerance, by Brent's method on log ε over the prediction."""
         if (sd_inflation is None) == (sd is None):
             raise InvalidPrivacyParameterError(
-                "Give one target: sd_inflation= (e.g. 1.1) or sd= (e.g. 0.05)."
+                "Give one target: target_sd_inflation= (e.g. 1.1) or target_sd= (e.g. 0.05)."
             )
         chosen = list(self.names if parameters is None else parameters)
         unknown = sorted(set(chosen) - set(self.names))

@@ -32,7 +32,7 @@ def test_demo_prints_utility_table_and_writes_plot(tmp_path, capsys):
     assert "do not come from the private training rows" in out
     assert "PrivacyAnalysis" in out
     assert "PrivacyPlan: pmp.privatize at ε = 1 (laplace)" in out
-    assert "planned.epsilon_for(sd_inflation=1.5) = " in out
+    assert "planned.epsilon_for(target_sd_inflation=1.5) = " in out
     assert f"saved to {png.resolve()}" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

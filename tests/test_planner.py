@@ -127,7 +127,7 @@ def test_group_sizes_are_measured_by_every_table():
 
 def test_smallest_epsilon_for_an_inflation(coin_model, coin_plan):
     """Inflation² = 1 + (2/ε²)/(nθ(1 − θ)) without the prior: ε = √(2/(n/4 · 0.21)) for 1.1."""
-    epsilon = coin_plan.epsilon_for(sd_inflation=1.1)
+    epsilon = coin_plan.epsilon_for(target_sd_inflation=1.1)
     assert epsilon == pytest.approx(math.sqrt(2 / (N * 0.25 * 0.21)), rel=0.03)
     (row,) = pmp.plan(coin_model, epsilon).parameters
     assert row.inflation <= 1.1
@@ -136,8 +136,8 @@ def test_smallest_epsilon_for_an_inflation(coin_model, coin_plan):
     solved = pmp.plan(coin_model, target_sd_inflation=1.1)
     assert solved.epsilon == pytest.approx(epsilon)
     target = coin_plan.parameters[0].sd_exact * 1.5
-    assert coin_plan.epsilon_for(sd=target) == pytest.approx(
-        coin_plan.epsilon_for(sd={"theta": target})
+    assert coin_plan.epsilon_for(target_sd=target) == pytest.approx(
+        coin_plan.epsilon_for(target_sd={"theta": target})
     )
 
 
@@ -236,6 +236,7 @@ def test_invalid_requests_are_refused(coin_plan):
         ({"at": {"nope": 0.3}, "epsilon": 1.0}, "nope"),
         ({"at": {"theta": [0.3, 0.4]}, "epsilon": 1.0}, "shape"),
         ({"at": {"theta": "half"}, "epsilon": 1.0}, "finite numbers"),
+        ({"at": {"theta": 0.99}, "epsilon": 1.0}, "outside the prior's support"),
         ({"target_sd_inflation": 0.9}, "> 1"),
         ({"target_sd": math.nan}, "> 0"),
         ({"target_sd": 1e-6}, "No ε up to"),
@@ -246,7 +247,7 @@ def test_invalid_requests_are_refused(coin_plan):
     with pytest.raises(InvalidPrivacyParameterError, match="epsilon="):
         pmp.plan(model)
     with pytest.raises(InvalidPrivacyParameterError, match="nope"):
-        coin_plan.epsilon_for(sd_inflation=1.1, parameters=["nope"])
+        coin_plan.epsilon_for(target_sd_inflation=1.1, parameters=["nope"])
     with pytest.raises(InvalidPrivacyParameterError, match="nope"):
         coin_plan.sd("nope")
     with pytest.raises(InvalidPrivacyParameterError, match="one target"):
