@@ -346,3 +346,37 @@ def test_a_curve_with_nan_is_charged_infinity_and_never_launders_the_ledger():
         ]
     )
     assert ledger.composition(1e-6).epsilon >= 50.0
+
+
+@pytest.mark.parametrize("limit", [0, -1.0, math.inf, math.nan, True, "1"])
+def test_invalid_max_step_size_is_refused_before_the_model_is_read(mean_model, limit):
+    ledger = pmp.ledger_for(mean_model[0])
+    before = len(ledger)
+    with pytest.raises(InvalidPrivacyParameterError, match="max_step_size"):
+        pmp.PrivateMetropolis(clip=1.0, max_step_size=limit, model=mean_model[0])
+    assert len(ledger) == before
+
+
+def test_tuning_never_grows_the_scale_past_max_step_size(mean_model):
+    """Tiny moves are accepted about half the time, above the target 0.27: the scale grows
+    without limit, and never past m/‖s‖ with ``max_step_size=m`` (a start above it is
+    shrunk to it)."""
+    model = mean_model[0]
+    with model:
+        steps = {
+            limit: pmp.PrivateMetropolis(
+                clip=0.1, proposal_scale=1e-3, max_step_size=limit, secure=False
+            )
+            for limit in (None, 5e-4)
+        }
+    assert steps[5e-4].scaling == pytest.approx(0.5)
+    largest = {}
+    for limit, step in steps.items():
+        step.set_rng(np.random.default_rng(5))
+        state, scalings = model.initial_point(), []
+        for _ in range(60):
+            state, _ = step.step(state)
+            scalings.append(step.scaling)
+        largest[limit] = max(scalings)
+    assert largest[None] > 4.0
+    assert largest[5e-4] == pytest.approx(0.5, rel=1e-12)
