@@ -380,3 +380,43 @@ def test_tuning_never_grows_the_scale_past_max_step_size(mean_model):
         largest[limit] = max(scalings)
     assert largest[None] > 4.0
     assert largest[5e-4] == pytest.approx(0.5, rel=1e-12)
+
+
+def test_a_released_warm_start_and_the_chain_share_one_ledger_and_budget():
+    """The warm start of benchmarks/subsampled_mcmc.py: the pay-once GLM release at ε₀, its
+    draws as starts and sds as the proposal; the budget check counts ε₀ with the chain."""
+    rng = np.random.default_rng(1)
+    x = np.column_stack([np.ones(200), rng.uniform(-1, 1, size=200)])
+    y = (rng.random(200) < 0.5).astype(int)
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", x, bounds=([1, -1], [1, 1]))
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(0, 1))
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0, default_transform=None)
+        pm.Bernoulli("y", logit_p=x_obs @ w, observed=y_obs)
+    with pmp.privatize(model, epsilon=0.3, delta=1e-6):
+        warm = pmp.sample(5, tune=5, chains=1, random_seed=1, progressbar=False)
+    draws = warm.posterior["w"].values.reshape(-1, 2)
+    with model:
+        step = pmp.PrivateMetropolis(
+            clip=0.5,
+            sampling_rate=0.5,
+            noise_scale=4.0,
+            proposal_scale=draws.std(0) + 1e-3,
+            max_step_size=0.1,
+            secure=False,
+        )
+        chain = step.planned_release(20, 0)
+        alone = pmp.PrivacyLedger([chain]).composition(1e-6).epsilon
+        warm_start = pmp.ledger_for(model).releases
+        both = pmp.PrivacyLedger([*warm_start, chain]).composition(1e-6)
+        assert both.epsilon > alone
+        with pytest.raises(BudgetExceededError):
+            pmp.sample(
+                10,
+                tune=10,
+                chains=1,
+                step=step,
+                initvals=[{"w": draws[0]}],
+                budget=pmp.Budget((alone + both.epsilon) / 2, delta=1e-6),
+            )
+    assert pmp.ledger_for(model).releases == warm_start  # refused before any step ran
