@@ -1,7 +1,8 @@
 """Subsampled PrivateMetropolis against full-data PrivateMetropolis and NUTS, at ε ≤ 2.
 
-Run with ``python benchmarks/subsampled_mcmc.py [n] [--nuts] [--start-at-reference]``
-(default n = 10⁵). A Bayesian
+Run with ``python benchmarks/subsampled_mcmc.py [n] [--nuts] [--start-at-reference]
+[--warm-start [--step=k] [--tune]] [--only=name]`` (default n = 10⁵; ``--only`` runs the
+samplers whose name contains it). A Bayesian
 logistic regression with two features uniform on [−1, 1] (so a record's log-likelihood ratio
 is at most ‖θ' − θ‖₁), 2 chains × (500 tuning + 1000 kept) steps from the public start 0,
 every private run under ``pmp.Budget(2, delta=1e-6)``:
@@ -21,6 +22,16 @@ private run (the start is read from the data), a measurement of the target's bia
 mixing without the climb from 0. Printed per sampler: the ledger's ε at δ = 1e-6, posterior
 means minus the reference's in reference posterior sds, R-hat, bulk ESS (worst coordinate),
 ESS per unit ε, the acceptance rate and the wall time.
+
+``--warm-start`` is the private run from a released start (issue 26, second round): the model
+gains an intercept column (weights (0.3, 1, −0.5)) and the ball prior
+`pmp.TruncatedMvNormal` (R = 5, sampled without its transform) of the pay-once GLM route, and
+each sampler's run first releases XᵀX and Xᵀy by `pmp.privatize` at ε₀ = 0.3 (δ = 1e-6, on
+the same ledger), draws that noise-aware posterior for free, and starts chain k at its k-th
+released draw with the proposal scale its sds, shrunk by the step's ``max_step_size=c/k``
+(``--step=k``, default 1) until ‖s‖₂ = c/k: a record's ratio |x·(θ' − θ)| is then at most
+(c/k)·|N(0, 1)| for |x_j| ≤ 1. c is the largest that fits ε ≤ 2 for the warm start and the
+chain together. ``--tune`` also adapts the scale under that cap.
 
 Measured (2 cores shared with other jobs, ``secure=False``; every run ε ≈ 1.99 at δ = 1e-6)
 --------------------------------------------------------------------------------------------
@@ -44,6 +55,40 @@ R-hat 1.29, ESS 6; q = 0.05: (−10.4, 5.8), R-hat 1.27, ESS 13 (in 422 s agains
 q = 1: every record's ratio is still computed). ε ≤ 2 is reached by the accounting at
 every n (it does not depend on n), but no chain within it converges from the public start at
 n ≤ 10⁶: the smallest n where it would is not measured here.
+
+``--warm-start``, n = 10⁵ (Laplace reference mean (0.307, 0.982, −0.495), sd (0.0067, 0.0120,
+0.0117)); ε₀ = 0.3 leaves c = 0.00378 (Barker), 0.0075 (σ = 2), 0.0113 (σ = 3), against
+0.0041, 0.0076, 0.0114 without it; the ledger's total is 1.99–2.00 for every run. The warm start
+is 1.8–4.5 sd off in b₁ (the GLM route's Gaussian law of uniform covariates) with sds
+(0.0075, 0.017, 0.016), 1.4 times the posterior's. Means − reference in sds, R-hat, bulk ESS,
+ESS/ε, acceptance:
+
+- ``--step=2``: barker (−0.22, 0.23, −0.72), 2.02, 3, 1.4, 0.50; gaussian q = 1, σ = 2:
+  (−0.05, 0.02, 0.23), 1.46, 4, 2.0, 0.31; q = 1, σ = 3: (0.24, −0.09, 0.54), 1.39, 5, 2.3,
+  0.13; q = 0.3, σ = 3: (0.14, −0.04, 0.77), 1.56, 4, 1.8, 0.13; q = 0.05, σ = 3:
+  (0.60, 0.62, 0.72), 1.44, 4, 2.2, 0.17.
+- ``--step=1``: barker (0.94, 2.85, −1.55), 1.43, 4, 2.2, 0.49; q = 1, σ = 2:
+  (1.11, 2.90, −0.93), 1.14, 12, 6.2, 0.32; q = 1, σ = 3: (0.88, 3.24, −0.82), 1.12, 23,
+  11.7, 0.15; q = 0.3, σ = 3: (1.29, 3.55, −0.77), 1.24, 8, 3.8, 0.17; q = 0.05, σ = 3:
+  (1.60, 3.54, −1.04), 1.19, 9, 4.5, 0.23.
+
+So the private start removes the climb (the means of ``--step=2`` are as close as those of the
+non-private ``--start-at-reference``), and larger moves buy mixing with the clip's bias: at
+``--step=1`` the clip binds and holds b₁ 3 sd high (towards larger weights, the clipped
+records being the ill-fitted ones). No setting reaches R-hat < 1.05 at n = 10⁵ within ε ≤ 2:
+unbiased moves are at most about half a posterior sd (‖s‖₂ = c/2 with c = 0.0113 at σ = 3), the
+penalty decision accepts about 2Φ(−σ/2) = 0.13 of them, and 1500 steps a chain then give a
+few dozen independent draws at best. ESS per unit ε against full-data Barker: 1.6× at
+``--step=2`` (σ = 3, q = 1), 5.3× at ``--step=1`` (biased). One seed each.
+
+``--warm-start --step=2 --only=q=0.05``, n = 10⁶ (reference sd (0.0021, 0.0038, 0.0037)): the
+warm start is 8.2 sd off in b₁, c is the same 0.0113, and the same ‖s‖₂ = c/2 is now about one
+posterior sd per coordinate: means (−0.06, 0.16, 0.15) sd from the reference, R-hat 1.097,
+ESS 20 (10 per unit ε), acceptance 0.28, in 373 s (every record's ratio is computed). With
+``--step=1.5`` the cap no longer binds (the warm start's sds, ‖s‖₂ = 0.0062 < c/1.5): means
+(0.15, 0.31, 0.05) sd, R-hat 1.089, ESS 22, in 389 s. R-hat < 1.05 is not reached at n ≤ 10⁶
+within ε ≤ 2 (one seed each; the acceptance 0.28 above the 0.13 of q = 1 is the subsample's
+variance, which the penalty does not correct).
 """
 
 from __future__ import annotations
@@ -57,11 +102,15 @@ import pymc as pm
 
 import pymc_private as pmp
 from pymc_private.dp import session
-from pymc_private.dp.events import subsampled_gaussian_epsilon
+from pymc_private.dp.subsampling import SubsampledGaussianTest, exact_sampling_rate
 
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 N_RECORDS = int(float(ARGS[0])) if ARGS else 100_000
-TRUE_WEIGHTS = np.array([1.0, -0.5])
+WARM = "--warm-start" in sys.argv
+WARM_EPSILON = 0.3
+ONLY = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), "")
+STEP = float(next((a.split("=")[1] for a in sys.argv if a.startswith("--step=")), 1.0))
+TRUE_WEIGHTS = np.array([0.3, 1.0, -0.5]) if WARM else np.array([1.0, -0.5])
 TUNE, DRAWS, CHAINS = 500, 1000, 2
 STEPS = CHAINS * (TUNE + DRAWS)
 BUDGET = pmp.Budget(2.0, delta=1e-6)
@@ -71,33 +120,44 @@ SAMPLERS = ((1.0, 2.0), (1.0, 3.0), (0.3, 3.0), (0.05, 3.0))  # (q, σ)
 def simulated(n: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, size=(n, 2))
+    if WARM:
+        x = np.column_stack([np.ones(n), x])
     y = (rng.random(n) < 1 / (1 + np.exp(-x @ TRUE_WEIGHTS))).astype(int)
     return x, y
 
 
 def model_for(x: np.ndarray, y: np.ndarray) -> pm.Model:
+    p = x.shape[1]
     with pm.Model() as model:
-        x_obs = pmp.PrivateData("x_obs", x, bounds=(-1, 1))
+        bounds = ([1, -1, -1], [1, 1, 1]) if WARM else (-1, 1)
+        x_obs = pmp.PrivateData("x_obs", x, bounds=bounds)
         y_obs = pmp.PrivateData("y_obs", y, bounds=(0, 1))
-        b = pm.Normal("b", 0, 2, shape=2)
+        if WARM:
+            # the pay-once GLM route needs the intercept column and a ball prior; sampled in
+            # w itself (no ball transform), so that the proposal's scale is w's
+            b = pmp.TruncatedMvNormal(
+                "b", np.zeros(p), 4 * np.eye(p), radius=5.0, default_transform=None
+            )
+        else:
+            b = pm.Normal("b", 0, 2, shape=p)
         pm.Bernoulli("y", logit_p=x_obs @ b, observed=y_obs)
     return model
 
 
 def laplace_reference(x: np.ndarray, y: np.ndarray) -> dict:
     """Mode and sds of the Laplace approximation (Newton's method on the log posterior)."""
-    b = np.zeros(2)
+    b = np.zeros(x.shape[1])
     for _ in range(50):
         p = 1 / (1 + np.exp(-x @ b))
         gradient = x.T @ (y - p) - b / 4
-        hessian = -(x.T * (p * (1 - p))) @ x - np.eye(2) / 4
+        hessian = -(x.T * (p * (1 - p))) @ x - np.eye(x.shape[1]) / 4
         b = b - np.linalg.solve(hessian, gradient)
     return {"mean": b, "sd": np.sqrt(np.diag(np.linalg.inv(-hessian)))}
 
 
 def nuts_reference(x: np.ndarray, y: np.ndarray) -> dict:
     with pm.Model():
-        b = pm.Normal("b", 0, 2, shape=2)
+        b = pm.Normal("b", 0, 2, shape=x.shape[1])
         pm.Bernoulli("y", logit_p=x @ b, observed=y)
         nuts = pm.sample(1000, tune=500, chains=2, random_seed=1, progressbar=False)
     return {
@@ -106,8 +166,21 @@ def nuts_reference(x: np.ndarray, y: np.ndarray) -> dict:
     }
 
 
+def warm_start(model: pm.Model) -> dict:
+    """The private warm start: `pmp.privatize` at ε₀ = `WARM_EPSILON` (δ = 1e-6, recorded on
+    the model's ledger), its noise-aware posterior drawn for free; returns that posterior's
+    mean and sd, and one of its draws per chain as the chain's start: released values only."""
+    private = pmp.privatize(model, epsilon=WARM_EPSILON, delta=1e-6)
+    with private:
+        draws = pmp.sample(500, tune=500, chains=2, random_seed=1, progressbar=False)
+    b = draws.posterior["b"].values.reshape(-1, draws.posterior["b"].shape[-1])
+    starts = [{"b": b[i * len(b) // CHAINS]} for i in range(CHAINS)]
+    return {"mean": b.mean(0), "sd": b.std(0), "starts": starts}
+
+
 def largest_clip(total) -> float:
-    """The largest clip c (to 1 %) whose chain composes to ε ≤ 2 at δ = 1e-6."""
+    """The largest clip c (to 1 %) whose run (warm start included) composes to ε ≤ 2 at
+    δ = 1e-6."""
     low, high = 1e-6, 1.0
     while high / low > 1.01:
         middle = (low * high) ** 0.5
@@ -115,13 +188,18 @@ def largest_clip(total) -> float:
     return low
 
 
-def barker_total(clip: float) -> float:
+def composed(chain: pmp.Release, before: tuple) -> float:
+    return pmp.PrivacyLedger([*before, chain]).composition(1e-6).epsilon
+
+
+def barker_total(clip: float, before: tuple = ()) -> float:
     release = pmp.Release("clipped_barker_metropolis", 2 * clip + 2**-43, count=STEPS)
-    return pmp.PrivacyLedger([release]).composition(1e-6).epsilon
+    return composed(release, before)
 
 
-def gaussian_total(q: float, sigma: float, clip: float) -> float:
-    return subsampled_gaussian_epsilon(q, sigma * q / clip, 1e-6, STEPS)  # z = σqT/c, T = 1
+def gaussian_total(q: float, sigma: float, clip: float, before: tuple = ()) -> float:
+    test = SubsampledGaussianTest(exact_sampling_rate(q), clip, 1.0, sigma, secure=False)
+    return composed(test.release("subsampled_gaussian_metropolis", STEPS), before)
 
 
 def summarise(name: str, idata, epsilon: float, reference: dict, seconds: float) -> None:
@@ -143,20 +221,42 @@ def main() -> None:
     model = model_for(x, y)
     reference = nuts_reference(x, y) if "--nuts" in sys.argv else laplace_reference(x, y)
     print(f"n = {N_RECORDS}, reference mean {reference['mean']}, sd {reference['sd']}")
-    initvals = {"b": reference["mean"]} if "--start-at-reference" in sys.argv else None
-    runs = {"barker": (largest_clip(barker_total), {})}
+    samplers = {"barker": (barker_total, {})}
     for q, sigma in SAMPLERS:
-        runs[f"gaussian q={q} σ={sigma}"] = (
-            largest_clip(lambda c, q=q, sigma=sigma: gaussian_total(q, sigma, c)),
+        samplers[f"gaussian q={q} σ={sigma}"] = (
+            lambda c, before=(), q=q, sigma=sigma: gaussian_total(q, sigma, c, before),
             {"sampling_rate": q, "noise_scale": sigma},
         )
-    for name, (clip, kwargs) in runs.items():
+    for name, (total, kwargs) in samplers.items():
+        if ONLY not in name:
+            continue
         session.reset()  # each sampler is a separate benchmark of the same (public) data
+        initvals, before = None, ()
+        if "--start-at-reference" in sys.argv:
+            initvals = {"b": reference["mean"]}
+        if WARM:
+            start = warm_start(model)
+            before = pmp.ledger_for(model).releases
+            initvals = start["starts"]
+            off = np.round((start["mean"] - reference["mean"]) / reference["sd"], 2)
+            print(f"{name}: warm start {off} sd from the reference, sd {np.round(start['sd'], 4)}")
+        clip = largest_clip(lambda c, total=total, before=before: total(c, before))
+        scale, limit = clip / 3, None
+        if WARM:
+            # the warm start's sds, shrunk by the step until ‖s‖₂ = c/STEP: a record's ratio
+            # is at most |x·(θ' − θ)| ≤ ‖s‖₂·|N(0, 1)| for |x_j| ≤ 1 (public given the
+            # released posterior)
+            scale, limit = start["sd"], clip / STEP
         with model:
             step = pmp.PrivateMetropolis(
-                clip=clip, proposal_scale=clip / 3, tune=False, secure=False, **kwargs
+                clip=clip,
+                proposal_scale=scale,
+                max_step_size=limit,
+                tune="--tune" in sys.argv,
+                secure=False,
+                **kwargs,
             )
-            start = time.perf_counter()
+            started = time.perf_counter()
             idata = pmp.sample(
                 DRAWS,
                 tune=TUNE,
@@ -168,8 +268,9 @@ def main() -> None:
                 initvals=initvals,
             )
         epsilon = pmp.privacy_report(idata).ledger.composition(1e-6).epsilon
-        print(f"{name}: clip c = {clip:.4g}")
-        summarise(name, idata, epsilon, reference, time.perf_counter() - start)
+        scale = step.proposal_dist.s * step.scaling
+        print(f"{name}: clip c = {clip:.4g}, proposal scale {np.round(scale, 4)} at the start")
+        summarise(name, idata, epsilon, reference, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

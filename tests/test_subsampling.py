@@ -346,3 +346,77 @@ def test_a_curve_with_nan_is_charged_infinity_and_never_launders_the_ledger():
         ]
     )
     assert ledger.composition(1e-6).epsilon >= 50.0
+
+
+@pytest.mark.parametrize("limit", [0, -1.0, math.inf, math.nan, True, "1"])
+def test_invalid_max_step_size_is_refused_before_the_model_is_read(mean_model, limit):
+    ledger = pmp.ledger_for(mean_model[0])
+    before = len(ledger)
+    with pytest.raises(InvalidPrivacyParameterError, match="max_step_size"):
+        pmp.PrivateMetropolis(clip=1.0, max_step_size=limit, model=mean_model[0])
+    assert len(ledger) == before
+
+
+def test_tuning_never_grows_the_scale_past_max_step_size(mean_model):
+    """Tiny moves are accepted about half the time, above the target 0.27: the scale grows
+    without limit, and never past m/‖s‖ with ``max_step_size=m`` (a start above it is
+    shrunk to it)."""
+    model = mean_model[0]
+    with model:
+        steps = {
+            limit: pmp.PrivateMetropolis(
+                clip=0.1, proposal_scale=1e-3, max_step_size=limit, secure=False
+            )
+            for limit in (None, 5e-4)
+        }
+    assert steps[5e-4].scaling == pytest.approx(0.5)
+    largest = {}
+    for limit, step in steps.items():
+        step.set_rng(np.random.default_rng(5))
+        state, scalings = model.initial_point(), []
+        for _ in range(60):
+            state, _ = step.step(state)
+            scalings.append(step.scaling)
+        largest[limit] = max(scalings)
+    assert largest[None] > 4.0
+    assert largest[5e-4] == pytest.approx(0.5, rel=1e-12)
+
+
+def test_a_released_warm_start_and_the_chain_share_one_ledger_and_budget():
+    """The warm start of benchmarks/subsampled_mcmc.py: the pay-once GLM release at ε₀, its
+    draws as starts and sds as the proposal; the budget check counts ε₀ with the chain."""
+    rng = np.random.default_rng(1)
+    x = np.column_stack([np.ones(200), rng.uniform(-1, 1, size=200)])
+    y = (rng.random(200) < 0.5).astype(int)
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", x, bounds=([1, -1], [1, 1]))
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(0, 1))
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=3.0, default_transform=None)
+        pm.Bernoulli("y", logit_p=x_obs @ w, observed=y_obs)
+    with pmp.privatize(model, epsilon=0.3, delta=1e-6):
+        warm = pmp.sample(5, tune=5, chains=1, random_seed=1, progressbar=False)
+    draws = warm.posterior["w"].values.reshape(-1, 2)
+    with model:
+        step = pmp.PrivateMetropolis(
+            clip=0.5,
+            sampling_rate=0.5,
+            noise_scale=4.0,
+            proposal_scale=draws.std(0) + 1e-3,
+            max_step_size=0.1,
+            secure=False,
+        )
+        chain = step.planned_release(20, 0)
+        alone = pmp.PrivacyLedger([chain]).composition(1e-6).epsilon
+        warm_start = pmp.ledger_for(model).releases
+        both = pmp.PrivacyLedger([*warm_start, chain]).composition(1e-6)
+        assert both.epsilon > alone
+        with pytest.raises(BudgetExceededError):
+            pmp.sample(
+                10,
+                tune=10,
+                chains=1,
+                step=step,
+                initvals=[{"w": draws[0]}],
+                budget=pmp.Budget((alone + both.epsilon) / 2, delta=1e-6),
+            )
+    assert pmp.ledger_for(model).releases == warm_start  # refused before any step ran

@@ -141,6 +141,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         Whether to adapt the proposal scale while tuning (``pm.sample`` tunes for its
         ``tune`` iterations and then calls ``stop_tuning``; a standalone step adapts until
         ``stop_tuning`` is called). ``False`` keeps the scale fixed.
+    max_step_size
+        m > 0, or None (default: no limit). Public upper limit on the proposal's
+        ‖s·scaling‖₂ that tuning may reach (a starting scale above it is shrunk to it): for a
+        likelihood with |ℓ(x; θ') − ℓ(x; θ)| ≤ B‖θ' − θ‖₂, a record's ratio is then about
+        B·m or less for typical moves, so m = c/(3B) keeps a ``clip=c`` from binding while
+        the scale adapts ("Tuning" below).
     model
         The model (defaults to the context model). It must observe its data through
         `pmp.PrivateData`. The step keeps the checked values the data hold when it is built:
@@ -169,8 +175,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     InvalidPrivacyParameterError
         A temperature below 1 or not finite, a proposal scale that is not positive and
         finite, a ``clip`` outside [2⁻⁹⁷⁰, 2⁹⁷⁰], a ``sampling_rate`` outside (0, 1] or
-        without ``clip``, a ``noise_scale`` that is not positive and finite, or a ``secure``
-        that is not a bool, checked before the model is read.
+        without ``clip``, a ``noise_scale`` or ``max_step_size`` that is not positive and
+        finite, or a ``secure`` that is not a bool, checked before the model is read.
     UnsupportedModelError
         ``vars`` that are not continuous free random variables of the model, a model without
         `PrivateData`, private data read by a prior, a `Potential` or a `Deterministic`
@@ -366,7 +372,11 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     accept decisions, which are released with the chain, never σ(Λ), which is computed from
     raw data. The decisions depend on the data, which is why tuning steps are charged
     exactly like draws: `pmp.sample` plans ``chains × (tune + draws)`` releases of ε each.
-    Every chain starts from the public starting scale ``proposal_scale``.
+    Every chain starts from the public starting scale ``proposal_scale``. With
+    ``max_step_size=m`` the recursion is capped, scaling ≤ m/‖s‖₂: a clipped step whose scale
+    grows unchecked makes the clip bind, and the clipped chain then drifts to a distribution
+    far from the posterior (measured in ``benchmarks/subsampled_mcmc.py``). The cap is public,
+    so the tuning still reads only released decisions and public values.
 
     Released sample stats: ``privacy_epsilon`` (the ε of the step) and ``accepted`` (the
     private decision itself, a function of the released chain). Never the acceptance
@@ -399,6 +409,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         noise_scale: float = 1.0,
         secure: bool = True,
         tune: bool = True,
+        max_step_size: float | None = None,
         model: pm.Model | None = None,
         rng=None,
         initial_point: PointType | None = None,
@@ -412,6 +423,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.noise_scale = float(noise_scale)
         self.subsampled_test = None
         self.secure = checked_secure(secure)
+        self.max_step_size = _checked_max_step_size(max_step_size)
 
         model = pm.modelcontext(model)
         vars = checked_vars(model, model.value_vars if vars is None else vars)
@@ -469,7 +481,10 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             )
         self.proposal_dist = GaussianRandomWalk(np.broadcast_to(proposal_scale, (size,)))
         self.target_accept = 0.158 + 0.11 / size
-        self.scaling = 1.0
+        self.max_scaling = math.inf
+        if self.max_step_size is not None:
+            self.max_scaling = self.max_step_size / float(np.linalg.norm(self.proposal_dist.s))
+        self.scaling = min(1.0, self.max_scaling)
         self.tune = bool(tune)
         self.adaptive = bool(tune)
         self.tuning_steps = 0
@@ -552,7 +567,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         ``secure=False``, the same chains).
         """
         super().set_rng(rng)
-        self.scaling = 1.0
+        self.scaling = min(1.0, self.max_scaling)
         self.tuning_steps = 0
         self.tune = self.adaptive
 
@@ -605,7 +620,9 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         if self.adaptive and self.tune:
             self.tuning_steps += 1
             gain = 5.0 * self.tuning_steps**-0.75
-            self.scaling *= math.exp(gain * (accepted - self.target_accept))
+            self.scaling = min(
+                self.scaling * math.exp(gain * (accepted - self.target_accept)), self.max_scaling
+            )
 
         stats = {**self.privacy_stats(), "accepted": accepted}
         return RaveledVars(q if accepted else q0.data, q0.point_map_info), [stats]
@@ -705,6 +722,18 @@ def _checked_sampling_rate(sampling_rate, noise_scale, clip: float | None) -> fl
             "subsample. Pass clip=c, e.g. a bound on the ratio for the moves proposed."
         )
     return exact_sampling_rate(rate)
+
+
+def _checked_max_step_size(max_step_size) -> float | None:
+    if max_step_size is None:
+        return None
+    value = _real(max_step_size)
+    if value is None or not (0.0 < value < math.inf):
+        raise InvalidPrivacyParameterError(
+            f"max_step_size must be a finite number > 0 (the largest ‖proposal scale‖₂ tuning "
+            f"may reach), or None for no limit; got {max_step_size!r}."
+        )
+    return value
 
 
 def _checked_proposal_scale(proposal_scale) -> np.ndarray:
