@@ -186,6 +186,18 @@ def _moved(analysis, pair, rows):
     ), moments(pair[0])
 
 
+def _worst_squared_move(analysis) -> float:
+    """The largest squared move of the released moments over every pair of records at the
+    corners of the declared box (and 0), against the record (1, −1, −1) (`_moved`)."""
+    corners = list(itertools.product((-1, 0, 1), (-1, 0, 1), (-2, 0, 2)))
+    rows = (np.array([[1, -1]]), np.array([-1]))
+    return max(
+        float(moved @ moved)
+        for pair in itertools.combinations(corners, 2)
+        for moved in [_moved(analysis, pair, rows)[0]]
+    )
+
+
 def _integer_model(sigma_free: bool):
     """Integer covariates and response (grid step 1), two records in group 0 of G groups."""
     with pm.Model() as model:
@@ -211,13 +223,7 @@ def test_joint_l2_bound_holds_against_every_pair_of_corners(sigma_free):
     analysis = analyze(model)
     group = regression_group(analysis.statistics)
     assert len(group) == len(analysis.statistics)  # every moment in the joint release
-    corners = list(itertools.product((-1, 0, 1), (-1, 0, 1), (-2, 0, 2)))
-    rows = (np.array([[1, -1]]), np.array([-1]))
-    worst = max(
-        float(moved @ moved)
-        for pair in itertools.combinations(corners, 2)
-        for moved in [_moved(analysis, pair, rows)[0]]
-    )
+    worst = _worst_squared_move(analysis)
     # S = 1 + 1 + 4 (x₁, x₂, y), Q = 1 + 1 + 16: (1 + S)² + Q/2 = 58.
     assert regression_l2_squared(group) == Fraction(58)
     assert worst <= regression_l2_squared(group)
@@ -240,13 +246,7 @@ def test_two_groupings_of_one_response_are_not_bound_as_one():
         pm.Normal("y2", beta[pm.Data("h", np.array([1, 1]))] + x_obs @ v, 1.0, observed=y_obs)
     analysis = analyze(model)
     assert regression_group(analysis.statistics) == ()
-    corners = list(itertools.product((-1, 0, 1), (-1, 0, 1), (-2, 0, 2)))
-    rows = (np.array([[1, -1]]), np.array([-1]))
-    worst = max(
-        float(moved @ moved)
-        for pair in itertools.combinations(corners, 2)
-        for moved in [_moved(analysis, pair, rows)[0]]
-    )
+    worst = _worst_squared_move(analysis)
     assert worst == 64.0
     assert worst <= CellsPlan.l2_weights(analysis)[1]
 
