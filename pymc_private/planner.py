@@ -438,6 +438,17 @@ class _Planner:
                 )
             self.point[name] = value
             self.simplex[name] = support.family == "dirichlet"
+        for term in analysis.terms:
+            link = term.family.linear_link
+            weights = term.parameters.get(term.family.linear_parameter)
+            if link != "linear" and weights is not None and weights.free_variable not in at:
+                self.notes.append(
+                    f"`{term.node}` ({link} link) is planned at `{weights.free_variable}` = "
+                    "the prior's centre, and its sd depends on the weights through the link's "
+                    "curvature: pass at= your expected weights (for a logistic link the "
+                    "centre gives the smallest sd; with effects that are not small a user's "
+                    "realised sd was 21–48% wider)"
+                )
         # Each axis's coordinate values (the model's coords where the axis has a dim).
         self.labels = {
             name: [
