@@ -400,6 +400,8 @@ class _Planner:
         self.mechanism = mechanism
         # The noise laws at each (ε, δ) asked (a Gaussian's privacy profile takes seconds).
         self.laws: dict[tuple[float, float], tuple[str, dict[str, NoiseLaw]]] = {}
+        # The predicted sds at each (ε, δ) asked (each a finite-difference pass over the terms).
+        self.sds: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
         self.notes: list[str] = []
         names = sorted(
             {
@@ -742,10 +744,12 @@ class _Planner:
 
     def entry_sd(self, epsilon: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
         """The predicted sd of every flattened entry: private, and without the noise."""
-        _, laws = self.noise_laws(epsilon, delta)
-        private = self.basis @ self._covariance(laws) @ self.basis.T
-        exact = self.basis @ self.exact @ self.basis.T
-        return np.sqrt(np.diag(private)), np.sqrt(np.diag(exact))
+        if (epsilon, delta) not in self.sds:
+            _, laws = self.noise_laws(epsilon, delta)
+            private = self.basis @ self._covariance(laws) @ self.basis.T
+            exact = self.basis @ self.exact @ self.basis.T
+            self.sds[epsilon, delta] = np.sqrt(np.diag(private)), np.sqrt(np.diag(exact))
+        return self.sds[epsilon, delta]
 
     def sd(self, parameter: str, epsilon: float, delta: float, *, private: bool) -> np.ndarray:
         if parameter not in self.names:

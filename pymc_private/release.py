@@ -404,7 +404,7 @@ def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> az.I
     if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
         raise UnsupportedModelError("idata must be an InferenceData with a posterior group.")
     posterior = idata.posterior
-    if posterior.attrs.get(SEAL_ATTR) != _digest(posterior):
+    if not sealed(posterior):
         raise UnsupportedModelError(
             "This posterior was not released by a private route (or changed since): its "
             "predictive draws would carry whatever it was computed from. Sample with "
@@ -414,7 +414,7 @@ def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> az.I
     if privatisation is not None:
         if LATENT_GROUP in idata.groups():  # the latent group sizes replicate the counts
             latent = idata[LATENT_GROUP]
-            if latent.attrs.get(SEAL_ATTR) != _digest(latent):
+            if not sealed(latent):
                 raise UnsupportedModelError(
                     f"The group {LATENT_GROUP} was not released by a private route (or "
                     "changed since). Sample with pmp.sample first."

@@ -328,8 +328,9 @@ class CellsPlan:
         return noisy, self._merged(releases), noise
 
     def noise_laws(self) -> dict[str, NoiseLaw]:
-        """The noise law of every noised statistic at its planned share, in natural units:
-        what `run` draws, known before any data (`pmp.plan` reads it)."""
+        """The noise law of every noised statistic at its planned share, in natural units,
+        known before any data (`pmp.plan` reads it). `run` records the law of what it drew,
+        whose scale OpenDP may round up slightly (``secure=True``)."""
         return {spec.name: self._noise_law(spec, share) for spec, share in self.shares if share > 0}
 
     def _noise_law(self, spec: StatisticSpec, share: float) -> NoiseLaw:
