@@ -540,7 +540,8 @@ def _consistent_squares(analysis: PrivacyAnalysis, out: dict) -> None:
 
 
 def _positive_semidefinite_gram(analysis: PrivacyAnalysis, out: dict) -> None:
-    """Project [[XᵀX, Xᵀy], [yᵀX, yᵀy]] (or XᵀX alone) onto the PSD cone. With public
+    """Project [[XᵀX, Xᵀy], [yᵀX, yᵀy]] (or XᵀX alone) onto the PSD cone, bordered by the
+    public diag(n_g) and the per-group sums with varying intercepts (`_group_rows`). With public
     covariates XᵀX is exact and only yᵀy moves: it is raised to at least (Xᵀy)ᵀ(XᵀX)⁺(Xᵀy)
     (the Schur complement, min_w ‖y − Xw‖² ≥ 0, holds for every data set)."""
     for term in analysis.terms:
@@ -561,13 +562,34 @@ def _positive_semidefinite_gram(analysis: PrivacyAnalysis, out: dict) -> None:
             cross = out[specs["cross"].name]
             yy = float(out[specs["sum_squares"].name])
             joint = np.block([[gram, cross[:, None]], [cross[None, :], np.array([[yy]])]])
-        eigenvalues, eigenvectors = np.linalg.eigh(joint)
-        joint = (eigenvectors * np.maximum(eigenvalues, 0.0)) @ eigenvectors.T
+        rows, sizes = _group_rows(term, specs, out, joint.shape[0])
+        # Varying intercepts: ZᵀZ = [[diag(n_g), rows], [rowsᵀ, joint]] is PSD iff its Schur
+        # complement joint − Σ_g u_g u_gᵀ/n_g is (and u_g = 0 where n_g = 0): project that.
+        between = rows.T @ (rows / np.where(sizes > 0, sizes, 1.0)[:, None])
+        eigenvalues, eigenvectors = np.linalg.eigh(joint - between)
+        joint = (eigenvectors * np.maximum(eigenvalues, 0.0)) @ eigenvectors.T + between
         joint = 0.5 * (joint + joint.T)
         out[specs["gram"].name] = joint[:p, :p][np.triu_indices(p)]
         if "sum_squares" in specs:
             out[specs["cross"].name] = joint[:p, p]
             out[specs["sum_squares"].name] = np.asarray(joint[p, p])
+
+
+def _group_rows(term, specs, out: dict, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-group rows u_g = (Σ_g x[, Σ_g y]) of varying intercepts that border the
+    ``width``-wide joint Gram matrix, and the public n_g (none: an empty G = 0 block). The
+    released sums of an empty group are set to their exact value, 0 (n_g is public)."""
+    if "group_gram" not in specs:
+        return np.zeros((0, width)), np.zeros(0)
+    sizes = np.asarray(term.public_totals(), dtype=np.float64)
+    for kind in ("group_gram", "group_cross"):
+        name = specs[kind].name
+        occupied = (sizes > 0).reshape((-1,) + (1,) * (np.ndim(out[name]) - 1))
+        out[name] = np.where(occupied, np.asarray(out[name], dtype=np.float64), 0.0)
+    names = [specs["group_gram"].name]
+    if width > out[names[0]].shape[-1]:  # yᵀy joins: u_g carries Σ_g y too
+        names.append(specs["group_cross"].name)
+    return np.column_stack([out[name] for name in names]), sizes
 
 
 # ---------------------------------------------------------------------------------------

@@ -482,3 +482,39 @@ def test_bad_epsilon_or_labels_leave_the_ledger_unchanged(epsilon, label):
     y[3] = label
     with pytest.raises(PrivacyError, match="row 3"):
         varying(g, x, y, "logistic")
+
+
+def test_plug_in_augmented_gram_is_projected_with_its_public_group_sizes():
+    """``noise_aware=False`` plugs in ZᵀZ = [[diag(n_g), Σ_g x], [·, XᵀX]] (and Zᵀy, yᵀy):
+    with groups of two records and an empty one the noisy matrix was indefinite (smallest
+    eigenvalue −212 over 20 releases), the plug-in quadratic unbounded below. The Schur
+    complement is projected with the public n_g, and an empty group's sums are its exact 0."""
+    rng = np.random.default_rng(0)
+    n = 4
+    g = np.array([0, 0, 1, 1])  # group G − 1 = 2 is empty
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", rng.uniform(-1, 1, (n, 2)), bounds=(-1.0, 1.0))
+        y_obs = pmp.PrivateData("y_obs", rng.uniform(-1, 1, n), bounds=(-1.0, 1.0))
+        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-2.0, upper=2.0, shape=G)
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=2.0)
+        tau = pmp.TruncatedGamma("tau", 2.0, 0.5, lower=0.1, upper=100.0)
+        pm.Normal("y", alpha[pm.Data("g", g)] + x_obs @ w, tau=tau, observed=y_obs)
+    sizes = np.bincount(g, minlength=G).astype(float)
+    for seed in range(5):
+        with pytest.warns(pmp.CalibrationWarning):
+            private = pmp.privatize(model, 0.5, secure=False, noise_aware=False, random_seed=seed)
+        privatisation = privatisation_of(private)
+        statistics = privatisation.statistics
+        specs = privatisation.analysis.statistics_of("y")
+        gram = complete_statistic(specs["gram"], statistics[specs["gram"].name], None)
+        sums, totals = statistics[specs["group_gram"].name], statistics[specs["group_cross"].name]
+        cross = np.r_[totals, statistics[specs["cross"].name]]
+        augmented = np.block([[np.diag(sizes), sums], [sums.T, gram]])
+        joint = np.block(
+            [
+                [augmented, cross[:, None]],
+                [cross[None, :], np.array([[float(statistics[specs["sum_squares"].name])]])],
+            ]
+        )
+        assert np.linalg.eigvalsh(joint).min() > -1e-9 * np.abs(joint).max()
+        assert np.all(sums[G - 1] == 0) and totals[G - 1] == 0
