@@ -64,7 +64,7 @@ def clipped_route_note(model: pm.Model) -> str:
         "and the chain targets the clipped posterior. With sampling_rate=q and "
         "noise_scale=σ as well, each step is a Gaussian-noised test on a Poisson subsample "
         "(noise multiplier z = σqT/c), composed over the chain by Rényi DP: 2 chains × 1500 "
-        f"steps cost ε = {subsampled:.3g} at δ = 1e-6 when σT/c = 320, whatever q."
+        f"steps cost ε = {subsampled:.3g} at δ = 1e-6 when σT/c = 320, for any q ≥ 0.01 (z ≥ 3.2)."
     )
 
 

@@ -507,8 +507,8 @@ def _subsampled_advice(
         )
     return (
         f"{advice}; or multiply noise_scale (σ) or the temperature of the subsampled steps by "
-        f"at least {high_factor:.4g} (their noise multiplier z = σ·qT/c; q alone does not help: "
-        "at a fixed σ, z falls with q as fast as the subsample amplifies)"
+        f"at least {high_factor:.4g} (their noise multiplier z = σ·qT/c: a larger q raises z "
+        "too, which helps most where z is below about 1)"
     )
 
 

@@ -29,8 +29,8 @@ Gaussian mechanism on a Poisson subsample, `pymc_private.dp.events.SubsampledGau
 curve of dp-accounting (Mironov, Talwar & Zhang 2019) by the weak triangle inequality through
 D₀ (Mironov 2017, Proposition 11). With ``secure=True`` the noise is OpenDP's float Gaussian
 (``make_gaussian``), which adds discrete Gaussian noise on a fine dyadic grid to Λ̂ rounded to
-that grid and rounds the result to a float; its privacy map charges the rounding by a larger
-ρ at sensitivity Δ, and the step uses z = 1/√(2ρ), the continuous Gaussian of that ρ. That
+that grid and rounds the result to a float; its privacy map gives ρ = Δ²/(2σ²) up to
+rounding, and the step uses z = 1/√(2ρ), the continuous Gaussian of that ρ. That
 the sampled-Gaussian curve holds for OpenDP's discrete sampler at that z is assumed, not
 proved here (the discrete Gaussian's Rényi divergences are at most the continuous ones for one
 release, Canonne, Kamath & Steinke 2020, Proposition 5; the subsampled mixture is not covered

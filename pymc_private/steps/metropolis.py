@@ -36,7 +36,6 @@ from pymc_private.dp.checks import checked_secure, checked_temperature
 from pymc_private.dp.events import Release
 from pymc_private.dp.mechanisms import (
     LOG_ODDS_BOUND,
-    ROUNDING_ALLOWANCE,
     barker_epsilon,
     barker_log_odds,
     ceil_float,
@@ -63,7 +62,6 @@ from pymc_private.steps.base import PrivateStep
 __all__ = [
     "LOG_LIKELIHOOD_ERROR",
     "LOG_ODDS_BOUND",
-    "ROUNDING_ALLOWANCE",
     "GaussianRandomWalk",
     "PrivateMetropolis",
     "PrivateMetropolisState",
@@ -136,7 +134,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         ``self.rng``, which realises σ(Λ) only up to floating-point rounding and makes the
         chain reproducible by whoever holds the seed: for simulations, tests and benchmarks
         on public data; its releases are recorded as not secure. Use ``secure=False`` for a
-        seeded run that must be reproducible.
+        seeded run that must be reproducible. With ``sampling_rate``, ``self.rng`` also gives
+        the penalty decision's uniform in both cases (post-processing of the noisy log-odds).
     tune
         Whether to adapt the proposal scale while tuning (``pm.sample`` tunes for its
         ``tune`` iterations and then calls ``stop_tuning``; a standalone step adapts until
@@ -153,7 +152,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         to sample other data, change them with ``pm.set_data`` and build a new step.
     rng
         Seed or generator of the step's randomness (``pm.sample`` replaces it per chain):
-        the proposals, and with ``secure=False`` the decisions.
+        the proposals, and with ``secure=False`` (or ``sampling_rate``) the decisions.
     initial_point, compile_kwargs
         As in PyMC's step methods.
     blocked
@@ -456,17 +455,17 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             self.privacy_epsilon_per_draw = self.cost(
                 self.sensitivity, self.temperature, self.log_likelihood_error
             )
-            if self.sampling_rate is not None:
-                self.mechanism = "subsampled_gaussian_metropolis"
-                self.subsampled_test = SubsampledGaussianTest(
-                    self.sampling_rate, self.clip, self.temperature, self.noise_scale, self.secure
-                )
-                self.privacy_epsilon_per_draw = self.subsampled_test.epsilon_per_step
             if not math.isfinite(self.privacy_epsilon_per_draw):
                 raise UnboundedSensitivityError(
                     f"ε per step = (2L + 8η)/T + 2⁻⁴³ overflows floating point (L = "
                     f"{self.sensitivity:g}); declare tighter bounds or priors, or raise T."
                 )
+            if self.sampling_rate is not None:  # z ≥ 2⁻¹⁰ (checked): a finite ε per step
+                self.mechanism = "subsampled_gaussian_metropolis"
+                self.subsampled_test = SubsampledGaussianTest(
+                    self.sampling_rate, self.clip, self.temperature, self.noise_scale, self.secure
+                )
+                self.privacy_epsilon_per_draw = self.subsampled_test.epsilon_per_step
             per_record = record_log_likelihood(model, observed, private)
             self.ledger = ledger_for(model)
             self.datasets = datasets_of(model)
@@ -632,7 +631,11 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             return "Barker acceptance on prior terms only (no likelihood depends on vars); ε = 0."
         if self.subsampled_test is not None:
             test = self.subsampled_test
-            noise = "OpenDP Gaussian" if self.secure else "numpy Gaussian (not exact)"
+            noise = (
+                "OpenDP Gaussian (its Rényi curve assumed to be the sampled Gaussian's)"
+                if self.secure
+                else "numpy Gaussian (not exact)"
+            )
             return (
                 f"Poisson subsample q={test.sampling_rate:.6g}, log-likelihood ratios clipped "
                 f"to ±{self.clip:g}, T={self.temperature:g}, {noise} σ={test.noise_scale:g} "
