@@ -799,9 +799,20 @@ def _public_grid(values: np.ndarray, n: int) -> DataGrid:
     """The grid of public covariates (one row per record): that of `_grid`, with each
     column's smallest and largest value as its bounds (public, so reading them leaks
     nothing), so that every row lies on the grid's range and its products with the response
-    are exact integers."""
+    are exact integers. One step serves every column, so a column far smaller than the
+    widest could round to a constant: that is refused (rescale the columns)."""
     integer = values.dtype.kind in "iu" or bool(np.all(values == np.rint(values)))
-    return data_grid(values.min(axis=0), values.max(axis=0), n, integer=integer)
+    grid = data_grid(values.min(axis=0), values.max(axis=0), n, integer=integer)
+    rows = grid.quantize(values).reshape(len(values), -1)
+    flat = values.reshape(len(values), -1)
+    collapsed = np.flatnonzero((np.ptp(rows, axis=0) == 0) & (np.ptp(flat, axis=0) > 0))
+    if collapsed.size:
+        raise UnsupportedModelError(
+            f"The public covariates' column {int(collapsed[0])} varies, but on their shared grid "
+            f"(step {grid.quantum:g}, set by the widest column) it rounds to one value and "
+            "would drop out of the release: rescale the columns to comparable ranges."
+        )
+    return grid
 
 
 def _varying_intercepts(interval: Interval, first: _Bound, second: _Bound) -> _Bound | None:

@@ -47,7 +47,8 @@ Public covariates
 prediction model) and y private: X is not part of the record (:ref:`privacy-model-public-inputs`),
 record i keeps its row x_i and neighbours differ in y_i alone. XᵀX is then public and is not
 released; only Xᵀy (and yᵀy when σ is free) is, on a public grid of X (each column's own
-range, a power-of-two step) and y's grid, an exact integer sum, with Δ₁ = max_i ‖x_i‖₁·width(y)
+range, one power-of-two step for all: a varying column it would round to a constant is
+refused) and y's grid, an exact integer sum, with Δ₁ = max_i ‖x_i‖₁·width(y)
 and Δ₂² = max_i ‖x_i‖₂²·width(y)² (`_public_cross`). The posterior reads the exact Gram
 matrix of the gridded rows (`LikelihoodTerm.covariate_gram`: no Gram-noise term) and, for a
 GLM, the law of Xᵀy summed over those rows exactly, E = Vᵀλ(Vw) and Cov = Vᵀdiag(λ′(Vw))V

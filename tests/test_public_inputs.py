@@ -541,3 +541,20 @@ def test_numpy_and_pytensor_read_public_covariates_alike(family):
         link = special.expit if family == "logistic" else np.exp
         v = term.covariate_grid.quantize(x) * term.covariate_grid.quantum
         np.testing.assert_allclose(mean[0], v.T @ link(v @ batch[0]), rtol=1e-12)
+
+
+def test_a_public_column_that_rounds_to_a_constant_is_refused():
+    """Public covariates share one grid step, set by the widest column: a column of values in
+    [0, 0.001] beside one of ±4·10⁹ rounded to zeros and dropped silently out of Xᵀy and the
+    Gram matrix (a reviewer). It is refused before any release, naming the fix."""
+    rng = np.random.default_rng(0)
+    n = 200
+    x = np.column_stack([rng.uniform(0, 0.001, n), rng.uniform(-3e9, 4e9, n)])
+    with pm.Model() as model:
+        design = pm.Data("X", x)
+        y_obs = pmp.PrivateData("y_obs", rng.uniform(-1, 1, n), bounds=(-1.0, 1.0))
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=2.0)
+        pm.Normal("y", design @ w, 0.5, observed=y_obs)
+    with pytest.raises(pmp.PrivacyError, match=r"column 0 varies.*rescale the columns"):
+        pmp.privatize(model, 1.0)
+    assert ledger_for(model).epsilon() == 0
