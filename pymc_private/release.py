@@ -95,9 +95,16 @@ _WHY = {
 }
 
 
-def _digest(group: xr.Dataset) -> str:
-    """SHA-256 of a group's variables and coordinates (names, dims, dtypes, values)."""
+def _digest(group: xr.Dataset, attrs: dict | None = None, names=PUBLIC_ATTRS) -> str:
+    """SHA-256 of a group's variables and coordinates (names, dims, dtypes, values) and of
+    the values of its attributes ``names`` (from ``attrs``, the group's own by default), in a
+    form that survives ``to_netcdf`` (numbers come back as numpy scalars, lists as arrays)."""
     digest = hashlib.sha256()
+    attrs = group.attrs if attrs is None else attrs
+    for name in names:
+        if name in attrs:
+            value = json.dumps(np.asarray(attrs[name]).tolist())
+            digest.update(f"attr|{name}|{value}|".encode())
     for kind, variables in (("var", group.data_vars), ("coord", group.coords)):
         for name in sorted(variables, key=str):
             values = np.asarray(variables[name].values)
@@ -118,7 +125,13 @@ def seal(idata: az.InferenceData) -> az.InferenceData:
         group = idata[name]
         group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
         group.attrs[SEAL_ATTR] = _digest(group)
+    idata.attrs[SEAL_ATTR] = _root_digest(idata)
     return idata
+
+
+def _root_digest(idata: az.InferenceData) -> str:
+    """SHA-256 of the values of an InferenceData's public attributes and its ledger."""
+    return _digest(xr.Dataset(), idata.attrs, (LEDGER_ATTR, *PUBLIC_ATTRS))
 
 
 def sealed(group: xr.Dataset) -> bool:
@@ -132,18 +145,16 @@ def _frame_digest(frame: pd.DataFrame) -> str:
         f"{j}|{name}": xr.DataArray(frame.iloc[:, j].to_numpy(), dims=["row"])
         for j, name in enumerate(frame.columns)
     }
-    return _digest(xr.Dataset(columns, coords={"row": frame.index.to_numpy()}))
+    table = xr.Dataset(columns, coords={"row": frame.index.to_numpy()})
+    return _digest(table, frame.attrs, (LEDGER_ATTR, POSTERIOR_DRAW_ATTR))
 
 
 def seal_frame(frame: pd.DataFrame, ledger: str, draw: tuple[int, int]) -> pd.DataFrame:
     """Seal a synthetic table (in place), with the JSON ``ledger`` of what paid for it and the
     (chain, draw) of the released posterior draw it was generated from (``frame.attrs``);
     returns it."""
-    frame.attrs = {
-        SEAL_ATTR: _frame_digest(frame),
-        LEDGER_ATTR: ledger,
-        POSTERIOR_DRAW_ATTR: [int(i) for i in draw],
-    }
+    frame.attrs = {LEDGER_ATTR: ledger, POSTERIOR_DRAW_ATTR: [int(i) for i in draw]}
+    frame.attrs[SEAL_ATTR] = _frame_digest(frame)
     return frame
 
 
@@ -218,8 +229,9 @@ def check_release(idata: az.InferenceData | pd.DataFrame) -> ReleaseCheck:
     every attribute is public (versions, settings, the privacy ledger). Reported otherwise:
     groups without a seal (``observed_data``, ``constant_data``, ``log_likelihood``, the
     ``posterior_predictive`` of ``pm.sample_posterior_predictive`` on the original model, a
-    posterior from ``pm.sample``), sealed groups whose values, variables or coordinates
-    changed, and other attributes (e.g. ``sampling_time``, a timing side channel).
+    posterior from ``pm.sample``), sealed groups whose values, variables, coordinates or
+    public attributes changed, a changed ledger, and other attributes (e.g.
+    ``sampling_time``, a timing side channel).
     """
     if isinstance(idata, pd.DataFrame):
         return _check_frame(idata)
@@ -242,7 +254,14 @@ def check_release(idata: az.InferenceData | pd.DataFrame) -> ReleaseCheck:
             )
         for key in sorted(set(group.attrs) - {SEAL_ATTR, *PUBLIC_ATTRS}):
             findings.append((f"{name}.attrs[{key!r}]", "an attribute that is not public."))
-    for key in sorted(set(idata.attrs) - {LEDGER_ATTR, *PUBLIC_ATTRS}):
+    root_seal = idata.attrs.get(SEAL_ATTR)
+    if root_seal is None and LEDGER_ATTR in idata.attrs:
+        findings.append(("attrs", "a privacy ledger that no private route sealed."))
+    elif root_seal is not None and root_seal != _root_digest(idata):
+        findings.append(
+            ("attrs", "the ledger or a public attribute changed since a private route sealed it.")
+        )
+    for key in sorted(set(idata.attrs) - {SEAL_ATTR, LEDGER_ATTR, *PUBLIC_ATTRS}):
         findings.append((f"attrs[{key!r}]", "an attribute that is not public."))
     return ReleaseCheck(tuple(findings))
 

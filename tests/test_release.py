@@ -86,6 +86,19 @@ def test_a_changed_sealed_group_is_caught(regression):
     assert dict(pmp.check_release(changed).findings)["posterior"].startswith("changed")
 
 
+def test_public_attributes_and_the_ledger_are_sealed_with_their_values(regression, tmp_path):
+    """A value written into a public attribute (or an edited ledger) is not what the private
+    route released: the seal covers the attributes' values, also after ``to_netcdf``."""
+    _, idata = regression
+    idata.to_netcdf(tmp_path / "fit.nc")
+    for loaded in (copy.deepcopy(idata), az.from_netcdf(tmp_path / "fit.nc")):
+        loaded.posterior.attrs["sampler"] = "y[0] = 0.731"
+        assert dict(pmp.check_release(loaded).findings)["posterior"].startswith("changed")
+    edited = copy.deepcopy(idata)
+    edited.attrs["privacy_ledger"] = edited.attrs["privacy_ledger"].replace("4.0", "0.4")
+    assert "ledger" in dict(pmp.check_release(edited).findings)["attrs"]
+
+
 def test_predictions_at_public_inputs_are_sealed_and_follow_the_fit(regression):
     model, idata = regression
     new = np.array([[1.0, -1.0], [0.0, 0.0], [-0.5, 0.5]])

@@ -261,6 +261,9 @@ def test_check_release_reads_tables_by_their_seal(naive_bayes):
     assert pmp.check_release(tagged).releasable
     tagged.attrs["source_rows"] = [3, 7]
     assert "attrs['source_rows']" in str(pmp.check_release(tagged))
+    redrawn = frame.copy()
+    redrawn.attrs["posterior_draw"] = [0, 1]
+    assert "changed since" in str(pmp.check_release(redrawn))
     with pytest.raises(TypeError, match="InferenceData or a pandas DataFrame"):
         pmp.check_release(frame.to_numpy())
 
