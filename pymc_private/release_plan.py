@@ -33,10 +33,11 @@ from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.data import exact_statistics, in_memory_values
 from pymc_private.dp import mechanisms
 from pymc_private.dp.events import (
+    PureEvent,
     Release,
-    unit_shift_epsilon,
+    UnitShiftGaussianEvent,
+    ZcdpEvent,
     unit_shift_scale,
-    zcdp_epsilon,
     zcdp_rho,
 )
 from pymc_private.dp.mechanisms import RandomState, ceil_float, ceil_sqrt
@@ -276,16 +277,19 @@ class CellsPlan:
                 planned.append(
                     Release(
                         "discrete_gaussian",
-                        zcdp_epsilon(share, self.delta),
-                        delta=self.delta,
-                        rho=share,
+                        ZcdpEvent(share, self.delta),
                         statistic=spec.name,
                         secure=self.secure,
                     )
                 )
             else:
                 planned.append(
-                    Release("discrete_laplace", share, statistic=spec.name, secure=self.secure)
+                    Release(
+                        "discrete_laplace",
+                        PureEvent(share),
+                        statistic=spec.name,
+                        secure=self.secure,
+                    )
                 )
         return self._merged(planned)
 
@@ -352,9 +356,7 @@ class CellsPlan:
         rho = ceil_float(joint_rho(self.joint, {r.statistic: r.rho for r in members}))
         joint = Release(
             members[0].mechanism,
-            zcdp_epsilon(rho, self.delta),
-            delta=self.delta,
-            rho=rho,
+            ZcdpEvent(rho, self.delta),
             sensitivity=math.sqrt(float(regression_l2_squared(self.joint))),
             statistic=", ".join(r.statistic for r in members),
             secure=members[0].secure,
@@ -448,9 +450,7 @@ class UnitShiftPlan:
         statistics = tuple(sorted(analysis.statistics, key=lambda spec: spec.sensitivity > 0))
         release = Release(
             "discrete_gaussian",
-            unit_shift_epsilon(sigma, shifts, delta),
-            delta=delta,
-            rho=rho,
+            UnitShiftGaussianEvent(sigma, shifts, rho, delta),
             sensitivity=sensitivity,
             statistic=", ".join(spec.name for spec in statistics if spec.sensitivity > 0),
             secure=secure,
@@ -739,14 +739,14 @@ class FourierPlan:
             return [
                 Release(
                     "discrete_gaussian",
-                    zcdp_epsilon(self.share, self.delta),
-                    delta=self.delta,
-                    rho=self.share,
+                    ZcdpEvent(self.share, self.delta),
                     statistic=name,
                     secure=self.secure,
                 )
             ]
-        return [Release("discrete_laplace", self.share, statistic=name, secure=self.secure)]
+        return [
+            Release("discrete_laplace", PureEvent(self.share), statistic=name, secure=self.secure)
+        ]
 
     def read(self, data: pm.Model | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The records of the Boolean variables (in memory: the parities read them one by

@@ -28,7 +28,6 @@ from pymc_private.dp.budget import Budget
 from pymc_private.dp.checks import checked_delta
 from pymc_private.dp.composition import (
     Composition,
-    GroupKey,
     Groups,
     add_releases,
     compose,
@@ -38,7 +37,7 @@ from pymc_private.dp.composition import (
     six_digits,
     validated_releases,
 )
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PrivacyEvent, Release
 from pymc_private.dp.journal import LEGACY_FORMAT, SESSION_KIND, Journal, locked, replace
 from pymc_private.errors import (
     BudgetExceededError,
@@ -165,7 +164,7 @@ class PrivacyLedger:
 
     def _start(self, books: list[_Book]) -> None:
         self._releases: list[Release] = []
-        self._counts: dict[GroupKey, int] = {}
+        self._counts: dict[PrivacyEvent, int] = {}
         self._books = books
         self._seen: set[str] = set()
         # The data sets of a session's ledger view (`dataset_ledger`), for its coverage check.

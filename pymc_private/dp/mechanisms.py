@@ -39,7 +39,7 @@ from opendp.metrics import l1_distance, l2_distance, linf_distance
 from opendp.mod import enable_features
 
 from pymc_private.dp.checks import check_noise_rng, checked_privacy_parameter, checked_secure
-from pymc_private.dp.events import Release, zcdp_epsilon
+from pymc_private.dp.events import PureEvent, Release, ZcdpEvent
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
@@ -111,7 +111,7 @@ def laplace(
     noisy_values
         float64 array of the shape of ``values``.
     release
-        ``Release(mechanism="laplace", epsilon=..., sensitivity=Δ₁, secure=secure)``.
+        ``Release("laplace", PureEvent(ε), sensitivity=Δ₁, secure=secure)``.
 
     Raises
     ------
@@ -133,7 +133,7 @@ def laplace(
         note = f"numpy Generator.laplace, scale={scale!r}: textbook floating-point sampler"
     release = Release(
         mechanism="laplace",
-        epsilon=epsilon_spent,
+        event=PureEvent(epsilon_spent),
         sensitivity=sensitivity,
         statistic=statistic,
         secure=secure,
@@ -189,7 +189,7 @@ def discrete_laplace(
     noisy_counts
         int64 array of the shape of ``counts``.
     release
-        ``Release(mechanism="discrete_laplace", epsilon=..., sensitivity=Δ₁, secure=secure)``.
+        ``Release("discrete_laplace", PureEvent(ε), sensitivity=Δ₁, secure=secure)``.
 
     Raises
     ------
@@ -217,7 +217,7 @@ def discrete_laplace(
         note = f"numpy difference of geometrics, scale={scale!r}"
     release = Release(
         mechanism="discrete_laplace",
-        epsilon=epsilon_spent,
+        event=PureEvent(epsilon_spent),
         sensitivity=sensitivity,
         statistic=statistic,
         secure=secure,
@@ -285,8 +285,8 @@ def discrete_gaussian(
     noisy_counts
         int64 array of the shape of ``counts``.
     release
-        ``Release(mechanism="discrete_gaussian", epsilon=zcdp_epsilon(ρ, δ), delta=δ,
-        rho=ρ, sensitivity=Δ₂, secure=secure)``.
+        ``Release("discrete_gaussian", ZcdpEvent(ρ, δ), sensitivity=Δ₂, secure=secure)``:
+        its event states ε = `zcdp_epsilon` (ρ, δ).
 
     Raises
     ------
@@ -370,9 +370,7 @@ def _gaussian_mechanism(mechanism, values, sensitivity_l2, rho, delta, rng, secu
         note = f"numpy normal{' rounded' if integer else ''}, scale={scale!r}: not secure"
     release = Release(
         mechanism=mechanism,
-        epsilon=zcdp_epsilon(rho_spent, delta),
-        delta=delta,
-        rho=rho_spent,
+        event=ZcdpEvent(rho_spent, delta),
         sensitivity=sensitivity,
         statistic=statistic,
         secure=secure,
@@ -434,7 +432,7 @@ def exponential_mechanism(
     index
         The chosen candidate, a Python int in ``range(len(scores))``.
     release
-        ``Release(mechanism="exponential_mechanism", epsilon=..., sensitivity=Δ, ...)``.
+        ``Release("exponential_mechanism", PureEvent(ε), sensitivity=Δ, ...)``.
 
     Raises
     ------
@@ -469,7 +467,7 @@ def exponential_mechanism(
         note = "numpy Gumbel-max in floating point"
     release = Release(
         mechanism="exponential_mechanism",
-        epsilon=epsilon_spent,
+        event=PureEvent(epsilon_spent),
         sensitivity=sensitivity,
         statistic=statistic,
         secure=secure,
