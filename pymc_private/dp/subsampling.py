@@ -72,12 +72,8 @@ from functools import cached_property
 import numpy as np
 
 from pymc_private.dp.events import STEP_DELTA, Release, SubsampledGaussianEvent
-from pymc_private.dp.mechanisms import (
-    ROUNDING_ALLOWANCE,
-    barker_log_odds,
-    ceil_float,
-    opendp_gaussian_at,
-)
+from pymc_private.dp.measurements import ceil_float, opendp_gaussian_at
+from pymc_private.dp.mechanisms import ROUNDING_ALLOWANCE, barker_log_odds
 
 __all__ = ["SubsampledGaussianTest", "exact_sampling_rate"]
 
