@@ -9,6 +9,7 @@ from dataclasses import FrozenInstanceError, dataclass, fields
 
 import numpy as np
 import pytest
+from dp_accounting.pld import privacy_loss_distribution
 
 import pymc_private as pmp
 from pymc_private.dp.composition import ACCOUNTANTS, accepts, compose, counts_of, groups_of
@@ -122,13 +123,12 @@ def test_a_unit_shift_release_adds_its_sigma_and_shifts_and_reads_back_exactly(t
     assert (data["sigma"], data["shifts"], data["rho"]) == (SIGMA, SHIFTS, RHO)
     assert Release.from_dict(data) == release
     # An earlier version wrote the same release without them: it reads as a zCDP event stating
-    # the same (ε, δ) and ρ, and composes to the same figures.
+    # the same (ε, δ) and ρ, composed as before; the typed event composes at least as tightly.
     earlier = Release.from_dict({k: v for k, v in data.items() if k not in ("sigma", "shifts")})
     assert earlier.event == ZcdpEvent(RHO, DELTA, release.epsilon)
-    for delta in (DELTA, 1e-3):
-        assert pmp.PrivacyLedger([earlier]).composition(delta) == pmp.PrivacyLedger(
-            [release]
-        ).composition(delta)
+    typed, untyped = pmp.PrivacyLedger([release]), pmp.PrivacyLedger([earlier])
+    assert typed.composition(DELTA) == untyped.composition(DELTA)
+    assert typed.composition(1e-3).epsilon < untyped.composition(1e-3).epsilon
     path = tmp_path / "ledger.jsonl"
     pmp.PrivacyLedger.open(path, budget=pmp.Budget(5.0, DELTA)).record(release)
     assert pmp.PrivacyLedger.open(path).releases == (release,)
@@ -140,6 +140,33 @@ def test_the_pld_reads_pure_events_only_and_every_known_type_has_an_accountant()
         assert accepts("pld", groups) == (type(event) is PureEvent)
         assert accepts("sum", groups) and accepts("rdp", groups)
     assert set(ACCOUNTANTS["pld"]) == {PureEvent}
+    assert set(ACCOUNTANTS["profile"]) == {UnitShiftGaussianEvent}
+
+
+def test_unit_shift_releases_of_one_sigma_compose_by_their_exact_profile():
+    """k releases of K unit shifts each at one σ are dominated by the (kK)-fold unit-shift
+    pair (`composition._unit_shift_profile_epsilon`): their ε at δ is `unit_shift_epsilon`
+    (σ, kK, δ), below the RDP figure of their ρ that earlier versions reported, and at least
+    dp-accounting's own figure for that pair (the profile pays its truncation and FFT
+    margins on top)."""
+    event = UnitShiftGaussianEvent(SIGMA, SHIFTS, RHO, DELTA)
+    same_as_zcdp = ZcdpEvent(RHO, DELTA, event.epsilon)  # what an earlier journal reads as
+    for count, delta in ((1, 1e-3), (1, 1e-9), (3, DELTA), (3, 1e-4)):
+        total = pmp.PrivacyLedger([Release("dg", event, count=count)]).composition(delta)
+        assert total.method == "profile"
+        assert total.epsilon == unit_shift_epsilon(SIGMA, count * SHIFTS, delta)
+        before = pmp.PrivacyLedger([Release("dg", same_as_zcdp, count=count)])
+        assert total.epsilon < 0.97 * before.composition(delta).epsilon
+        pair = privacy_loss_distribution.from_discrete_gaussian_mechanism(SIGMA, sensitivity=1)
+        reference = pair.self_compose(count * SHIFTS).get_epsilon_for_delta(delta)
+        assert reference <= total.epsilon <= reference * (1 + 1e-3)
+    # At the release's own δ, one release is its own (ε, δ): the plain sum, as before.
+    assert pmp.PrivacyLedger([Release("dg", event)]).composition(DELTA).method == "sum"
+    # Other σ, or any other event beside them: the figures of earlier versions.
+    other = UnitShiftGaussianEvent(2 * SIGMA, SHIFTS, RHO / 4, DELTA)
+    for mixed in ([event, other], [event, PureEvent(0.1)], [event, ZcdpEvent(RHO, DELTA)]):
+        ledger = pmp.PrivacyLedger([Release("m", e) for e in mixed])
+        assert ledger.composition(1e-3).method != "profile"
 
 
 @pytest.mark.parametrize("event", [PlantedEvent(0.1), RenamedPureEvent(0.1)])

@@ -484,10 +484,14 @@ def test_a_mechanism_refuses_bad_public_parameters_when_built(bad):
         lambda: GaussianMechanism(1.0, bad, 1e-6),
         lambda: DiscreteGaussianMechanism(bad, 0.1, 1e-6),
         lambda: ExponentialMechanism(1.0, bad),
+        lambda: UnitShiftGaussianMechanism(bad, 2, 1e-6),
+        lambda: UnitShiftGaussianMechanism(1.0, 2, bad),
     ):
         with pytest.raises(InvalidPrivacyParameterError):
             build()
     with pytest.raises(InvalidPrivacyParameterError, match="positive integer"):
         DiscreteLaplaceMechanism(1.5, 1.0)
+    with pytest.raises(InvalidPrivacyParameterError, match="positive integer"):
+        UnitShiftGaussianMechanism(1.0, True, 1e-6)
     with pytest.raises(InvalidPrivacyParameterError, match="noise scale"):
         LaplaceMechanism(1e-300, 1e300).event  # noqa: B018 (the cost is asked before any data)

@@ -18,6 +18,10 @@ bound; the smallest valid one is reported:
   (ε'-randomized response dominates every ε_i-DP mechanism when ε' >= ε_i; a single distinct
   ε is represented exactly), k identical releases are composed exactly by the binomial law,
   and distinct groups by dp-accounting's pessimistic `compose`, which also converts to ε.
+- ``"profile"``: releases of the discrete Gaussian on unit-shifted counts
+  (`pymc_private.dp.events.UnitShiftGaussianEvent`), when they are all there is and share one
+  σ, by the exact privacy profile of all their unit shifts together (dp-accounting's PLD of
+  the discrete Gaussian; `_unit_shift_profile_epsilon` has the proof).
 - ``"rdp"``: Rényi DP, each ε_i-DP release bounded by the Rényi divergence of binary
   randomized response with ratio e^{ε_i} (Mironov 2017, Proposition 5; a valid RDP curve for
   any ε_i-DP mechanism by the same domination and data processing), converted to (ε, δ) by
@@ -33,7 +37,7 @@ the (ε_i, δ_i) they state from their own δ_i on; the PLD route, which reads a
 response worst case of (ε_i, δ_i), is not used for them (for a subsampled step it would also
 need a dominating pair of the replace-one subsampled Gaussian, which is not proved here).
 
-At δ = 0 the plain sum is reported. At δ > 0 the smallest of the three is reported (the
+At δ = 0 the plain sum is reported. At δ > 0 the smallest of those that apply is reported (the
 PLD only when its grid is small enough to compute quickly: many distinct ε values or huge
 ratios between them leave the RDP figure); an accountant's figure replaces the plain sum only
 when it is smaller by more than 0.1 %.
@@ -63,6 +67,7 @@ from pymc_private.dp.events import (
     UnitShiftGaussianEvent,
     ZcdpEvent,
     sound_curve,
+    unit_shift_epsilon,
 )
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedEventError
 
@@ -112,6 +117,7 @@ _METHOD_DESCRIPTIONS = {
     "pld": "dp-accounting privacy-loss-distribution accountant (pessimistic)",
     "rdp": "Rényi-DP bound (randomized response, zCDP and subsampled Gaussian curves), "
     "converted by dp-accounting",
+    "profile": "exact privacy profile of the unit-shift discrete Gaussian (dp-accounting PLD)",
 }
 
 # (event, count) for every distinct event that costs something, in the order of
@@ -121,12 +127,14 @@ Groups = tuple[tuple[PrivacyEvent, int], ...]
 ACCOUNTANTS: dict[str, tuple[type[PrivacyEvent], ...]] = {
     "sum": (PureEvent, ZcdpEvent, UnitShiftGaussianEvent, SubsampledGaussianEvent),
     "pld": (PureEvent,),
+    "profile": (UnitShiftGaussianEvent,),
     "rdp": (PureEvent, ZcdpEvent, UnitShiftGaussianEvent, SubsampledGaussianEvent),
 }
 """The event types each accountant reads, exactly (a subclass is not read as its base: its
 bound may differ). The plain sum reads every event's own (ε_i, δ_i); the PLD a randomized-
 response worst case of a pure event's (ε_i, δ_i) only (a dominating pair of the others' is not
-used here); the RDP accountant every event's Rényi curve and the δ it pays apart."""
+used here); the profile the unit-shift discrete Gaussian's exact privacy profile, of events
+of one σ; the RDP accountant every event's Rényi curve and the δ it pays apart."""
 
 
 class Composition(NamedTuple):
@@ -140,7 +148,8 @@ class Composition(NamedTuple):
         The δ at which ``epsilon`` holds.
     method
         ``"sum"`` (basic composition, Σ ε_i), ``"pld"`` (dp-accounting's privacy loss
-        distribution accountant) or ``"rdp"`` (Rényi DP, converted by dp-accounting).
+        distribution accountant), ``"rdp"`` (Rényi DP, converted by dp-accounting) or
+        ``"profile"`` (the exact privacy profile of unit-shift discrete Gaussian releases).
     """
 
     epsilon: float
@@ -365,6 +374,33 @@ def _pld_epsilon(groups: Groups, delta: float) -> float | None:
     return float(composed.get_epsilon_for_delta(delta))
 
 
+# The largest number of unit shifts composed by their exact profile: the FFT error margin of
+# `pymc_private.dp.events.unit_shift_epsilon` was measured up to K = 1000.
+_UNIT_SHIFT_MAX_COMPOSED = 1000
+
+
+def _unit_shift_profile_epsilon(groups: Groups, delta: float) -> float | None:
+    """The ε at δ of unit-shift discrete Gaussian releases of one σ, by their exact profile:
+    `pymc_private.dp.events.unit_shift_epsilon` (σ, Σ_i k_i K_i, δ), for k_i releases of K_i
+    unit shifts each; None when the σ differ or Σ_i k_i K_i exceeds 1000.
+
+    Proof. `unit_shift_epsilon` proves that for one release of K shifts and every pair of
+    neighbours D, D', the hockey-stick divergence H_{e^ε}(M(D) ‖ M(D')) is at most that of the
+    pair (N_ℤ(1, σ²)^K, N_ℤ(0, σ²)^K) (in either order): that pair dominates the release
+    (Zhu, Dong & Wang 2022, "Optimal accounting of differential privacy via characteristic
+    function", AISTATS, Definition 7). The pair depends on public σ and K only, not on
+    earlier outputs, so by their Theorem 10 the product of the releases' pairs, the
+    (Σ_i k_i K_i)-fold product of the unit-shift pair, dominates their adaptive composition;
+    its profile is the one `unit_shift_epsilon` computes (the same PLD self-composed, with its
+    truncation and FFT margins for that many shifts).
+    """
+    sigmas = {event.sigma for event, _ in groups}
+    shifts = sum(event.shifts * count for event, count in groups)
+    if len(sigmas) != 1 or shifts > _UNIT_SHIFT_MAX_COMPOSED:
+        return None
+    return unit_shift_epsilon(sigmas.pop(), shifts, delta)
+
+
 def _rdp_epsilon(groups: Groups, delta: float) -> float:
     """Σ of the events' Rényi curves, converted at δ less the δ the events pay apart from
     their curves, 1 − Π(1 − δ_i)."""
@@ -405,10 +441,18 @@ def compose(groups: Groups, delta: float) -> Composition:
         rdp = Composition(
             _rdp_epsilon(groups, delta) if accepts("rdp", groups) else math.inf, delta, "rdp"
         )
+        profile = _unit_shift_profile_epsilon(groups, delta) if accepts("profile", groups) else None
+        accountant = (
+            rdp
+            if profile is None or rdp.epsilon <= profile
+            else Composition(profile, delta, "profile")
+        )
         if delta < leaked_delta(groups) or not accepts("sum", groups):
-            return rdp
+            return accountant
         plain = Composition(rounded(exact_sum(groups)), delta, "sum")
-        return rdp if rdp.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION) else plain
+        if accountant.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION):
+            return accountant
+        return plain
     plain = Composition(rounded(exact_sum(groups)), delta, "sum")
     if delta == 0 or plain.epsilon == 0 or math.isinf(plain.epsilon):
         return plain

@@ -557,7 +557,8 @@ class PrivacyLedger:
         delta
             Target δ. With 0 the answer is the plain sum Σ ε_i, exact for pure ε-DP. With
             δ > 0 it is the smallest of the plain sum, dp-accounting's PLD accountant (when
-            its grid is small enough) and the RDP bound, and ``method`` says which.
+            its grid is small enough), the RDP bound and, for unit-shift discrete Gaussian
+            releases of one σ alone, their exact privacy profile; ``method`` says which.
 
         Raises
         ------

@@ -45,7 +45,9 @@ from pymc_private.dp.checks import (
     check_noise_rng,
     checked_gaussian_arguments,
     checked_mechanism_arguments,
+    checked_privacy_parameter,
     checked_scale,
+    checked_secure,
     checked_values,
 )
 from pymc_private.dp.events import (
@@ -63,7 +65,7 @@ from pymc_private.dp.measurements import (
     opendp_gaussian_at,
     softmax_measurement,
 )
-from pymc_private.errors import DataBoundsError
+from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
     "LOG_ODDS_BOUND",
@@ -618,6 +620,22 @@ class UnitShiftGaussianMechanism(Mechanism):
     delta: float
     secure: bool = True
     name: ClassVar[str] = "discrete_gaussian"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", checked_privacy_parameter("sigma", self.sigma))
+        if isinstance(self.shifts, bool) or not isinstance(self.shifts, int) or self.shifts < 1:
+            raise InvalidPrivacyParameterError(
+                f"shifts (K) must be a positive integer, got {self.shifts!r}."
+            )
+        if isinstance(self.delta, bool) or not (
+            isinstance(self.delta, int | float) and 0.0 < self.delta < 1.0
+        ):
+            raise InvalidPrivacyParameterError(
+                f"delta must be a number in (0, 1), got {self.delta!r}: a Gaussian release is "
+                "(ε, δ)-DP only for δ > 0; e.g. delta=1e-6."
+            )
+        object.__setattr__(self, "delta", float(self.delta))
+        object.__setattr__(self, "secure", checked_secure(self.secure, TypeError))
 
     @property
     def sensitivity(self) -> float:
