@@ -19,9 +19,11 @@ everywhere; `PrivacyEvent`):
 - `SubsampledGaussianEvent` (q, z, δ, ε): one Gaussian step on a Poisson subsample, with its
   replace-one Rényi curve.
 
-The plain sum and the PLD read only the (ε_i, δ_i) an event states, which stay sound wherever
-δ ≥ 1 − Π(1 − δ_i); the RDP route adds the Rényi curves of the Gaussian events (and no δ_i)
-and holds at every δ > 0. A composition with a Gaussian event has no finite ε at δ = 0.
+The plain sum reads the (ε_i, δ_i) an event states, sound wherever δ ≥ 1 − Π(1 − δ_i); the
+PLD reads pure events as randomized response; the RDP route adds the Rényi curves of the
+Gaussian events (and no δ_i) and holds at every δ > 0; unit-shift releases of one σ alone
+compose by their exact profile (`pymc_private.dp.composition`). A composition with a Gaussian
+event has no finite ε at δ = 0.
 """
 
 from __future__ import annotations
