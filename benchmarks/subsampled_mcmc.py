@@ -193,7 +193,9 @@ def composed(chain: pmp.Release, before: tuple) -> float:
 
 
 def barker_total(clip: float, before: tuple = ()) -> float:
-    release = pmp.Release("clipped_barker_metropolis", 2 * clip + 2**-43, count=STEPS)
+    release = pmp.Release(
+        "clipped_barker_metropolis", pmp.PureEvent(2 * clip + 2**-43), count=STEPS
+    )
     return composed(release, before)
 
 

@@ -5,7 +5,14 @@ from pymc_private.audit import AuditResult, epsilon_lower_bound
 from pymc_private.data import PrivateData, check_private_data, private_data
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.composition import Composition
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import (
+    PrivacyEvent,
+    PureEvent,
+    Release,
+    SubsampledGaussianEvent,
+    UnitShiftGaussianEvent,
+    ZcdpEvent,
+)
 from pymc_private.dp.mechanisms import discrete_laplace, exponential_mechanism, laplace
 from pymc_private.errors import (
     BudgetExceededError,
@@ -21,6 +28,7 @@ from pymc_private.errors import (
     PrivacyError,
     UnboundedSensitivityError,
     UncoveredDataWarning,
+    UnsupportedEventError,
     UnsupportedModelError,
 )
 from pymc_private.leak_guard import refuse_private_paths
@@ -76,14 +84,17 @@ __all__ = [
     "PosteriorSampleResponder",
     "PrivacyAnalysis",
     "PrivacyError",
+    "PrivacyEvent",
     "PrivacyLedger",
     "PrivacyPlan",
     "PrivacyReport",
     "PrivateData",
     "PrivateGibbs",
     "PrivateMetropolis",
+    "PureEvent",
     "Release",
     "ReleaseCheck",
+    "SubsampledGaussianEvent",
     "SyntheticEstimate",
     "TruncatedBeta",
     "TruncatedDirichlet",
@@ -93,7 +104,10 @@ __all__ = [
     "TruncatedNormal",
     "UnboundedSensitivityError",
     "UncoveredDataWarning",
+    "UnitShiftGaussianEvent",
+    "UnsupportedEventError",
     "UnsupportedModelError",
+    "ZcdpEvent",
     "analyze",
     "check_private_data",
     "check_release",

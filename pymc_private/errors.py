@@ -19,6 +19,7 @@ __all__ = [
     "PrivacyError",
     "UnboundedSensitivityError",
     "UncoveredDataWarning",
+    "UnsupportedEventError",
     "UnsupportedModelError",
 ]
 
@@ -65,6 +66,11 @@ class NotReleasableError(PrivacyError, TypeError):
     """What was asked for is a function of single raw records (a pointwise log-likelihood for
     az.loo or az.waic), which no private route releases; the message says what to run
     instead. A `TypeError` too, as ArviZ's own "log likelihood not found"."""
+
+
+class UnsupportedEventError(PrivacyError, TypeError):
+    """A release's privacy event is of a type no accountant of the ledger reads, so its
+    composition has no bound here; nothing is recorded."""
 
 
 class LedgerError(PrivacyError):

@@ -32,7 +32,7 @@ from pymc_private.analysis import analyze
 from pymc_private.conditionals import ConjugateBlock, grid_block, raw_statistics
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.checks import checked_cells, checked_epsilon, checked_rng, checked_secure
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.dp.mechanisms import ceil_float
 from pymc_private.dp.session import releasing
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
@@ -130,7 +130,7 @@ def private_map(
     mechanism = MapMechanism(model, epsilon, cells)
     release = Release(
         mechanism=MECHANISM,
-        epsilon=mechanism.epsilon,
+        event=PureEvent(mechanism.epsilon),
         sensitivity=mechanism.lipschitz,
         statistic=", ".join(block.name for block in mechanism.blocks),
         secure=secure,

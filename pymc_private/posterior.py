@@ -32,7 +32,7 @@ from pymc_private.conditionals import (
 )
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.checks import checked_cells, checked_rng, checked_secure, checked_temperature
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     BudgetExceededError,
@@ -188,7 +188,7 @@ def sample_posterior(
         )
     release = Release(
         mechanism=MECHANISM_ON_PRIVATISED if privatised else MECHANISM,
-        epsilon=epsilon,
+        event=PureEvent(epsilon),
         count=n,
         sensitivity=None if privatised else analysis.record_lipschitz,
         statistic=", ".join(block.name for block in blocks),

@@ -9,8 +9,9 @@ Every plan answers three questions, in this order:
 - ``plan.read(data)``: what it reads from the data (the exact statistics, or the records),
   through the one door in (`pymc_private.data`);
 - ``plan.run(values, rng)``: the noisy statistics in natural units, the releases the ledger
-  records (each as its mechanism's privacy map returns it: at most the planned cost), and the
-  noise law of every noised statistic.
+  records (those of ``plan.releases()``: each plan holds mechanism objects,
+  `pymc_private.dp.mechanisms`, whose event is the cost before the data and whose call draws
+  the noise), and the noise law of every noised statistic.
 
 The layouts are `CellsPlan` (every statistic by its own integer mechanism, a regression's
 moments recorded jointly), `UnitShiftPlan` (count statistics under the discrete Gaussian of
@@ -32,13 +33,7 @@ import pymc as pm
 from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.data import exact_statistics, in_memory_values
 from pymc_private.dp import mechanisms
-from pymc_private.dp.events import (
-    Release,
-    unit_shift_epsilon,
-    unit_shift_scale,
-    zcdp_epsilon,
-    zcdp_rho,
-)
+from pymc_private.dp.events import Release, ZcdpEvent, unit_shift_scale, zcdp_rho
 from pymc_private.dp.mechanisms import RandomState, ceil_float, ceil_sqrt
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.noise_aware import NoiseLaw
@@ -265,29 +260,16 @@ class CellsPlan:
         return group if group and regression_l2_squared(group) < apart else ()
 
     def releases(self) -> list[Release]:
-        """The releases at the plan's shares (discrete Laplace at ε_j; discrete Gaussian at
-        ρ_j stated at δ), the regression's moments merged: the cost checked before any
-        data."""
-        planned = []
-        for spec, share in self.shares:
-            if share <= 0:
-                continue
-            if self.mechanism == "gaussian":
-                planned.append(
-                    Release(
-                        "discrete_gaussian",
-                        zcdp_epsilon(share, self.delta),
-                        delta=self.delta,
-                        rho=share,
-                        statistic=spec.name,
-                        secure=self.secure,
-                    )
-                )
-            else:
-                planned.append(
-                    Release("discrete_laplace", share, statistic=spec.name, secure=self.secure)
-                )
-        return self._merged(planned)
+        """The releases of each statistic's mechanism at its share (discrete Laplace at ε_j;
+        discrete Gaussian at ρ_j stated at δ), as their privacy maps state them, the
+        regression's moments merged: the cost checked before any data, and recorded."""
+        return self._merged(
+            [
+                self._noise(spec, share).release(spec.name)
+                for spec, share in self.shares
+                if share > 0
+            ]
+        )
 
     def read(self, data: pm.Model | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The exact statistics (int64, grid steps) the plan noises."""
@@ -306,26 +288,23 @@ class CellsPlan:
             if spec.sensitivity == 0:
                 noisy[spec.name] = spec.natural(exact)
                 continue
-            if self.mechanism == "gaussian":
-                drawn, release = mechanisms.discrete_gaussian(
-                    exact,
-                    ceil_sqrt(spec.sensitivity_l2_squared),
-                    share,
-                    delta=self.delta,
-                    rng=rng,
-                    secure=self.secure,
-                    statistic=spec.name,
-                )
-                recorded = release.rho
-            else:
-                drawn, release = mechanisms.discrete_laplace(
-                    exact, spec.sensitivity, share, rng=rng, secure=self.secure, statistic=spec.name
-                )
-                recorded = release.epsilon
+            drawn, release = self._noise(spec, share)(exact, rng=rng, statistic=spec.name)
+            recorded = release.rho if self.mechanism == "gaussian" else release.epsilon
             noise[spec.name] = self._noise_law(spec, recorded)
             releases.append(release)
             noisy[spec.name] = spec.natural(drawn)
         return noisy, self._merged(releases), noise
+
+    def _noise(
+        self, spec: StatisticSpec, share: float
+    ) -> mechanisms.DiscreteGaussianMechanism | mechanisms.DiscreteLaplaceMechanism:
+        """Statistic j's mechanism at its share: the discrete Gaussian at ρ_j and Δ₂ =
+        `ceil_sqrt` (Δ₂_j²) stated at δ, or the discrete Laplace at ε_j and Δ_j (grid steps)."""
+        if self.mechanism == "gaussian":
+            return mechanisms.DiscreteGaussianMechanism(
+                ceil_sqrt(spec.sensitivity_l2_squared), share, self.delta, secure=self.secure
+            )
+        return mechanisms.DiscreteLaplaceMechanism(spec.sensitivity, share, secure=self.secure)
 
     def noise_laws(self) -> dict[str, NoiseLaw]:
         """The noise law of every noised statistic at its planned share, in natural units,
@@ -352,9 +331,7 @@ class CellsPlan:
         rho = ceil_float(joint_rho(self.joint, {r.statistic: r.rho for r in members}))
         joint = Release(
             members[0].mechanism,
-            zcdp_epsilon(rho, self.delta),
-            delta=self.delta,
-            rho=rho,
+            ZcdpEvent(rho, self.delta),
             sensitivity=math.sqrt(float(regression_l2_squared(self.joint))),
             statistic=", ".join(r.statistic for r in members),
             secure=members[0].secure,
@@ -413,21 +390,23 @@ class UnitShiftPlan:
     ----------
     statistics
         Every statistic of the analysis, those of sensitivity 0 (released as they are) first.
-    shifts
-        K, the cells one record moves by 1 in all (`chosen_plan` checks the counts).
-    sigma
-        σ of every noised cell.
-    secure
-        OpenDP's exact sampler (True) or numpy's rounded normals (False).
-    release
-        The one release, recorded as it is planned.
+    noise
+        The mechanism (`dp.mechanisms.UnitShiftGaussianMechanism`) at σ, K (`chosen_plan`
+        checks the counts) and δ: its event is the cost, recorded as it is planned.
     """
 
     statistics: tuple[StatisticSpec, ...]
-    shifts: int
-    sigma: float
-    secure: bool
-    release: Release
+    noise: mechanisms.UnitShiftGaussianMechanism
+
+    @property
+    def shifts(self) -> int:
+        """K, the cells one record moves by 1 in all."""
+        return self.noise.shifts
+
+    @property
+    def sigma(self) -> float:
+        """σ of every noised cell."""
+        return self.noise.sigma
 
     @classmethod
     def of(
@@ -442,29 +421,17 @@ class UnitShiftPlan:
         cells by 1: ε = `events.unit_shift_epsilon` (σ, K, δ) ≤ ``epsilon`` at δ, and ρ from
         OpenDP's map of the vector Gaussian at scale σ and Δ₂ = √K."""
         sigma = unit_shift_scale(epsilon, delta, shifts)
-        sensitivity = ceil_sqrt(shifts)
-        rho = float(mechanisms.opendp_gaussian_at("int", sigma).map(sensitivity))
-        source = "OpenDP make_gaussian (int), exact sampler" if secure else "numpy normal rounded"
         statistics = tuple(sorted(analysis.statistics, key=lambda spec: spec.sensitivity > 0))
-        release = Release(
-            "discrete_gaussian",
-            unit_shift_epsilon(sigma, shifts, delta),
-            delta=delta,
-            rho=rho,
-            sensitivity=sensitivity,
-            statistic=", ".join(spec.name for spec in statistics if spec.sensitivity > 0),
-            secure=secure,
-            note=(
-                f"{source}, scale={sigma!r}: one record moves at most {shifts} cells by 1; ε "
-                "from the exact privacy profile (dp-accounting PLD)"
-                + ("" if secure else ": not secure")
-            ),
-        )
-        return cls(statistics, shifts, sigma, secure, release)
+        noise = mechanisms.UnitShiftGaussianMechanism(sigma, shifts, delta, secure=secure)
+        return cls(statistics, noise)
 
     def releases(self) -> list[Release]:
         """The one release, the same before the data and after the noise."""
-        return [self.release]
+        return [self.noise.release(", ".join(spec.name for spec in self._noised))]
+
+    @property
+    def _noised(self) -> list[StatisticSpec]:
+        return [spec for spec in self.statistics if spec.sensitivity > 0]
 
     def read(self, data: pm.Model | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The exact statistics (int64 counts) the plan noises."""
@@ -473,39 +440,15 @@ class UnitShiftPlan:
     def run(self, values: Mapping[str, np.ndarray], rng: RandomState) -> Noised:
         """The counts plus N_ℤ(0, σ²) per cell, statistic by statistic in the analysis'
         order, with the noise law N(0, σ²) per cell (counts: unit 1)."""
-        noised = [spec for spec in self.statistics if spec.sensitivity > 0]
-        exact = {
-            spec.name: mechanisms.checked_values("counts", values[spec.name], integer=True).astype(
-                np.int64
-            )
-            for spec in noised
-        }
-        if self.secure:
-            measurement = mechanisms.opendp_gaussian_at("int", self.sigma)
-            counts = {
-                name: np.asarray(measurement(value.ravel().tolist()), dtype=np.int64).reshape(
-                    value.shape
-                )
-                for name, value in exact.items()
-            }
-        else:
-            generator = np.random.default_rng(rng)
-            counts = {
-                name: value
-                + np.rint(generator.normal(0.0, self.sigma, value.shape)).astype(np.int64)
-                for name, value in exact.items()
-            }
+        noised = self._noised
+        counts, release = self.noise({spec.name: values[spec.name] for spec in noised}, rng=rng)
         noisy = {spec.name: spec.natural(values[spec.name]) for spec in self.statistics}
         noisy.update({spec.name: spec.natural(counts[spec.name]) for spec in noised})
-        return noisy, [self.release], self.noise_laws()
+        return noisy, [release], self.noise_laws()
 
     def noise_laws(self) -> dict[str, NoiseLaw]:
         """N(0, σ²) per cell of every noised count (unit 1), known before any data."""
-        return {
-            spec.name: NoiseLaw("gaussian", self.sigma)
-            for spec in self.statistics
-            if spec.sensitivity > 0
-        }
+        return {spec.name: NoiseLaw("gaussian", self.sigma) for spec in self._noised}
 
 
 @dataclass(frozen=True)
@@ -732,21 +675,21 @@ class FourierPlan:
         share = zcdp_rho(epsilon, delta) if mechanism == "gaussian" else epsilon
         return cls(counts, mechanism, share, delta, secure)
 
-    def releases(self) -> list[Release]:
-        """The one release at the plan's share (before any noise)."""
-        name = self.counts.name
+    @property
+    def noise(self) -> mechanisms.DiscreteGaussianMechanism | mechanisms.DiscreteLaplaceMechanism:
+        """The mechanism of the parity counts at the plan's share: the discrete Gaussian at ρ
+        and Δ₂ = `ceil_sqrt` (Δ) stated at δ, or the discrete Laplace at ε and Δ₁ = Δ, with Δ
+        = ``counts.size`` the counts one record moves by 1."""
+        size = self.counts.size
         if self.mechanism == "gaussian":
-            return [
-                Release(
-                    "discrete_gaussian",
-                    zcdp_epsilon(self.share, self.delta),
-                    delta=self.delta,
-                    rho=self.share,
-                    statistic=name,
-                    secure=self.secure,
-                )
-            ]
-        return [Release("discrete_laplace", self.share, statistic=name, secure=self.secure)]
+            return mechanisms.DiscreteGaussianMechanism(
+                ceil_sqrt(size), self.share, self.delta, secure=self.secure
+            )
+        return mechanisms.DiscreteLaplaceMechanism(size, self.share, secure=self.secure)
+
+    def releases(self) -> list[Release]:
+        """The one release, as the mechanism states it before any noise."""
+        return [self.noise.release(self.counts.name)]
 
     def read(self, data: pm.Model | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The records of the Boolean variables (in memory: the parities read them one by
@@ -760,25 +703,14 @@ class FourierPlan:
     def run(self, values: Mapping[str, np.ndarray], rng: RandomState) -> Noised:
         """Noise the parity counts once and reconstruct the tables: (tables by statistic
         name, [the release], the noise law of the released index count)."""
-        size, name = self.counts.size, self.counts.name
-        parities = self.counts.parities(values)
+        mechanism = self.noise
+        noisy, release = mechanism(
+            self.counts.parities(values), rng=rng, statistic=self.counts.name
+        )
         if self.mechanism == "gaussian":
-            sensitivity = ceil_sqrt(size)
-            noisy, release = mechanisms.discrete_gaussian(
-                parities,
-                sensitivity,
-                self.share,
-                delta=self.delta,
-                rng=rng,
-                secure=self.secure,
-                statistic=name,
-            )
-            scale = sensitivity / math.sqrt(2.0 * release.rho)
+            scale = mechanism.sensitivity / math.sqrt(2.0 * release.rho)
         else:
-            noisy, release = mechanisms.discrete_laplace(
-                parities, size, self.share, rng=rng, secure=self.secure, statistic=name
-            )
-            scale = size / release.epsilon
+            scale = mechanism.sensitivity / release.epsilon
         index = self.counts.index_spec
         noise = {index.name: NoiseLaw(self.mechanism, scale)} if index else {}
         return self.counts.tables(noisy), [release], noise

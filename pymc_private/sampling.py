@@ -23,7 +23,7 @@ from pymc_private.compiling import quiet_sampling
 from pymc_private.data import check_private_data, datasets_of
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.checks import checked_rng
-from pymc_private.dp.events import Release, subsampled_gaussian_epsilon
+from pymc_private.dp.events import Release, SubsampledGaussianEvent
 from pymc_private.dp.session import releasing
 from pymc_private.errors import (
     BudgetExceededError,
@@ -429,7 +429,7 @@ def _check_budget(
     try:
         budget.check(ledger, planned)
     except BudgetExceededError as refusal:
-        if any(r.sampling_rate for r in planned):
+        if any(isinstance(r.event, SubsampledGaussianEvent) for r in planned):
             advice = _subsampled_advice(budget, ledger, planned, chains=chains, tune=tune)
             raise BudgetExceededError(f"{refusal} {advice}.") from None
         per_draw = sum(s.privacy_epsilon_per_draw for s in private_steps)
@@ -473,15 +473,14 @@ def _subsampled_advice(
 
     def scaled(factor: float) -> list[Release]:
         return [
-            r
-            if r.sampling_rate is None
-            else replace(
+            replace(
                 r,
-                noise_multiplier=r.noise_multiplier * factor,
-                epsilon=subsampled_gaussian_epsilon(
-                    r.sampling_rate, r.noise_multiplier * factor, r.delta
+                event=SubsampledGaussianEvent(
+                    r.event.sampling_rate, r.event.noise_multiplier * factor, r.delta
                 ),
             )
+            if isinstance(r.event, SubsampledGaussianEvent)
+            else r
             for r in planned
         ]
 

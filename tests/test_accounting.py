@@ -15,7 +15,7 @@ from scipy import optimize, stats
 
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.composition import Composition
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 from pymc_private.ledgers import PrivacyLedger
 
@@ -39,8 +39,8 @@ def exact_epsilon(count: int, eps: float, delta: float) -> float:
     return optimize.brentq(excess, 0.0, count * eps, xtol=1e-13)
 
 
-def copies(eps: float, k: int, **fields) -> list[Release]:
-    return [Release("exponential_mechanism", eps, **fields) for _ in range(k)]
+def copies(eps: float, k: int, delta: float = 0.0, **fields) -> list[Release]:
+    return [Release("exponential_mechanism", PureEvent(eps, delta), **fields) for _ in range(k)]
 
 
 # --- the reference numbers -------------------------------------------------------------------
@@ -99,12 +99,14 @@ def test_composition_is_sound_and_never_worse_than_the_plain_sum(count, eps, del
 
 
 def test_large_counts_compose_by_self_composition_and_group_across_chains():
-    per_chain = [Release("gibbs_exponential", 0.01, count=25_000, chain=c) for c in range(4)]
+    per_chain = [
+        Release("gibbs_exponential", PureEvent(0.01), count=25_000, chain=c) for c in range(4)
+    ]
     ledger = PrivacyLedger(per_chain)
     composition = ledger.composition(1e-6)
     assert composition.method == "pld"
     assert composition.epsilon == pytest.approx(exact_epsilon(100_000, 0.01, 1e-6), rel=1e-6)
-    one_record = PrivacyLedger([Release("gibbs_exponential", 0.01, count=100_000)])
+    one_record = PrivacyLedger([Release("gibbs_exponential", PureEvent(0.01), count=100_000)])
     assert one_record.composition(1e-6) == composition
     assert ledger.epsilon() == 1000.0
     assert PrivacyLedger(per_chain).composition(1e-6) is composition  # cached on the contents
@@ -112,7 +114,7 @@ def test_large_counts_compose_by_self_composition_and_group_across_chains():
 
 def test_many_distinct_epsilons_fall_back_to_the_rdp_bound_of_randomized_response():
     values = np.linspace(0.01, 0.2, 40).tolist()
-    ledger = PrivacyLedger(Release("laplace", eps, count=1000) for eps in values)
+    ledger = PrivacyLedger(Release("laplace", PureEvent(eps), count=1000) for eps in values)
     composition = ledger.composition(1e-6)
     assert composition.method == "rdp"
     reference = rdp_privacy_accountant.RdpAccountant(
@@ -149,7 +151,11 @@ def exact_mixed_epsilon(groups: list[tuple[int, int]], grid: float, delta: float
 @pytest.mark.parametrize("delta", [1e-6, 1e-9])
 def test_mixed_epsilons_on_a_common_grid_match_the_exact_composition(delta):
     ledger = PrivacyLedger(
-        [Release("a", 0.1, count=50), Release("b", 0.3, count=50), Release("c", 0.17, count=20)]
+        [
+            Release("a", PureEvent(0.1), count=50),
+            Release("b", PureEvent(0.3), count=50),
+            Release("c", PureEvent(0.17), count=20),
+        ]
     )
     composition = ledger.composition(delta)
     exact = exact_mixed_epsilon([(10, 50), (30, 50), (17, 20)], 0.01, delta)
@@ -161,7 +167,7 @@ def test_mixed_epsilons_on_a_common_grid_match_the_exact_composition(delta):
 
 
 def test_approximate_releases_have_an_unavoidable_delta():
-    ledger = PrivacyLedger([Release("gaussian", 1.0, delta=1e-6)])
+    ledger = PrivacyLedger([Release("gaussian", PureEvent(1.0, 1e-6))])
     with pytest.raises(InvalidPrivacyParameterError, match=r"1e-06.*delta"):
         ledger.epsilon(0.0)
     with pytest.raises(InvalidPrivacyParameterError, match="at least 1e-06"):
@@ -182,11 +188,11 @@ def test_approximate_releases_compose_as_randomized_response_with_a_leak():
 
 
 def test_free_releases_are_kept_and_cost_nothing():
-    ledger = PrivacyLedger([Release("posterior_predictive", 0.0, count=1000)])
+    ledger = PrivacyLedger([Release("posterior_predictive", PureEvent(0.0), count=1000)])
     assert len(ledger) == 1
     assert ledger.releases[0].count == 1000
     assert ledger.composition(1e-6) == Composition(0.0, 1e-6, "sum")
-    ledger.record(Release("laplace", 0.5))
+    ledger.record(Release("laplace", PureEvent(0.5)))
     assert ledger.epsilon() == 0.5
 
 
@@ -213,11 +219,13 @@ def test_releases_are_a_read_only_tuple():
 def test_json_round_trip_is_lossless():
     ledger = PrivacyLedger(
         [
-            Release("discrete_laplace", 0.5, sensitivity=2.0, statistic="counts[y, x]"),
-            Release("laplace", 0.25, secure=False, statistic="sum x", note="numpy noise ε"),
-            Release("gaussian", 0.3, delta=1e-7, sensitivity=1.5),
-            Release("gibbs_exponential", 0.01, count=500, chain=3, draw=250),
-            Release("free", 0.0, count=7, chain=0, draw=0),
+            Release("discrete_laplace", PureEvent(0.5), sensitivity=2.0, statistic="counts[y, x]"),
+            Release(
+                "laplace", PureEvent(0.25), secure=False, statistic="sum x", note="numpy noise ε"
+            ),
+            Release("gaussian", PureEvent(0.3, 1e-7), sensitivity=1.5),
+            Release("gibbs_exponential", PureEvent(0.01), count=500, chain=3, draw=250),
+            Release("free", PureEvent(0.0), count=7, chain=0, draw=0),
         ]
     )
     text = ledger.to_json()
@@ -242,7 +250,7 @@ def test_negative_zero_is_stored_as_zero_and_serialises_identically(fields, twin
     """−0.0 is the same ε as +0.0; stored as is it serialised as "-0.0", printed as "-0" and
     grouped with +0.0 under whichever came first. Normalised, the two releases are one record:
     same JSON text, same ledger summary, same composition, in either order."""
-    negative, positive = Release("laplace", **fields), Release("laplace", **twin)
+    negative, positive = release_of(**fields), release_of(**twin)
     for value in (negative.epsilon, negative.delta):
         assert math.copysign(1.0, value) == 1.0
     assert json.dumps(negative.to_dict()) == json.dumps(positive.to_dict())
@@ -268,7 +276,11 @@ def test_negative_zero_is_stored_as_zero_and_serialises_identically(fields, twin
 def test_booleans_are_not_numbers_in_a_release(fields, match):
     """True would be stored as ε = 1.0 or count True, serialised as ``true``."""
     with pytest.raises(InvalidPrivacyParameterError, match=f"Release {match}"):
-        Release("laplace", **fields)
+        release_of(**fields)
+
+
+def release_of(epsilon, delta=0.0, **fields) -> Release:
+    return Release("laplace", PureEvent(epsilon, delta), **fields)
 
 
 def test_from_dict_rejects_what_is_not_a_ledger():
@@ -283,8 +295,8 @@ def test_from_dict_rejects_what_is_not_a_ledger():
 
 
 def test_summary_groups_releases_and_reports_totals():
-    releases = [Release("gibbs_exponential", 0.01, count=250, chain=c) for c in range(4)]
-    releases.append(Release("laplace", 0.5, statistic="counts", secure=False))
+    releases = [Release("gibbs_exponential", PureEvent(0.01), count=250, chain=c) for c in range(4)]
+    releases.append(Release("laplace", PureEvent(0.5), statistic="counts", secure=False))
     ledger = PrivacyLedger(releases)
     rows = ledger.summary(delta=1e-6)
     assert [row["kind"] for row in rows] == ["release", "release", "total", "total"]
@@ -306,7 +318,7 @@ def test_summary_groups_releases_and_reports_totals():
 
 def test_reprs_are_readable_and_escaped():
     assert repr(PrivacyLedger()) == "PrivacyLedger: no releases"
-    html = PrivacyLedger([Release("a<b", 0.1, statistic="x&y")])._repr_html_()
+    html = PrivacyLedger([Release("a<b", PureEvent(0.1), statistic="x&y")])._repr_html_()
     assert "<table>" in html and "a&lt;b" in html and "x&amp;y" in html
     # The title counts releases and table rows (three releases of one kind: one row), and a
     # composition at δ that is no smaller than the plain sum is not shown twice.
@@ -356,7 +368,7 @@ def test_budget_with_delta_uses_the_accountant():
 
 
 def test_budget_refuses_a_delta_it_cannot_cover():
-    ledger = PrivacyLedger([Release("gaussian", 0.1, delta=1e-5)])
+    ledger = PrivacyLedger([Release("gaussian", PureEvent(0.1, 1e-5))])
     with pytest.raises(BudgetExceededError, match=r"1e-05.*delta = 1e-06"):
         Budget(10.0, 1e-6).check(ledger)
     assert Budget(10.0, 1e-6).remaining(ledger) == 0.0
@@ -423,21 +435,21 @@ def test_bad_budget_delta_is_refused(delta):
 @given(eps=st.one_of(st.floats(max_value=0.0, exclude_max=True), st.just(math.nan)))
 def test_bad_release_epsilon_is_refused(eps):
     with pytest.raises(InvalidPrivacyParameterError, match="epsilon"):
-        Release("laplace", eps)
+        Release("laplace", PureEvent(eps))
 
 
 @SETTINGS
 @given(eps=st.sampled_from([math.inf, -math.inf]))
 def test_infinite_release_epsilon_is_refused(eps):
     with pytest.raises(InvalidPrivacyParameterError, match="epsilon"):
-        Release("laplace", eps)
+        Release("laplace", PureEvent(eps))
 
 
 @SETTINGS
 @given(delta=bad_deltas)
 def test_bad_release_delta_and_bad_query_delta_are_refused(delta):
     with pytest.raises(InvalidPrivacyParameterError, match="delta"):
-        Release("laplace", 1.0, delta=delta)
+        Release("laplace", PureEvent(1.0, delta))
     ledger = PrivacyLedger(copies(0.1, 3))
     with pytest.raises(InvalidPrivacyParameterError, match=r"delta must be a number in \[0, 1\)"):
         ledger.composition(delta)
@@ -455,7 +467,7 @@ def test_bad_release_delta_and_bad_query_delta_are_refused(delta):
 def test_record_all_with_one_bad_item_records_nothing(good, position, bad):
     ledger = PrivacyLedger(copies(0.1, 2))
     before = ledger.to_dict()
-    items = [Release("laplace", eps) for eps in good]
+    items = [Release("laplace", PureEvent(eps)) for eps in good]
     items.insert(min(position, len(items)), bad)
     with pytest.raises(TypeError, match=r"releases\[\d+\] must be a Release"):
         ledger.record_all(items)

@@ -27,6 +27,7 @@ from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.events import (
+    PureEvent,
     Release,
     ZcdpEvent,
     unit_shift_epsilon,
@@ -78,7 +79,7 @@ def test_discrete_gaussian_releases_integers_and_the_rho_opendp_maps():
     assert 0 < release.rho <= rho
     assert release.epsilon == zcdp_epsilon(release.rho, 1e-6) <= 1.0
     assert release.delta == 1e-6 and release.sensitivity == math.sqrt(7)
-    assert release.event == ZcdpEvent(release.rho)
+    assert release.event == ZcdpEvent(release.rho, 1e-6)
     values, float_release = gaussian([0.5, -1.5], 2.0, rho, delta=1e-6)
     assert values.dtype == np.float64 and float_release.mechanism == "gaussian"
     assert float_release.rho <= rho
@@ -272,7 +273,7 @@ def test_bad_rho_is_refused(rho):
 @pytest.mark.parametrize("rho", [1e-4, 0.02, 0.5, 3.0])
 @pytest.mark.parametrize("delta", [1e-9, 1e-6, 1e-3])
 def test_one_release_converts_like_opendp(rho, delta):
-    ledger = PrivacyLedger([Release("g", zcdp_epsilon(rho, delta), delta=delta, rho=rho)])
+    ledger = PrivacyLedger([Release("g", ZcdpEvent(rho, delta))])
     epsilon = ledger.composition(delta).epsilon
     reference = _opendp_epsilon(rho, delta)
     assert reference * (1 - 1e-9) <= epsilon <= reference * (1 + 2e-3)
@@ -282,7 +283,7 @@ def test_one_release_converts_like_opendp(rho, delta):
 def test_composed_releases_match_dp_accounting(count):
     sigma, delta = 8.0, 1e-6  # noise multiplier σ/Δ₂ with Δ₂ = 1
     rho = 1 / (2 * sigma**2)
-    release = Release("g", zcdp_epsilon(rho, delta), delta=delta, rho=rho, count=count)
+    release = Release("g", ZcdpEvent(rho, delta), count=count)
     ours = PrivacyLedger([release]).composition(delta)
     accountant = rdp_privacy_accountant.RdpAccountant()
     accountant.compose(dp_event.GaussianDpEvent(sigma), count)
@@ -295,8 +296,8 @@ def test_composed_releases_match_dp_accounting(count):
 def test_laplace_and_gaussian_compose_soundly():
     delta, rho = 1e-6, 0.01
     releases = [
-        Release("laplace", 0.5),
-        Release("g", zcdp_epsilon(rho, delta), delta=delta, rho=rho, count=3),
+        Release("laplace", PureEvent(0.5)),
+        Release("g", ZcdpEvent(rho, delta), count=3),
     ]
     ledger = PrivacyLedger(releases)
     ours = ledger.composition(delta).epsilon
@@ -313,7 +314,7 @@ def test_laplace_and_gaussian_compose_soundly():
 def test_budgets_with_gaussian_releases():
     ledger = PrivacyLedger()
     rho = zcdp_rho(1.0, 1e-6)
-    planned = [Release("g", zcdp_epsilon(rho, 1e-6), delta=1e-6, rho=rho)]
+    planned = [Release("g", ZcdpEvent(rho, 1e-6))]
     with pytest.raises(BudgetExceededError, match="delta > 0"):
         Budget(10.0).check(ledger, planned)
     assert Budget(1.0, 1e-6).check(ledger, planned).epsilon <= 1.0
@@ -324,7 +325,7 @@ def test_budgets_with_gaussian_releases():
     assert Budget(10.0).affordable_count(ledger, 0.1) == 0
     assert Budget(2.0, 1e-6).affordable_count(ledger, 0.1) > 0
     with pytest.raises(InvalidPrivacyParameterError, match="delta > 0"):
-        Release("g", 1.0, rho=0.1)
+        Release("g", ZcdpEvent(0.1, 0.0, 1.0))
 
 
 # --------------------------------------------------------------------------------------

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import pymc_private as pmp
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 
-SPEND = Release("laplace", 0.3, statistic="s")
+SPEND = Release("laplace", PureEvent(0.3), statistic="s")
 
 
 def _entries(path) -> list[dict]:
@@ -202,7 +202,7 @@ def test_a_line_torn_by_a_crash_is_skipped_and_cut_off_by_the_next_append(tmp_pa
     path.write_bytes(text + torn)  # a third append that never completed
     ledger = pmp.PrivacyLedger.open(path)
     assert [r.epsilon for r in ledger.releases] == [0.3, 0.3]
-    ledger.record(Release("laplace", 0.2, statistic="s"))
+    ledger.record(Release("laplace", PureEvent(0.2), statistic="s"))
     assert torn not in path.read_bytes()
     assert [r.epsilon for r in pmp.PrivacyLedger.open(path).releases] == [0.3, 0.3, 0.2]
     # A last line that is whole but whose newline was changed was damaged, not torn.
@@ -218,18 +218,18 @@ def test_a_whole_last_line_without_its_newline_is_counted_and_ended(tmp_path):
     path = tmp_path / "survey.ledger"
     ledger = pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0))
     for _ in range(2):
-        ledger.record(Release("laplace", 0.5, statistic="s"))
+        ledger.record(Release("laplace", PureEvent(0.5), statistic="s"))
     path.write_bytes(path.read_bytes()[:-1])
     reopened = pmp.PrivacyLedger.open(path)
     assert reopened.epsilon() == pytest.approx(1.0)
     with pytest.raises(pmp.BudgetExceededError):
-        reopened.record(Release("laplace", 0.5, statistic="s"))
+        reopened.record(Release("laplace", PureEvent(0.5), statistic="s"))
     roomy = tmp_path / "roomy.ledger"
     ledger = pmp.PrivacyLedger.open(roomy, budget=pmp.Budget(2.0))
-    ledger.record(Release("laplace", 0.5, statistic="s"))
+    ledger.record(Release("laplace", PureEvent(0.5), statistic="s"))
     roomy.write_bytes(roomy.read_bytes()[:-1])
     again = pmp.PrivacyLedger.open(roomy)
-    again.record(Release("laplace", 0.25, statistic="s"))
+    again.record(Release("laplace", PureEvent(0.25), statistic="s"))
     assert roomy.read_bytes().endswith(b"\n")
     assert [r.epsilon for r in pmp.PrivacyLedger.open(roomy).releases] == [0.5, 0.25]
     assert [r.epsilon for r in ledger.releases] == [0.5, 0.25]  # the first view reads on
@@ -253,7 +253,7 @@ def test_a_file_truncated_or_replaced_while_attached_is_refused(tmp_path, coin_m
 def _record_until_killed(path: str, send) -> None:
     ledger = pmp.PrivacyLedger.open(path)
     while True:
-        ledger.record(Release("laplace", 0.001, statistic="s"))
+        ledger.record(Release("laplace", PureEvent(0.001), statistic="s"))
         send.send(1)  # only after the line is on disk
 
 
@@ -291,7 +291,7 @@ def test_a_budget_changes_only_by_a_logged_reset_that_keeps_every_release(tmp_pa
     reopened = pmp.PrivacyLedger.open(path, budget=pmp.Budget(2.0))
     assert reopened.epsilon() == pytest.approx(0.9)
     assert _entries(path)[-1]["previous"] == {"epsilon": 1.0, "delta": 0.0}
-    reopened.record(Release("laplace", 1.1, statistic="s"))
+    reopened.record(Release("laplace", PureEvent(1.1), statistic="s"))
     with pytest.raises(pmp.BudgetExceededError):
         ledger.record(SPEND)  # the other handle sees the reset and the spend
 

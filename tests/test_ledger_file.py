@@ -24,10 +24,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import pymc_private as pmp
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 
-SPEND = Release("laplace", 0.1, statistic="s")
+SPEND = Release("laplace", PureEvent(0.1), statistic="s")
 
 
 def _releases_in(path) -> list[dict]:
@@ -72,7 +72,7 @@ def test_the_file_never_holds_more_than_its_budget_and_refusals_write_nothing(tm
     for epsilon in spends:
         before = path.read_bytes()
         try:
-            ledger.record(Release("laplace", epsilon, statistic="s"))
+            ledger.record(Release("laplace", PureEvent(epsilon), statistic="s"))
         except BudgetExceededError:
             assert path.read_bytes() == before
             assert float(total + Fraction(epsilon)) > 1
@@ -115,9 +115,9 @@ def test_a_crash_loses_no_recorded_release_and_a_torn_line_hides_nothing(tmp_pat
         f"""
         import os
         import pymc_private as pmp
-        from pymc_private.dp.events import Release
+        from pymc_private.dp.events import PureEvent, Release
         ledger = pmp.PrivacyLedger.open({str(path)!r}, budget=pmp.Budget(1.0))
-        ledger.record(Release("laplace", 0.25, statistic="s"))
+        ledger.record(Release("laplace", PureEvent(0.25), statistic="s"))
         os._exit(3)  # dies at once: no cleanup, no flush of Python buffers
         """
     )
@@ -127,11 +127,11 @@ def test_a_crash_loses_no_recorded_release_and_a_torn_line_hides_nothing(tmp_pat
         handle.write(b'{"uid": "torn", "release": {"mechanism": "lap')
     ledger = pmp.PrivacyLedger.open(path)
     assert [r.epsilon for r in ledger.releases] == [0.25]
-    ledger.record(Release("laplace", 0.5, statistic="s"))
+    ledger.record(Release("laplace", PureEvent(0.5), statistic="s"))
     reopened = pmp.PrivacyLedger.open(path)
     assert [r.epsilon for r in reopened.releases] == [0.25, 0.5]
     with pytest.raises(BudgetExceededError, match=r"odometer\.ledger"):
-        reopened.record(Release("laplace", 0.5, statistic="s"))
+        reopened.record(Release("laplace", PureEvent(0.5), statistic="s"))
 
 
 def test_attach_charges_the_file_with_this_and_earlier_releases_and_its_budget_holds(
@@ -160,7 +160,7 @@ def test_attach_charges_the_file_with_this_and_earlier_releases_and_its_budget_h
 
 def test_a_later_session_sees_the_file_and_is_refused_past_its_budget(tmp_path):
     path = tmp_path / "days.ledger"
-    pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0)).record(Release("laplace", 0.75))
+    pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0)).record(Release("laplace", PureEvent(0.75)))
     script = textwrap.dedent(
         f"""
         import numpy as np, pymc as pm

@@ -12,7 +12,17 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from pymc_private.audit import epsilon_lower_bound
-from pymc_private.dp.mechanisms import discrete_laplace, exponential_mechanism, laplace
+from pymc_private.dp.mechanisms import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    ExponentialMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    UnitShiftGaussianMechanism,
+    discrete_laplace,
+    exponential_mechanism,
+    laplace,
+)
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 DATA = np.array([4.0, 7.0, 1.0])
@@ -413,3 +423,75 @@ def test_scores_must_be_one_dimensional():
 def test_noise_scale_must_be_representable():
     with pytest.raises(InvalidPrivacyParameterError, match="finite positive noise scale"):
         laplace([1.0], 1e300, 1e-300)
+
+
+# --------------------------------------------------------------------------------------
+# Mechanism objects: the event is the cost before any data, and the call records it
+# --------------------------------------------------------------------------------------
+
+MECHANISM_OBJECTS = [
+    (lambda secure: LaplaceMechanism(2.0, 0.7, secure=secure), np.array([1.0, 2.5, -3.0])),
+    (lambda secure: DiscreteLaplaceMechanism(2, 0.3, secure=secure), np.array([3, 0, 10])),
+    (
+        lambda secure: DiscreteGaussianMechanism(1.5, 0.2, 1e-6, secure=secure),
+        np.array([3, 0, 10]),
+    ),
+    (lambda secure: GaussianMechanism(1.5, 0.2, 1e-6, secure=secure), np.array([3.0, 0.5])),
+    (
+        lambda secure: ExponentialMechanism(1.0, 0.9, monotone=True, secure=secure),
+        np.array([1.0, 3.0, 2.0]),
+    ),
+    (
+        lambda secure: UnitShiftGaussianMechanism(4.2, 2, 1e-6, secure=secure),
+        {"a": np.array([3, 0]), "b": np.array([[1, 2]])},
+    ),
+]
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize(("build", "data"), MECHANISM_OBJECTS)
+def test_a_mechanism_records_the_release_it_states_before_any_data(build, data, secure):
+    mechanism = build(secure)
+    planned = mechanism.release("s" if not isinstance(data, dict) else "a, b")
+    assert planned.event == mechanism.event and planned.secure == secure
+    if isinstance(data, dict):
+        noisy, release = mechanism(data, rng=1)
+        assert {name: value.shape for name, value in noisy.items()} == {"a": (2,), "b": (1, 2)}
+    else:
+        noisy, release = mechanism(data, rng=1, statistic="s")
+    assert release == planned
+
+
+def test_the_functions_are_calls_of_the_mechanism_objects():
+    values = np.array([1.0, 2.5, -3.0])
+    assert_same = np.testing.assert_array_equal
+    noisy, release = laplace(values, 2.0, 0.7, rng=5, secure=False, statistic="s")
+    again, recorded = LaplaceMechanism(2.0, 0.7, secure=False)(values, rng=5, statistic="s")
+    assert_same(noisy, again) and release == recorded
+    counts, release = discrete_laplace([3, 0], 2, 0.3, rng=5, secure=False)
+    again, recorded = DiscreteLaplaceMechanism(2, 0.3, secure=False)([3, 0], rng=5)
+    assert_same(counts, again) and release == recorded
+    index, release = exponential_mechanism([1.0, 3.0], 1.0, 0.9, rng=5, secure=False)
+    assert (index, release) == ExponentialMechanism(1.0, 0.9, secure=False)([1.0, 3.0], rng=5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(bad=st.sampled_from([0.0, -1.0, math.nan, math.inf, True, "1"]))
+def test_a_mechanism_refuses_bad_public_parameters_when_built(bad):
+    for build in (
+        lambda: LaplaceMechanism(1.0, bad),
+        lambda: DiscreteLaplaceMechanism(bad, 1.0),
+        lambda: GaussianMechanism(1.0, bad, 1e-6),
+        lambda: DiscreteGaussianMechanism(bad, 0.1, 1e-6),
+        lambda: ExponentialMechanism(1.0, bad),
+        lambda: UnitShiftGaussianMechanism(bad, 2, 1e-6),
+        lambda: UnitShiftGaussianMechanism(1.0, 2, bad),
+    ):
+        with pytest.raises(InvalidPrivacyParameterError):
+            build()
+    with pytest.raises(InvalidPrivacyParameterError, match="positive integer"):
+        DiscreteLaplaceMechanism(1.5, 1.0)
+    with pytest.raises(InvalidPrivacyParameterError, match="positive integer"):
+        UnitShiftGaussianMechanism(1.0, True, 1e-6)
+    with pytest.raises(InvalidPrivacyParameterError, match="noise scale"):
+        LaplaceMechanism(1e-300, 1e300).event  # noqa: B018 (the cost is asked before any data)

@@ -16,7 +16,7 @@ from scipy import stats
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.data import PrivateData
 from pymc_private.dp.budget import Budget
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
@@ -88,7 +88,7 @@ def test_draws_follow_the_truncated_tempered_posterior(model, temperature):
 
 def test_ledger_records_n_times_two_l_over_t(model):
     ledger = ledger_for(model)
-    ledger.record(Release("laplace", 0.5))
+    ledger.record(Release("laplace", PureEvent(0.5)))
     n, temperature = 7, 3.0
     idata = sample_posterior(model, n, temperature=temperature, random_seed=1)
     per_draw = 2 * L_BERNOULLI / temperature
@@ -109,7 +109,7 @@ def test_budget_refusal_draws_and_reads_nothing(model, monkeypatch):
     temperature = 2.0
     per_draw = 2 * L_BERNOULLI / temperature  # ln 9 ≈ 1.0986
     ledger = ledger_for(model)
-    ledger.record(Release("laplace", 1.0))
+    ledger.record(Release("laplace", PureEvent(1.0)))
     budget = Budget(1.0 + 4.5 * per_draw)  # four more draws fit, five do not
     rng = np.random.default_rng(5)
     state = rng.bit_generator.state

@@ -21,7 +21,7 @@ from pymc_private.compiling import PYMC_ADVICE
 from pymc_private.data import PrivateData
 from pymc_private.demo import naive_bayes_model
 from pymc_private.dp.budget import Budget
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import (
     BudgetExceededError,
     ConvergenceWarning,
@@ -191,10 +191,10 @@ def test_calls_on_one_model_compose_in_its_ledger(model):
 def test_plot_follows_chains_across_calls():
     ledger = PrivacyLedger(
         [
-            Release("laplace", 0.5),
-            Release("barker_metropolis", 0.1, count=20, chain=0),
-            Release("barker_metropolis", 0.1, count=20, chain=1),
-            Release("barker_metropolis", 0.2, count=10, chain=0),
+            Release("laplace", PureEvent(0.5)),
+            Release("barker_metropolis", PureEvent(0.1), count=20, chain=0),
+            Release("barker_metropolis", PureEvent(0.1), count=20, chain=1),
+            Release("barker_metropolis", PureEvent(0.2), count=10, chain=0),
         ]
     )
     ax = plot_privacy(ledger)
@@ -273,7 +273,7 @@ def test_a_step_of_another_model_is_refused(model):
 
 
 def test_plot_of_a_pay_once_fit_shows_one_step_and_free_draws(tmp_path):
-    ledger = PrivacyLedger([Release("discrete_laplace", 0.3, statistic="counts(y)")])
+    ledger = PrivacyLedger([Release("discrete_laplace", PureEvent(0.3), statistic="counts(y)")])
     ax = plot_privacy(ledger)
     (total,) = [line for line in ax.get_lines() if line.get_label() == "total"]
     assert list(total.get_ydata()) == [0.0, 0.3, 0.3]
@@ -286,7 +286,9 @@ def test_plot_of_a_pay_once_fit_shows_one_step_and_free_draws(tmp_path):
 
 
 def test_chains_that_spend_alike_stay_visible():
-    ledger = PrivacyLedger([Release("barker_metropolis", 0.1, count=20, chain=c) for c in range(3)])
+    ledger = PrivacyLedger(
+        [Release("barker_metropolis", PureEvent(0.1), count=20, chain=c) for c in range(3)]
+    )
     ax = plot_privacy(ledger)
     chains = [line for line in ax.get_lines() if line.get_label().startswith("chain")]
     assert len({line.get_linestyle() for line in chains}) == 3

@@ -22,7 +22,7 @@ import pytest
 
 import pymc_private as pmp
 from pymc_private.dp import ledger
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 
 # 2L/T = 0.6 on the coin model (L = ln 99): two such releases do not fit Budget(1.0).
 _TEMPERATURE = 2 * np.log(99) / 0.6
@@ -110,7 +110,7 @@ _FRESH = """
 import json, multiprocessing, tempfile, threading, time
 import numpy as np, pymc as pm
 import pymc_private as pmp
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 
 def coin():
     with pm.Model() as model:
@@ -144,7 +144,7 @@ def test_scenario_4b_threads_racing_to_the_first_release_share_one_session_direc
         model, barrier = coin(), threading.Barrier(2)
         def first_release():
             barrier.wait()
-            pmp.ledger_for(model).record(Release("laplace", 0.1, statistic="s"))
+            pmp.ledger_for(model).record(Release("laplace", PureEvent(0.1), statistic="s"))
         threads = [threading.Thread(target=first_release) for _ in range(2)]
         for thread in threads:
             thread.start()
@@ -249,7 +249,7 @@ def test_scenario_6_a_forked_child_records_where_its_parent_does_and_attaches_no
 
 
 def _record_once(model, send) -> None:
-    pmp.ledger_for(model).record(Release("laplace", 0.1, statistic="s"))
+    pmp.ledger_for(model).record(Release("laplace", PureEvent(0.1), statistic="s"))
     send.send("recorded")
 
 

@@ -124,14 +124,7 @@ def _replace_one_by_dp_accounting(q: float, z: float, count: int, delta: float) 
 @pytest.mark.parametrize(("q", "z"), [(0.01, 2.0)])
 def test_ledger_total_matches_dp_accounting_on_the_same_events(q, z):
     test = SubsampledGaussianTest(q, 1.0, 1.0, 1.0, secure=False)
-    release = Release(
-        "subsampled_gaussian_metropolis",
-        subsampled_gaussian_epsilon(q, z, STEP_DELTA),
-        delta=STEP_DELTA,
-        count=1500,
-        sampling_rate=q,
-        noise_multiplier=z,
-    )
+    release = Release("subsampled_gaussian_metropolis", SubsampledGaussianEvent(q, z), count=1500)
     ledger = pmp.PrivacyLedger([release, release])  # two chains
     total = ledger.composition(1e-6)
     assert total.method == "rdp"
@@ -147,23 +140,16 @@ def test_ledger_total_matches_dp_accounting_on_the_same_events(q, z):
 
 
 def test_subsampled_steps_compose_with_pure_and_zcdp_releases_by_their_curves():
-    step = Release(
-        "subsampled_gaussian_metropolis",
-        subsampled_gaussian_epsilon(0.1, 4.0, STEP_DELTA),
-        delta=STEP_DELTA,
-        count=500,
-        sampling_rate=0.1,
-        noise_multiplier=4.0,
-    )
-    laplace = Release("laplace", 0.3)
-    gaussian = Release("gaussian", 0.5, delta=1e-7, rho=0.01)
+    step = Release("subsampled_gaussian_metropolis", SubsampledGaussianEvent(0.1, 4.0), count=500)
+    laplace = Release("laplace", PureEvent(0.3))
+    gaussian = Release("gaussian", ZcdpEvent(0.01, 1e-7, 0.5))
     ledger = pmp.PrivacyLedger([step, laplace, gaussian])
     total = ledger.composition(1e-6)
     orders = SUBSAMPLED_RDP_ORDERS
     curve = (
         500 * SubsampledGaussianEvent(0.1, 4.0).rdp(orders)
         + PureEvent(0.3).rdp(orders)
-        + ZcdpEvent(0.01).rdp(orders)
+        + ZcdpEvent(0.01, 1e-7, 0.5).rdp(orders)
     )
     expected = rdp_privacy_accountant.compute_epsilon(orders, curve, 1e-6)[0]
     assert total.method == "rdp" and total.epsilon == pytest.approx(expected, rel=1e-9)
@@ -175,16 +161,13 @@ def test_subsampled_steps_compose_with_pure_and_zcdp_releases_by_their_curves():
 def test_a_subsampled_release_survives_json_and_the_journal_file(tmp_path):
     release = Release(
         "subsampled_gaussian_metropolis",
-        0.5,
-        delta=STEP_DELTA,
+        SubsampledGaussianEvent(0.02, 3.0, STEP_DELTA, 0.5),
         count=7,
-        sampling_rate=0.02,
-        noise_multiplier=3.0,
     )
     ledger = pmp.PrivacyLedger([release])
     assert pmp.PrivacyLedger.from_json(ledger.to_json()).releases == (release,)
     # Releases without the event serialise as in earlier versions' journals.
-    assert "sampling_rate" not in Release("laplace", 1.0).to_dict()
+    assert "sampling_rate" not in Release("laplace", PureEvent(1.0)).to_dict()
     assert Release.from_dict(release.to_dict()) == release
     path = tmp_path / "ledger.jsonl"
     pmp.PrivacyLedger.open(path, budget=pmp.Budget(10.0, delta=1e-6)).record(release)
@@ -238,8 +221,9 @@ def test_missing_clip_or_bad_noise_is_refused_before_the_model_is_read(mean_mode
     ],
 )
 def test_release_refuses_an_incomplete_or_invalid_subsampled_event(fields):
+    data = {**Release("m", PureEvent(1.0, STEP_DELTA)).to_dict(), **fields}
     with pytest.raises(InvalidPrivacyParameterError):
-        Release("m", 1.0, **{"delta": STEP_DELTA, **fields})
+        Release.from_dict(data)
 
 
 @pytest.fixture(scope="module")
@@ -272,8 +256,8 @@ def test_sample_with_two_chains_is_reproducible_and_charges_the_event(mean_model
     np.testing.assert_array_equal(draws[0], draws[1])
     assert draws[0].shape == (2, 5)
     releases = ledger_of(runs[0]).releases
-    assert {r.sampling_rate for r in releases} == {0.5}
-    assert {r.noise_multiplier for r in releases} == {step.subsampled_test.noise_multiplier}
+    assert {r.event.sampling_rate for r in releases} == {0.5}
+    assert {r.event.noise_multiplier for r in releases} == {step.subsampled_test.noise_multiplier}
     assert step.subsampled_test.noise_multiplier == pytest.approx(4.0 * 0.5 / 0.1, rel=1e-9)
     assert runs[0].sample_stats["privacy_epsilon"].values.flat[0] == step.privacy_epsilon_per_draw
 
@@ -335,14 +319,8 @@ def test_a_curve_with_nan_is_charged_infinity_and_never_launders_the_ledger():
     assert np.isnan(raw).any()  # what the floor on z keeps out of every event
     ledger = pmp.PrivacyLedger(
         [
-            Release("laplace", 50.0),
-            Release(
-                "subsampled_gaussian_metropolis",
-                subsampled_gaussian_epsilon(0.99, 2.0**-10, STEP_DELTA),
-                delta=STEP_DELTA,
-                sampling_rate=0.99,
-                noise_multiplier=2.0**-10,
-            ),
+            Release("laplace", PureEvent(50.0)),
+            Release("subsampled_gaussian_metropolis", SubsampledGaussianEvent(0.99, 2.0**-10)),
         ]
     )
     assert ledger.composition(1e-6).epsilon >= 50.0

@@ -17,7 +17,7 @@ import pytest
 import xarray as xr
 
 import pymc_private as pmp
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import counted, with_article
 
 PACKAGE = Path(pmp.__file__).resolve().parent
@@ -119,7 +119,7 @@ def test_counts_and_articles_agree():
 
 
 def test_an_over_budget_release_is_counted_in_the_singular():
-    release = Release(mechanism="laplace", epsilon=2.0)
+    release = Release("laplace", PureEvent(2.0))
     with pytest.raises(pmp.BudgetExceededError, match=r"\(1 release\)"):
         pmp.Budget(1.0).check(pmp.PrivacyLedger(), [release])
 

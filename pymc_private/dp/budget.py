@@ -23,7 +23,7 @@ from pymc_private.dp.composition import (
     validated_releases,
     within,
 )
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError, counted
 
 if TYPE_CHECKING:
@@ -202,6 +202,7 @@ class Budget:
                 f"{per_count!r}."
             )
         eps = float(epsilon_per_release)
+        event = PureEvent(eps)
         ledger._sync()
         base = dict(ledger._counts)
         if unavoidable_delta(groups_of(base)) > self.delta or (
@@ -224,9 +225,7 @@ class Budget:
 
         def fits(k: int) -> bool:
             counts = dict(base)
-            counts[(eps, 0.0, 0.0, 0.0, 0.0)] = (
-                counts.get((eps, 0.0, 0.0, 0.0, 0.0), 0) + k * per_count
-            )
+            counts[event] = counts.get(event, 0) + k * per_count
             return compose(groups_of(counts), self.delta).epsilon <= self.epsilon
 
         # Without zCDP releases the composition at δ never exceeds the plain sum, so what the

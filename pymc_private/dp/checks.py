@@ -1,6 +1,7 @@
 """Boundary validators: the privacy parameters and options a public function accepts (ε, δ,
-the temperature T, ``secure``, the random generator or seed, the grid's cells), each checked
-before anything is read, drawn or recorded.
+the temperature T, ``secure``, the random generator or seed, the grid's cells, a noise
+mechanism's parameters, noise scale and values), each checked before anything is read, drawn
+or recorded.
 
 A validator returns the value in the type the package computes with, or raises with a message
 that says what is accepted. Where two callers accept the same option with different meanings,
@@ -19,18 +20,24 @@ from typing import Any
 
 import numpy as np
 
-from pymc_private.errors import InvalidPrivacyParameterError
+from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
     "check_noise_rng",
     "checked_cells",
     "checked_delta",
     "checked_epsilon",
+    "checked_gaussian_arguments",
+    "checked_mechanism_arguments",
     "checked_privacy_parameter",
     "checked_rng",
+    "checked_scale",
     "checked_secure",
     "checked_temperature",
+    "checked_values",
 ]
+
+_MAX_EXACT_INTEGER = 2**53
 
 _MAX_CELLS = 65_536
 
@@ -137,3 +144,93 @@ def checked_cells(cells) -> int:
             "cells each parameter entry is drawn on (more cells: finer draws, slower)."
         )
     return int(cells)
+
+
+def checked_mechanism_arguments(
+    epsilon,
+    sensitivity,
+    secure,
+    *,
+    integer_sensitivity: bool = False,
+    monotone: bool = False,
+) -> tuple[float, float, bool]:
+    """The public parameters a Laplace or exponential mechanism is built from, validated in
+    one order: ε, Δ (an integer when ``integer_sensitivity``), ``secure``, ``monotone``.
+    Returns (ε, Δ, secure); the mechanism's generator is checked when it is called."""
+    epsilon = checked_privacy_parameter("epsilon", epsilon)
+    sensitivity = checked_privacy_parameter("sensitivity", sensitivity)
+    if integer_sensitivity and (
+        sensitivity != math.floor(sensitivity) or sensitivity > _MAX_EXACT_INTEGER
+    ):
+        raise InvalidPrivacyParameterError(
+            f"sensitivity must be a positive integer for discrete_laplace, got {sensitivity!r};"
+            " use laplace() for a real-valued sensitivity."
+        )
+    secure = checked_secure(secure, TypeError)
+    if not isinstance(monotone, bool | np.bool_):
+        raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}.")
+    return epsilon, sensitivity, secure
+
+
+def checked_gaussian_arguments(rho, sensitivity, delta, secure):
+    """The public parameters a Gaussian mechanism is built from: ρ, Δ₂, δ, ``secure``
+    validated in that order; returns (ρ, Δ₂, δ, secure)."""
+    rho = checked_privacy_parameter("rho", rho)
+    sensitivity = checked_privacy_parameter("sensitivity_l2", sensitivity)
+    if (
+        isinstance(delta, bool | np.bool_)
+        or not isinstance(delta, numbers.Real)
+        or not 0.0 < float(delta) < 1.0
+    ):
+        raise InvalidPrivacyParameterError(
+            f"delta must be a number in (0, 1), got {delta!r}: a Gaussian release is "
+            "(ε, δ)-DP only for δ > 0; e.g. delta=1e-6."
+        )
+    secure = checked_secure(secure, TypeError)
+    return rho, sensitivity, float(delta), secure
+
+
+def checked_values(name: str, values, *, integer: bool) -> np.ndarray:
+    """The validated array (no copy of private values into any message)."""
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:
+        raise DataBoundsError(
+            f"{name} must be an array of numbers with a regular shape; convert it with "
+            "np.asarray first."
+        ) from error
+    if array.dtype.kind not in "iuf":
+        raise DataBoundsError(
+            f"{name} must have an integer or float dtype, got dtype {array.dtype}; convert it "
+            f"with np.asarray({name}, dtype={'np.int64' if integer else 'float'})."
+        )
+    if array.size == 0:
+        raise DataBoundsError(f"{name} is empty; pass at least one entry to privatise.")
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        raise DataBoundsError(
+            f"{name} contains NaN or infinite entries; declare bounds on the private data "
+            "(PrivateData bounds) so every statistic is finite."
+        )
+    if integer:
+        if array.dtype.kind == "f" and not (
+            np.all(array == np.floor(array)) and np.all(np.abs(array) <= _MAX_EXACT_INTEGER)
+        ):
+            raise DataBoundsError(
+                f"{name} must hold integer counts, but some entries are not integers (or "
+                "exceed 2**53 in magnitude); pass an integer array, or use laplace() for "
+                "real-valued statistics."
+            )
+        if array.dtype.kind == "u" and np.any(array > np.iinfo(np.int64).max):
+            raise DataBoundsError(f"{name} has entries beyond the int64 range; rescale them.")
+    return array
+
+
+def checked_scale(sensitivity: float, epsilon: float) -> float:
+    """Δ/ε (or Δ₂/√(2ρ)), refused unless a finite noise scale > 0 in floating point."""
+    scale = sensitivity / epsilon
+    if not (math.isfinite(scale) and scale > 0):
+        raise InvalidPrivacyParameterError(
+            "sensitivity / epsilon must be a finite positive noise scale; choose epsilon and "
+            "sensitivity within a few hundred orders of magnitude of each other."
+        )
+    return scale

@@ -1,9 +1,11 @@
 """Composition: the (ε, δ) of many releases, by the plain sum, dp-accounting's PLD or RDP.
 
 Only the ledger composes (`pymc_private.dp.ledger`); this module holds how. Releases
-(`pymc_private.dp.events.Release`) are grouped by their distinct (ε_i, δ_i, ρ_i) with a count
-(`groups_of`), and `compose` gives the tightest figure of a group set at a target δ. Every
-figure is an upper bound; the smallest valid one is reported:
+(`pymc_private.dp.events.Release`) are grouped by their distinct typed events with a count
+(`groups_of`), and `compose` gives the tightest figure of a group set at a target δ. Each
+accountant says which event types it reads (`ACCOUNTANTS`), and a composition with an event
+of a type none of them reads is refused (`UnsupportedEventError`). Every figure is an upper
+bound; the smallest valid one is reported:
 
 - ``"sum"``: basic sequential composition, ε = Σ_i ε_i (Dwork & Roth 2014, Theorem 3.16),
   exact for pure ε-DP. With δ_i > 0 it holds at δ = 1 − Π_i(1 − δ_i) ≤ Σ_i δ_i (Kairouz, Oh &
@@ -16,6 +18,10 @@ figure is an upper bound; the smallest valid one is reported:
   (ε'-randomized response dominates every ε_i-DP mechanism when ε' >= ε_i; a single distinct
   ε is represented exactly), k identical releases are composed exactly by the binomial law,
   and distinct groups by dp-accounting's pessimistic `compose`, which also converts to ε.
+- ``"profile"``: releases of the discrete Gaussian on unit-shifted counts
+  (`pymc_private.dp.events.UnitShiftGaussianEvent`), when they are all there is and share one
+  σ, by the exact privacy profile of all their unit shifts together (dp-accounting's PLD of
+  the discrete Gaussian; `_unit_shift_profile_epsilon` has the proof).
 - ``"rdp"``: Rényi DP, each ε_i-DP release bounded by the Rényi divergence of binary
   randomized response with ratio e^{ε_i} (Mironov 2017, Proposition 5; a valid RDP curve for
   any ε_i-DP mechanism by the same domination and data processing), converted to (ε, δ) by
@@ -31,7 +37,7 @@ the (ε_i, δ_i) they state from their own δ_i on; the PLD route, which reads a
 response worst case of (ε_i, δ_i), is not used for them (for a subsampled step it would also
 need a dominating pair of the replace-one subsampled Gaussian, which is not proved here).
 
-At δ = 0 the plain sum is reported. At δ > 0 the smallest of the three is reported (the
+At δ = 0 the plain sum is reported. At δ > 0 the smallest of those that apply is reported (the
 PLD only when its grid is small enough to compute quickly: many distinct ε values or huge
 ratios between them leave the RDP figure); an accountant's figure replaces the plain sum only
 when it is smaller by more than 0.1 %.
@@ -54,16 +60,22 @@ from scipy.special import expit
 from pymc_private.dp.events import (
     RDP_ORDERS,
     SUBSAMPLED_RDP_ORDERS,
+    PrivacyEvent,
+    PureEvent,
     Release,
-    event_of,
+    SubsampledGaussianEvent,
+    UnitShiftGaussianEvent,
+    ZcdpEvent,
     sound_curve,
+    unit_shift_epsilon,
 )
-from pymc_private.errors import InvalidPrivacyParameterError
+from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedEventError
 
 __all__ = [
+    "ACCOUNTANTS",
     "Composition",
-    "GroupKey",
     "Groups",
+    "accepts",
     "add_releases",
     "compose",
     "counts_of",
@@ -71,6 +83,7 @@ __all__ = [
     "groups_of",
     "has_rdp_only",
     "leaked_delta",
+    "refuse_unknown",
     "rounded",
     "six_digits",
     "unavoidable_delta",
@@ -104,12 +117,24 @@ _METHOD_DESCRIPTIONS = {
     "pld": "dp-accounting privacy-loss-distribution accountant (pessimistic)",
     "rdp": "Rényi-DP bound (randomized response, zCDP and subsampled Gaussian curves), "
     "converted by dp-accounting",
+    "profile": "exact privacy profile of the unit-shift discrete Gaussian (dp-accounting PLD)",
 }
 
-# (epsilon, delta, rho, q, z, count) for every distinct (ε_i, δ_i, ρ_i, q_i, z_i) that costs
-# something, sorted; ρ_i = 0.0 for releases that are not zCDP, q_i = z_i = 0.0 for releases
-# that are not subsampled Gaussian steps.
-Groups = tuple[tuple[float, float, float, float, float, int], ...]
+# (event, count) for every distinct event that costs something, in the order of
+# `_group_order`.
+Groups = tuple[tuple[PrivacyEvent, int], ...]
+
+ACCOUNTANTS: dict[str, tuple[type[PrivacyEvent], ...]] = {
+    "sum": (PureEvent, ZcdpEvent, UnitShiftGaussianEvent, SubsampledGaussianEvent),
+    "pld": (PureEvent,),
+    "profile": (UnitShiftGaussianEvent,),
+    "rdp": (PureEvent, ZcdpEvent, UnitShiftGaussianEvent, SubsampledGaussianEvent),
+}
+"""The event types each accountant reads, exactly (a subclass is not read as its base: its
+bound may differ). The plain sum reads every event's own (ε_i, δ_i); the PLD a randomized-
+response worst case of a pure event's (ε_i, δ_i) only (a dominating pair of the others' is not
+used here); the profile the unit-shift discrete Gaussian's exact privacy profile, of events
+of one σ; the RDP accountant every event's Rényi curve and the δ it pays apart."""
 
 
 class Composition(NamedTuple):
@@ -123,7 +148,8 @@ class Composition(NamedTuple):
         The δ at which ``epsilon`` holds.
     method
         ``"sum"`` (basic composition, Σ ε_i), ``"pld"`` (dp-accounting's privacy loss
-        distribution accountant) or ``"rdp"`` (Rényi DP, converted by dp-accounting).
+        distribution accountant), ``"rdp"`` (Rényi DP, converted by dp-accounting) or
+        ``"profile"`` (the exact privacy profile of unit-shift discrete Gaussian releases).
     """
 
     epsilon: float
@@ -155,46 +181,72 @@ def validated_releases(releases: Iterable[Release], name: str) -> list[Release]:
         if not isinstance(item, Release):
             raise TypeError(
                 f"{name}[{index}] must be a Release, got {type(item).__name__}; describe each "
-                "spend as Release(mechanism=..., epsilon=..., ...)."
+                "spend as Release(mechanism, PureEvent(epsilon), ...)."
             )
+    refuse_unknown(tuple((item.event, item.count) for item in items))
     return items
 
 
-GroupKey = tuple[float, float, float, float, float]
-
-
-def add_releases(counts: dict[GroupKey, int], releases: Iterable[Release]) -> None:
+def add_releases(counts: dict[PrivacyEvent, int], releases: Iterable[Release]) -> None:
+    """Add each release's count to its event's (releases that cost nothing are left out)."""
     for release in releases:
         if release.epsilon > 0 or release.delta > 0:
-            key = (
-                release.epsilon,
-                release.delta,
-                release.rho or 0.0,
-                release.sampling_rate or 0.0,
-                release.noise_multiplier or 0.0,
-            )
-            counts[key] = counts.get(key, 0) + release.count
+            counts[release.event] = counts.get(release.event, 0) + release.count
 
 
-def counts_of(releases: Iterable[Release]) -> dict[GroupKey, int]:
-    counts: dict[GroupKey, int] = {}
+def counts_of(releases: Iterable[Release]) -> dict[PrivacyEvent, int]:
+    counts: dict[PrivacyEvent, int] = {}
     add_releases(counts, releases)
     return counts
 
 
-def groups_of(counts: Mapping[GroupKey, int]) -> Groups:
-    return tuple(sorted((*key, count) for key, count in counts.items()))
+def _group_order(group: tuple[PrivacyEvent, int]) -> tuple:
+    """(ε, δ, ρ, q, z, type, count): the order in which earlier versions summed and composed
+    the groups, so that every float sum runs in the same order."""
+    event, count = group
+    return (
+        event.epsilon,
+        event.delta,
+        getattr(event, "rho", 0.0),
+        getattr(event, "sampling_rate", 0.0),
+        getattr(event, "noise_multiplier", 0.0),
+        type(event).__name__,
+        count,
+    )
+
+
+def groups_of(counts: Mapping[PrivacyEvent, int]) -> Groups:
+    return tuple(sorted(counts.items(), key=_group_order))
 
 
 def has_rdp_only(groups: Groups) -> bool:
-    """Whether some release has no pure-ε form (zCDP, subsampled Gaussian): then there is no
-    finite ε at δ = 0, and the Rényi route composes."""
-    return any(rho > 0 or q > 0 for _, _, rho, q, _, _ in groups)
+    """Whether some event has no pure-ε form (the Gaussian events): then there is no finite
+    ε at δ = 0, and the Rényi route composes."""
+    return any(event.rdp_only for event, _ in groups)
+
+
+def accepts(accountant: str, groups: Groups) -> bool:
+    """Whether ``accountant`` reads every event of ``groups`` (`ACCOUNTANTS`)."""
+    return all(type(event) in ACCOUNTANTS[accountant] for event, _ in groups)
+
+
+def refuse_unknown(groups: Groups) -> None:
+    """Raise `UnsupportedEventError` when an event of ``groups`` is of a type no accountant
+    reads: a ledger records no such release and a budget checks none."""
+    known = {kind for kinds in ACCOUNTANTS.values() for kind in kinds}
+    unknown = sorted({type(event).__name__ for event, _ in groups if type(event) not in known})
+    if unknown:
+        raise UnsupportedEventError(
+            f"No accountant reads events of type {', '.join(unknown)}: the ledger composes "
+            f"only {', '.join(sorted(kind.__name__ for kind in known))}. Describe the release "
+            "by one of these events (a worst case: PureEvent(epsilon, delta)), or add the type "
+            "to the accountants that can bound it (pymc_private.dp.composition.ACCOUNTANTS)."
+        )
 
 
 @lru_cache(maxsize=512)
 def exact_sum(groups: Groups) -> Fraction:
-    return sum((Fraction(eps) * count for eps, *_, count in groups), Fraction(0))
+    return sum((Fraction(event.epsilon) * count for event, count in groups), Fraction(0))
 
 
 def rounded(exact: Fraction) -> float:
@@ -213,21 +265,21 @@ def within(exact: Fraction, bound: float) -> bool:
 @lru_cache(maxsize=512)
 def leaked_delta(groups: Groups) -> float:
     """1 − Π_i(1 − δ_i) over ``groups``: the δ the plain sum and the PLD hold at."""
-    if all(group[1] == 0 for group in groups):
+    if all(event.delta == 0 for event, _ in groups):
         return 0.0
     product_form = -math.expm1(
-        math.fsum(count * math.log1p(-delta) for _, delta, *_, count in groups)
+        math.fsum(count * math.log1p(-event.delta) for event, count in groups)
     )
     plain_sum = rounded(
-        sum((Fraction(delta) * count for _, delta, *_, count in groups), Fraction(0))
+        sum((Fraction(event.delta) * count for event, count in groups), Fraction(0))
     )
     return min(product_form, plain_sum)
 
 
 def unavoidable_delta(groups: Groups) -> float:
     """The δ below which no ε makes the composition (ε, δ)-DP: 1 − Π(1 − δ_i) over the
-    releases that are not zCDP nor subsampled (those hold at every δ > 0)."""
-    return leaked_delta(tuple(group for group in groups if group[2] == 0 and group[3] == 0))
+    events with a pure form (the Gaussian events hold at every δ > 0)."""
+    return leaked_delta(tuple(group for group in groups if not group[0].rdp_only))
 
 
 def _pld_plan(groups: Groups) -> tuple[float, dict[tuple[int, float], int]] | None:
@@ -235,11 +287,11 @@ def _pld_plan(groups: Groups) -> tuple[float, dict[tuple[int, float], int]] | No
 
     None when no grid meets the tolerances within the size limits.
     """
-    eps = np.array([group[0] for group in groups])
+    eps = np.array([event.epsilon for event, _ in groups])
     eps_min = eps[eps > 0].min()
     if eps.max() > _PLD_MAX_POINTS * eps_min:
         return None
-    counts = [c for *_, c in groups]
+    counts = [c for _, c in groups]
     total = rounded(exact_sum(groups))
     hoeffding = 2 * math.log(2 / _PLD_TAIL_MASS_TRUNCATION)
     plan = None
@@ -252,8 +304,8 @@ def _pld_plan(groups: Groups) -> tuple[float, dict[tuple[int, float], int]] | No
             c * (n * grid - e) for c, n, e in zip(counts, points, eps, strict=True)
         )
         merged: dict[tuple[int, float], int] = {}
-        for (_, delta, *_, count), n in zip(groups, points.astype(int).tolist(), strict=True):
-            merged[(n, delta)] = merged.get((n, delta), 0) + count
+        for (event, count), n in zip(groups, points.astype(int).tolist(), strict=True):
+            merged[(n, event.delta)] = merged.get((n, event.delta), 0) + count
         # Points of each self-composed PMF after tail truncation (Hoeffding: a sum of c losses
         # in [-n h, n h] rarely leaves n h sqrt(2 c ln(2/τ)) of its mean).
         size = sum(2 * n * min(c, math.sqrt(hoeffding * c)) + 1 for (n, _), c in merged.items())
@@ -322,22 +374,59 @@ def _pld_epsilon(groups: Groups, delta: float) -> float | None:
     return float(composed.get_epsilon_for_delta(delta))
 
 
+# The largest number of unit shifts composed by their exact profile: the FFT error margin of
+# `pymc_private.dp.events.unit_shift_epsilon` was measured up to K = 1000.
+_UNIT_SHIFT_MAX_COMPOSED = 1000
+
+
+def _unit_shift_profile_epsilon(groups: Groups, delta: float) -> float | None:
+    """The ε at δ of unit-shift discrete Gaussian releases of one σ, by their exact profile:
+    `pymc_private.dp.events.unit_shift_epsilon` (σ, Σ_i k_i K_i, δ), for k_i releases of K_i
+    unit shifts each; None when the σ differ or Σ_i k_i K_i exceeds 1000.
+
+    Proof. `unit_shift_epsilon` proves that for one release of K shifts and every pair of
+    neighbours D, D', the hockey-stick divergence H_{e^ε}(M(D) ‖ M(D')) is at most that of the
+    pair (N_ℤ(1, σ²)^K, N_ℤ(0, σ²)^K) (in either order): that pair dominates the release
+    (Zhu, Dong & Wang 2022, "Optimal accounting of differential privacy via characteristic
+    function", AISTATS, Definition 7). The pair depends on public σ and K only, not on
+    earlier outputs, so by their Theorem 10 the product of the releases' pairs, the
+    (Σ_i k_i K_i)-fold product of the unit-shift pair, dominates their adaptive composition;
+    its profile is the one `unit_shift_epsilon` computes (the same PLD self-composed, with its
+    truncation and FFT margins for that many shifts).
+    """
+    sigmas = {event.sigma for event, _ in groups}
+    shifts = sum(event.shifts * count for event, count in groups)
+    if len(sigmas) != 1 or shifts > _UNIT_SHIFT_MAX_COMPOSED:
+        return None
+    return unit_shift_epsilon(sigmas.pop(), shifts, delta)
+
+
 def _rdp_epsilon(groups: Groups, delta: float) -> float:
-    """Σ of the releases' Rényi curves (their events' privacy maps), converted at δ less
-    the δ the events pay apart from their curves, 1 − Π(1 − δ_i)."""
-    events = [(event_of(*key), count) for *key, count in groups]
-    orders = SUBSAMPLED_RDP_ORDERS if any(group[3] > 0 for group in groups) else RDP_ORDERS
-    leak = -math.expm1(math.fsum(count * math.log1p(-event.delta) for event, count in events))
+    """Σ of the events' Rényi curves, converted at δ less the δ the events pay apart from
+    their curves, 1 − Π(1 − δ_i)."""
+    subsampled = any(isinstance(event, SubsampledGaussianEvent) for event, _ in groups)
+    orders = SUBSAMPLED_RDP_ORDERS if subsampled else RDP_ORDERS
+    leak = -math.expm1(math.fsum(count * math.log1p(-event.paid_delta) for event, count in groups))
     pure_delta = (delta - leak) / (1 - leak)
     if pure_delta <= 0:
         return math.inf
-    rdp = sum((count * event.rdp(orders) for event, count in events), np.zeros_like(orders))
+    rdp = sum((count * event.rdp(orders) for event, count in groups), np.zeros_like(orders))
     epsilon = float(rdp_privacy_accountant.compute_epsilon(orders, sound_curve(rdp), pure_delta)[0])
     return math.inf if math.isnan(epsilon) else epsilon
 
 
 @lru_cache(maxsize=512)
 def compose(groups: Groups, delta: float) -> Composition:
+    """The smallest figure of the accountants that read ``groups`` at ``delta``.
+
+    Raises
+    ------
+    UnsupportedEventError
+        An event is of a type no accountant reads (`ACCOUNTANTS`).
+    InvalidPrivacyParameterError
+        ``delta`` is below the δ the events pay apart (`unavoidable_delta`).
+    """
+    refuse_unknown(groups)
     floor = unavoidable_delta(groups)
     if delta < floor:
         raise InvalidPrivacyParameterError(
@@ -349,15 +438,25 @@ def compose(groups: Groups, delta: float) -> Composition:
         # The sum and the PLD read each release's (ε_i, δ_i): valid from their leaked δ on.
         if delta == 0:
             return Composition(math.inf, 0.0, "rdp")
-        rdp = Composition(_rdp_epsilon(groups, delta), delta, "rdp")
-        if delta < leaked_delta(groups):
-            return rdp
+        rdp = Composition(
+            _rdp_epsilon(groups, delta) if accepts("rdp", groups) else math.inf, delta, "rdp"
+        )
+        profile = _unit_shift_profile_epsilon(groups, delta) if accepts("profile", groups) else None
+        accountant = (
+            rdp
+            if profile is None or rdp.epsilon <= profile
+            else Composition(profile, delta, "profile")
+        )
+        if delta < leaked_delta(groups) or not accepts("sum", groups):
+            return accountant
         plain = Composition(rounded(exact_sum(groups)), delta, "sum")
-        return rdp if rdp.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION) else plain
+        if accountant.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION):
+            return accountant
+        return plain
     plain = Composition(rounded(exact_sum(groups)), delta, "sum")
     if delta == 0 or plain.epsilon == 0 or math.isinf(plain.epsilon):
         return plain
-    pld = _pld_epsilon(groups, delta)
+    pld = _pld_epsilon(groups, delta) if accepts("pld", groups) else None
     rdp = Composition(_rdp_epsilon(groups, delta), delta, "rdp")
     accountant = rdp if pld is None or rdp.epsilon < pld else Composition(pld, delta, "pld")
     if accountant.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION):

@@ -1,30 +1,37 @@
-"""Privacy events: the immutable `Release` a mechanism hands to a ledger, and what it costs.
+"""Privacy events: what a release costs, as a typed event, and the immutable `Release` that
+carries it to a ledger.
 
 A mechanism never composes anything itself: it describes what it spent as a `Release` (in
 the spirit of dp-accounting's `DpEvent`) and hands it to a `~pymc_private.dp.ledger.PrivacyLedger`,
-which alone composes (`pymc_private.dp.composition`). Releases are taken as worst-case
-mechanisms with their stated (ε_i, δ_i) under the replace-one neighbouring relation; nothing
-about their form is assumed. Each release's `Release.event` is the typed event the
-composition reads: a `PureEvent` (an (ε, δ)-DP worst case, with the Rényi curve of randomized
-response) or a `ZcdpEvent`.
+which alone composes (`pymc_private.dp.composition`). A release stores its event and its
+provenance; its ``epsilon``, ``delta`` and ``rho`` are read from the event. One event class per
+mechanism family, each a frozen dataclass of the mechanism's public parameters that states its
+own (ε_i, δ_i), its Rényi curve, its ε(δ) and its neighbouring relation (replace-one
+everywhere; `PrivacyEvent`):
 
-Releases of the Gaussian mechanism carry ρ (``Release.rho``): they are ρ-zCDP (Bun & Steinke
-2016), whose Rényi curve is α·ρ at every order α. Their ``epsilon`` and ``delta`` state their
-own (ε_i, δ_i) guarantee (the conversion of ρ at δ_i, `zcdp_epsilon`, or the exact profile of
-`unit_shift_epsilon` for counts), so the plain sum and the PLD, which read only (ε_i, δ_i),
-stay sound wherever δ ≥ 1 − Π(1 − δ_i); the RDP route instead adds α·ρ for them (and no δ_i)
-and holds at every δ > 0. A composition with a zCDP release has no finite ε at δ = 0.
+- `PureEvent` (ε, δ): an (ε, δ)-DP worst case, with the Rényi curve of randomized response
+  (the Laplace, discrete Laplace and exponential mechanisms, every sampler step);
+- `ZcdpEvent` (ρ, δ, ε): a ρ-zCDP release (Bun & Steinke 2016), Rényi curve α·ρ, stating its
+  own ε at δ (the conversion of ρ, `zcdp_epsilon`, unless a tighter one is given);
+- `UnitShiftGaussianEvent` (σ, K, ρ, δ, ε): the discrete Gaussian on counts that one record
+  moves by at most 1 in at most K cells, stating the ε of its exact privacy profile
+  (`unit_shift_epsilon`, `unit_shift_scale`, here too), ρ-zCDP as well;
+- `SubsampledGaussianEvent` (q, z, δ, ε): one Gaussian step on a Poisson subsample, with its
+  replace-one Rényi curve.
 
-The unit-shift Gaussian's privacy profile (`unit_shift_epsilon`, `unit_shift_scale`) is here
-too: the exact (ε, δ) of the discrete Gaussian on counts that one record moves by at most 1
-in at most K cells, which such a release states as its own (ε, δ).
+The plain sum reads the (ε_i, δ_i) an event states, sound wherever δ ≥ 1 − Π(1 − δ_i); the
+PLD reads pure events as randomized response; the RDP route adds the Rényi curves of the
+Gaussian events (and no δ_i) and holds at every δ > 0; unit-shift releases of one σ alone
+compose by their exact profile (`pymc_private.dp.composition`). A composition with a Gaussian
+event has no finite ε at δ = 0.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 import numpy as np
 from dp_accounting import dp_event
@@ -38,11 +45,12 @@ __all__ = [
     "RDP_ORDERS",
     "STEP_DELTA",
     "SUBSAMPLED_RDP_ORDERS",
+    "PrivacyEvent",
     "PureEvent",
     "Release",
     "SubsampledGaussianEvent",
+    "UnitShiftGaussianEvent",
     "ZcdpEvent",
-    "event_of",
     "randomized_response_rdp",
     "sound_curve",
     "subsampled_gaussian_epsilon",
@@ -75,182 +83,221 @@ STEP_DELTA = 1e-10
 reads it; the ledger composes the event's Rényi curve)."""
 
 
-@dataclass(frozen=True)
-class Release:
-    """One differentially private release, or ``count`` identical ones composed in sequence.
+class PrivacyEvent:
+    """What one release costs, as a typed event: the base of `PureEvent`, `ZcdpEvent`,
+    `UnitShiftGaussianEvent` and `SubsampledGaussianEvent`.
 
-    Parameters
-    ----------
-    mechanism
-        What produced it, in the papers' words (``"laplace"``, ``"discrete_laplace"``,
-        ``"exponential_mechanism"``, ``"gibbs_exponential"``, ``"barker_metropolis"`` ...).
-    epsilon
-        The ε of one release, a function of public quantities only. ``0.0`` for releases that
-        touch only already-privatised statistics. A negative zero is stored as ``+0.0`` (the
-        same ε), so that equal releases serialise, group and compose identically.
-    delta
-        The δ of one release (0 for pure ε-DP; a negative zero is stored as ``+0.0``).
-    count
-        How many identical releases this record stands for (a sampler plans thousands).
-        ``epsilon``, ``delta`` and ``count`` must be numbers, not booleans.
-    sensitivity
-        The sensitivity the noise was calibrated to (Δ₁, or the record Lipschitz constant L),
-        when there is one.
-    statistic
-        What private data it was computed from (names only, never values).
-    secure
-        False when the noise came from a textbook floating-point sampler (``secure=False``).
-    chain, draw
-        Where it happened inside sampling, when it did (``draw`` is the first draw index of a
-        composed run of ``count`` draws).
-    note
-        Free text for the report (public words only).
-    rho
-        ρ when the release is ρ-zCDP (the Gaussian mechanisms), else None. ``epsilon`` and
-        ``delta`` then state its own (ε, δ) guarantee: ``zcdp_epsilon(rho, delta)``, or less
-        when the mechanism's exact privacy profile is known (`unit_shift_epsilon`); the
-        ledger composes its Rényi curve α·ρ (`event`) or that (ε, δ), whichever is smaller.
-    sampling_rate, noise_multiplier
-        q and z when the release is one step of the Gaussian mechanism on a Poisson
-        subsample (`SubsampledGaussianEvent`), else None (both or neither). ``epsilon`` and
-        ``delta`` then state its own (ε, δ) guarantee, `subsampled_gaussian_epsilon` at
-        ``delta``, and the ledger composes the event's Rényi curve.
+    Every event is a frozen, hashable dataclass of the mechanism's public parameters, and
+    states:
+
+    - ``epsilon``, ``delta``: its own (ε_i, δ_i) guarantee, which the plain sum reads;
+    - `rdp`: its Rényi DP curve at given orders, and `paid_delta`, the δ paid apart from
+      that curve, which the RDP accountant reads;
+    - `epsilon_at`: its ε at any δ, where known;
+    - ``neighbouring``: the neighbouring relation of every guarantee it states, replace-one
+      (two data sets of the same size n that differ in one record) everywhere in this
+      package.
+
+    ``rdp_only`` is True for the events with no pure (ε, 0) form (the Gaussian mechanisms):
+    a composition with one of them holds at every δ > 0 and at no δ = 0. The ledger's
+    accountants (`pymc_private.dp.composition`) read events by their type and refuse a type
+    they do not know.
     """
 
-    mechanism: str
+    neighbouring: ClassVar[str] = "replace-one"
+    rdp_only: ClassVar[bool] = True
     epsilon: float
-    delta: float = 0.0
-    count: int = 1
-    sensitivity: float | None = None
-    statistic: str | None = None
-    secure: bool = True
-    chain: int | None = None
-    draw: int | None = None
-    note: str = ""
-    rho: float | None = None
-    sampling_rate: float | None = None
-    noise_multiplier: float | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.epsilon, bool) or not (
-            isinstance(self.epsilon, int | float) and math.isfinite(self.epsilon)
-        ):
-            raise InvalidPrivacyParameterError(
-                f"Release epsilon must be a finite number >= 0, got {self.epsilon!r}."
-            )
-        if self.epsilon < 0:
-            raise InvalidPrivacyParameterError(
-                f"Release epsilon must be >= 0, got {self.epsilon!r}."
-            )
-        if isinstance(self.delta, bool) or not (
-            isinstance(self.delta, int | float) and 0.0 <= self.delta < 1.0
-        ):
-            raise InvalidPrivacyParameterError(
-                f"Release delta must be in [0, 1), got {self.delta!r}."
-            )
-        if isinstance(self.count, bool) or not (isinstance(self.count, int) and self.count >= 1):
-            raise InvalidPrivacyParameterError(
-                f"Release count must be a positive integer, got {self.count!r}."
-            )
-        if self.rho is not None:
-            if isinstance(self.rho, bool) or not (
-                isinstance(self.rho, int | float) and math.isfinite(self.rho) and self.rho > 0
-            ):
-                raise InvalidPrivacyParameterError(
-                    f"Release rho must be None or a finite number > 0, got {self.rho!r}."
-                )
-            if self.delta <= 0:
-                raise InvalidPrivacyParameterError(
-                    "A zCDP release (rho given) states its own (epsilon, delta) with delta > 0; "
-                    f"got delta={self.delta!r}. Use epsilon=zcdp_epsilon(rho, delta)."
-                )
-            object.__setattr__(self, "rho", float(self.rho))
-        if (self.sampling_rate is None) != (self.noise_multiplier is None):
-            raise InvalidPrivacyParameterError(
-                "A subsampled Gaussian release gives both sampling_rate and noise_multiplier; "
-                f"got sampling_rate={self.sampling_rate!r}, "
-                f"noise_multiplier={self.noise_multiplier!r}."
-            )
-        if self.sampling_rate is not None:
-            _check_subsampled(self.sampling_rate, self.noise_multiplier)
-            if self.rho is not None or self.delta <= 0:
-                raise InvalidPrivacyParameterError(
-                    "A subsampled Gaussian release states its own (epsilon, delta) with delta "
-                    f"> 0 and no rho; got delta={self.delta!r}, rho={self.rho!r}. Use "
-                    "epsilon=subsampled_gaussian_epsilon(q, z, delta)."
-                )
-            object.__setattr__(self, "sampling_rate", float(self.sampling_rate))
-            object.__setattr__(self, "noise_multiplier", float(self.noise_multiplier))
-        # + 0.0 turns a negative zero into +0.0 and leaves every other float as it is.
-        object.__setattr__(self, "epsilon", float(self.epsilon) + 0.0)
-        object.__setattr__(self, "delta", float(self.delta) + 0.0)
+    delta: float
 
     @property
-    def event(self) -> PureEvent | ZcdpEvent | SubsampledGaussianEvent:
-        """The typed privacy event of one such release, with its Rényi privacy map."""
-        return event_of(
-            self.epsilon,
-            self.delta,
-            self.rho or 0.0,
-            self.sampling_rate or 0.0,
-            self.noise_multiplier or 0.0,
+    def paid_delta(self) -> float:
+        """The δ paid apart from the Rényi curve: none unless the event says otherwise."""
+        return 0.0
+
+    def rdp(self, orders: np.ndarray) -> np.ndarray:
+        """The Rényi DP curve at ``orders`` (the δ of `paid_delta` is not part of it)."""
+        raise NotImplementedError
+
+    def epsilon_at(self, delta: float) -> float:
+        """The ε at which one such release is (ε, δ)-DP, by the event's own bound."""
+        raise NotImplementedError
+
+    def fields(self) -> dict:
+        """The event's journal fields beyond ε and δ (`Release.to_dict`)."""
+        return {}
+
+
+def _checked_epsilon(epsilon) -> float:
+    if isinstance(epsilon, bool) or not (
+        isinstance(epsilon, int | float) and math.isfinite(epsilon)
+    ):
+        raise InvalidPrivacyParameterError(
+            f"Release epsilon must be a finite number >= 0, got {epsilon!r}."
         )
+    if epsilon < 0:
+        raise InvalidPrivacyParameterError(f"Release epsilon must be >= 0, got {epsilon!r}.")
+    # + 0.0 turns a negative zero into +0.0 and leaves every other float as it is.
+    return float(epsilon) + 0.0
 
-    def to_dict(self) -> dict:
-        """A JSON-serialisable dict; `Release.from_dict` inverts it exactly. The subsampled
-        event's fields are left out when they are None, so a release without them reads and
-        writes as in the journals of earlier versions."""
-        fields = asdict(self)
-        for name in ("sampling_rate", "noise_multiplier"):
-            if fields[name] is None:
-                del fields[name]
-        return fields
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Release:
-        return cls(**data)
+def _checked_delta(delta) -> float:
+    if isinstance(delta, bool) or not (isinstance(delta, int | float) and 0.0 <= delta < 1.0):
+        raise InvalidPrivacyParameterError(f"Release delta must be in [0, 1), got {delta!r}.")
+    return float(delta) + 0.0
 
 
 @dataclass(frozen=True)
-class PureEvent:
+class PureEvent(PrivacyEvent):
     """An (ε, δ)-DP release taken as a worst case: dominated by (ε, δ) randomized response
     (Kairouz, Oh & Viswanath 2015), whose Rényi divergence of order α is that of binary
-    randomized response with ratio e^ε (Mironov 2017, Proposition 5), plus δ paid apart."""
+    randomized response with ratio e^ε (Mironov 2017, Proposition 5), plus δ paid apart.
+    The Laplace, discrete Laplace and exponential mechanisms and every sampler step release
+    such events (δ = 0). A negative zero is stored as +0.0 (the same ε), so that equal
+    releases serialise, group and compose identically."""
 
     epsilon: float
     delta: float = 0.0
+    rdp_only: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _checked_epsilon(self.epsilon))
+        object.__setattr__(self, "delta", _checked_delta(self.delta))
+
+    @property
+    def paid_delta(self) -> float:
+        """δ, paid apart from the Rényi curve (the leaking branch of randomized response)."""
+        return self.delta
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
         """The Rényi DP curve at ``orders`` (the δ is not part of it)."""
         return randomized_response_rdp(np.array([self.epsilon]), orders)[0]
 
+    def epsilon_at(self, delta: float) -> float:
+        """ε at every δ ≥ the event's own, +∞ below it."""
+        return self.epsilon if delta >= self.delta else math.inf
+
+
+def _checked_rho(rho) -> float:
+    if isinstance(rho, bool) or not (
+        isinstance(rho, int | float) and math.isfinite(rho) and rho > 0
+    ):
+        raise InvalidPrivacyParameterError(f"Release rho must be a finite number > 0, got {rho!r}.")
+    return float(rho)
+
+
+def _checked_own_delta(delta, what: str, use: str) -> float:
+    """The δ at which an event without a pure form states its own ε: in (0, 1)."""
+    delta = _checked_delta(delta)
+    if delta <= 0:
+        raise InvalidPrivacyParameterError(
+            f"A {what} states its own (epsilon, delta) with delta > 0; got delta={delta!r}. "
+            f"Use {use}."
+        )
+    return delta
+
 
 @dataclass(frozen=True)
-class ZcdpEvent:
+class ZcdpEvent(PrivacyEvent):
     """A ρ-zCDP release: Rényi DP α·ρ at every order α > 1 (Bun & Steinke 2016, Def. 1.1),
     e.g. the (discrete) Gaussian mechanism with ρ = Δ₂²/(2σ²) (Canonne, Kamath & Steinke
-    2020, Theorem 4)."""
+    2020, Theorem 4), stating its own (ε, δ): ``epsilon`` = `zcdp_epsilon` (ρ, δ) unless
+    given (a joint release may state less, from a tighter bound).
+
+    The plain sum reads that (ε, δ), which holds wherever δ ≥ 1 − Π(1 − δ_i); the RDP route
+    adds α·ρ (and no δ_i) and holds at every δ > 0. No finite ε holds at δ = 0.
+    """
 
     rho: float
+    delta: float
+    epsilon: float | None = None
 
-    @property
-    def delta(self) -> float:
-        """The δ paid apart from the Rényi curve: none."""
-        return 0.0
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _checked_rho(self.rho))
+        delta = _checked_own_delta(
+            self.delta, "zCDP release (rho given)", "epsilon=zcdp_epsilon(rho, delta)"
+        )
+        object.__setattr__(self, "delta", delta)
+        epsilon = zcdp_epsilon(self.rho, delta) if self.epsilon is None else self.epsilon
+        object.__setattr__(self, "epsilon", _checked_epsilon(epsilon))
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
-        """The Rényi DP curve at ``orders``."""
+        """The Rényi DP curve at ``orders``: α·ρ."""
         return orders * self.rho
+
+    def epsilon_at(self, delta: float) -> float:
+        """`zcdp_epsilon` (ρ, δ)."""
+        return zcdp_epsilon(self.rho, delta)
+
+    def fields(self) -> dict:
+        return {"rho": self.rho}
 
 
 @dataclass(frozen=True)
-class SubsampledGaussianEvent:
+class UnitShiftGaussianEvent(PrivacyEvent):
+    """The discrete Gaussian N_ℤ(0, σ²) on integer cells of which one replaced record moves
+    at most K = ``shifts`` by at most 1 each: its exact privacy profile is
+    `unit_shift_epsilon` (σ, K, δ) (proved there), which it states at its own δ as
+    ``epsilon`` (computed unless given). The same noise is ρ-zCDP with ``rho`` = K/(2σ²) as
+    OpenDP's privacy map gives it at Δ₂ = √K (Canonne, Kamath & Steinke 2020, Theorem 4):
+    its Rényi curve α·ρ, which the RDP accountant adds as for a `ZcdpEvent`.
+    """
+
+    sigma: float
+    shifts: int
+    rho: float
+    delta: float
+    epsilon: float | None = None
+
+    def __post_init__(self) -> None:
+        if not _number_in(self.sigma, 0.0, math.inf) or self.sigma == 0:
+            raise InvalidPrivacyParameterError(
+                f"A unit-shift Gaussian release's sigma must be a finite number > 0, got "
+                f"{self.sigma!r}."
+            )
+        if isinstance(self.shifts, bool) or not (isinstance(self.shifts, int) and self.shifts >= 1):
+            raise InvalidPrivacyParameterError(
+                f"A unit-shift Gaussian release's shifts K must be a positive integer, got "
+                f"{self.shifts!r}."
+            )
+        object.__setattr__(self, "sigma", float(self.sigma))
+        object.__setattr__(self, "rho", _checked_rho(self.rho))
+        delta = _checked_own_delta(
+            self.delta,
+            "unit-shift Gaussian release",
+            "epsilon=unit_shift_epsilon(sigma, shifts, delta)",
+        )
+        object.__setattr__(self, "delta", delta)
+        if self.epsilon is None:
+            epsilon = unit_shift_epsilon(self.sigma, self.shifts, delta)
+        else:
+            epsilon = self.epsilon
+        object.__setattr__(self, "epsilon", _checked_epsilon(epsilon))
+
+    def rdp(self, orders: np.ndarray) -> np.ndarray:
+        """The Rényi DP curve at ``orders``: α·ρ."""
+        return orders * self.rho
+
+    def epsilon_at(self, delta: float) -> float:
+        """The exact profile `unit_shift_epsilon` (σ, K, δ), or the zCDP conversion of ρ where
+        that is smaller (the profile is +∞ below δ = 1e-10)."""
+        return min(
+            unit_shift_epsilon(self.sigma, self.shifts, delta), zcdp_epsilon(self.rho, delta)
+        )
+
+    def fields(self) -> dict:
+        return {"rho": self.rho, "sigma": self.sigma, "shifts": self.shifts}
+
+
+@dataclass(frozen=True)
+class SubsampledGaussianEvent(PrivacyEvent):
     """One Gaussian mechanism on a Poisson subsample, under replace-one neighbours.
 
     Each record enters the subsample independently with probability q = ``sampling_rate``;
     the mechanism releases s(S) + N(0, σ²) for a statistic s of the subsample S to which one
     record adds a term of magnitude at most Δ (so replacing a record moves s(S) by at most 2Δ
-    when it is sampled, and not at all otherwise), with z = ``noise_multiplier`` = σ/Δ.
+    when it is sampled, and not at all otherwise), with z = ``noise_multiplier`` = σ/Δ. The
+    event states its own ε at ``delta`` (`STEP_DELTA` unless given) as ``epsilon``,
+    `subsampled_gaussian_epsilon` (q, z, δ) unless given.
 
     Rényi curve (replace-one), proved here. Let D, D' differ in record j and D₀ be D with
     record j's term set to 0 (a *null* record, the REPLACE_SPECIAL relation of
@@ -275,11 +322,24 @@ class SubsampledGaussianEvent:
 
     sampling_rate: float
     noise_multiplier: float
+    delta: float = STEP_DELTA
+    epsilon: float | None = None
 
-    @property
-    def delta(self) -> float:
-        """The δ paid apart from the Rényi curve: none."""
-        return 0.0
+    def __post_init__(self) -> None:
+        _check_subsampled(self.sampling_rate, self.noise_multiplier)
+        object.__setattr__(self, "sampling_rate", float(self.sampling_rate))
+        object.__setattr__(self, "noise_multiplier", float(self.noise_multiplier))
+        delta = _checked_own_delta(
+            self.delta,
+            "subsampled Gaussian release",
+            "epsilon=subsampled_gaussian_epsilon(q, z, delta)",
+        )
+        object.__setattr__(self, "delta", delta)
+        if self.epsilon is None:
+            epsilon = subsampled_gaussian_epsilon(self.sampling_rate, self.noise_multiplier, delta)
+        else:
+            epsilon = self.epsilon
+        object.__setattr__(self, "epsilon", _checked_epsilon(epsilon))
 
     @property
     def add_remove_event(self) -> dp_event.PoissonSampledDpEvent:
@@ -293,6 +353,128 @@ class SubsampledGaussianEvent:
         return _subsampled_rdp(
             self.sampling_rate, self.noise_multiplier, tuple(np.asarray(orders).tolist())
         )
+
+    def epsilon_at(self, delta: float) -> float:
+        """`subsampled_gaussian_epsilon` (q, z, δ)."""
+        return subsampled_gaussian_epsilon(self.sampling_rate, self.noise_multiplier, delta)
+
+    def fields(self) -> dict:
+        return {"sampling_rate": self.sampling_rate, "noise_multiplier": self.noise_multiplier}
+
+
+@dataclass(frozen=True)
+class Release:
+    """One differentially private release, or ``count`` identical ones composed in sequence:
+    its typed event (what it cost) and its provenance.
+
+    Parameters
+    ----------
+    mechanism
+        What produced it, in the papers' words (``"laplace"``, ``"discrete_laplace"``,
+        ``"exponential_mechanism"``, ``"gibbs_exponential"``, ``"barker_metropolis"`` ...).
+    event
+        What one such release costs (`PrivacyEvent`): a `PureEvent` (ε, δ) for the Laplace
+        and exponential mechanisms and every sampler step (``PureEvent(0.0)`` for releases
+        that touch only already-privatised statistics), a `ZcdpEvent` or
+        `UnitShiftGaussianEvent` for the Gaussian mechanisms, a `SubsampledGaussianEvent` for
+        a step on a Poisson subsample. ``epsilon``, ``delta`` and ``rho`` read it.
+    count
+        How many identical releases this record stands for (a sampler plans thousands): a
+        positive integer, not a boolean.
+    sensitivity
+        The sensitivity the noise was calibrated to (Δ₁, or the record Lipschitz constant L),
+        when there is one.
+    statistic
+        What private data it was computed from (names only, never values).
+    secure
+        False when the noise came from a textbook floating-point sampler (``secure=False``).
+    chain, draw
+        Where it happened inside sampling, when it did (``draw`` is the first draw index of a
+        composed run of ``count`` draws).
+    note
+        Free text for the report (public words only).
+    """
+
+    mechanism: str
+    event: PrivacyEvent
+    count: int = 1
+    sensitivity: float | None = None
+    statistic: str | None = None
+    secure: bool = True
+    chain: int | None = None
+    draw: int | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.event, PrivacyEvent):
+            raise TypeError(
+                f"A Release's event must be a PrivacyEvent, got {type(self.event).__name__}; "
+                "describe the cost as e.g. Release(mechanism, PureEvent(epsilon))."
+            )
+        if isinstance(self.count, bool) or not (isinstance(self.count, int) and self.count >= 1):
+            raise InvalidPrivacyParameterError(
+                f"Release count must be a positive integer, got {self.count!r}."
+            )
+
+    @property
+    def epsilon(self) -> float:
+        """The ε of one release, as its event states it (at ``delta``)."""
+        return self.event.epsilon
+
+    @property
+    def delta(self) -> float:
+        """The δ at which the event states ``epsilon`` (0 for pure ε-DP)."""
+        return self.event.delta
+
+    @property
+    def rho(self) -> float | None:
+        """ρ when the event is ρ-zCDP (the Gaussian mechanisms), else None."""
+        return getattr(self.event, "rho", None)
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict; `Release.from_dict` inverts it exactly. Its keys are
+        those of earlier versions' journals (``rho`` None for events without it), followed by
+        the event's own fields beyond ρ (``sampling_rate`` and ``noise_multiplier`` of a
+        subsampled step, ``sigma`` and ``shifts`` of a unit-shift release), so that a release
+        of a pure or zCDP event reads and writes as in those journals."""
+        fields = self.event.fields()
+        return {
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "count": self.count,
+            "sensitivity": self.sensitivity,
+            "statistic": self.statistic,
+            "secure": self.secure,
+            "chain": self.chain,
+            "draw": self.draw,
+            "note": self.note,
+            "rho": fields.pop("rho", None),
+            **fields,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Release:
+        """The release of `to_dict`'s output, its event read from the fields it holds."""
+        fields = dict(data)
+        epsilon, delta = fields.pop("epsilon", None), fields.pop("delta", 0.0)
+        rho = fields.pop("rho", None)
+        subsampled = fields.pop("sampling_rate", None), fields.pop("noise_multiplier", None)
+        unit_shift = fields.pop("sigma", None), fields.pop("shifts", None)
+        if subsampled != (None, None):
+            if rho is not None:
+                raise InvalidPrivacyParameterError(
+                    "A subsampled Gaussian release states its own (epsilon, delta) with no rho; "
+                    f"got rho={rho!r}."
+                )
+            event = SubsampledGaussianEvent(*subsampled, delta, epsilon)
+        elif unit_shift != (None, None):
+            event = UnitShiftGaussianEvent(*unit_shift, rho, delta, epsilon)
+        elif rho is not None:
+            event = ZcdpEvent(rho, delta, epsilon)
+        else:
+            event = PureEvent(epsilon, delta)
+        return cls(event=event, **fields)
 
 
 @lru_cache(maxsize=256)
@@ -360,21 +542,13 @@ def subsampled_gaussian_epsilon(
         raise InvalidPrivacyParameterError(
             f"A subsampled Gaussian release is (ε, δ)-DP only for δ in (0, 1); got {delta!r}."
         )
-    curve = SubsampledGaussianEvent(sampling_rate, noise_multiplier).rdp(SUBSAMPLED_RDP_ORDERS)
+    curve = _subsampled_rdp(
+        float(sampling_rate), float(noise_multiplier), tuple(SUBSAMPLED_RDP_ORDERS.tolist())
+    )
     epsilon = float(
         rdp_privacy_accountant.compute_epsilon(SUBSAMPLED_RDP_ORDERS, count * curve, delta)[0]
     )
     return math.inf if math.isnan(epsilon) else epsilon
-
-
-def event_of(
-    epsilon: float, delta: float, rho: float, sampling_rate: float = 0.0, noise: float = 0.0
-) -> PureEvent | ZcdpEvent | SubsampledGaussianEvent:
-    """The event of a release (or a ledger group) with these (ε, δ, ρ, q, z); ρ = 0: not
-    zCDP; q = 0: not subsampled."""
-    if sampling_rate > 0:
-        return SubsampledGaussianEvent(sampling_rate, noise)
-    return ZcdpEvent(rho) if rho > 0 else PureEvent(epsilon, delta)
 
 
 @lru_cache(maxsize=4096)

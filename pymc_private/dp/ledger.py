@@ -28,7 +28,6 @@ from pymc_private.dp.budget import Budget
 from pymc_private.dp.checks import checked_delta
 from pymc_private.dp.composition import (
     Composition,
-    GroupKey,
     Groups,
     add_releases,
     compose,
@@ -38,7 +37,7 @@ from pymc_private.dp.composition import (
     six_digits,
     validated_releases,
 )
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PrivacyEvent, Release
 from pymc_private.dp.journal import LEGACY_FORMAT, SESSION_KIND, Journal, locked, replace
 from pymc_private.errors import (
     BudgetExceededError,
@@ -165,7 +164,7 @@ class PrivacyLedger:
 
     def _start(self, books: list[_Book]) -> None:
         self._releases: list[Release] = []
-        self._counts: dict[GroupKey, int] = {}
+        self._counts: dict[PrivacyEvent, int] = {}
         self._books = books
         self._seen: set[str] = set()
         # The data sets of a session's ledger view (`dataset_ledger`), for its coverage check.
@@ -558,7 +557,8 @@ class PrivacyLedger:
         delta
             Target δ. With 0 the answer is the plain sum Σ ε_i, exact for pure ε-DP. With
             δ > 0 it is the smallest of the plain sum, dp-accounting's PLD accountant (when
-            its grid is small enough) and the RDP bound, and ``method`` says which.
+            its grid is small enough), the RDP bound and, for unit-shift discrete Gaussian
+            releases of one σ alone, their exact privacy profile; ``method`` says which.
 
         Raises
         ------

@@ -1,8 +1,14 @@
-"""Noise primitives: the Laplace, Gaussian (continuous and discrete) and exponential mechanisms.
+"""Noise mechanisms: the Laplace, Gaussian (continuous and discrete, and the discrete Gaussian
+on unit-shifted counts) and exponential mechanisms, one class each, and the Barker choice.
 
-Each function validates its inputs (before any randomness), draws the noise, and returns the
-noisy output together with a `~pymc_private.dp.events.Release` that states what the release
-cost. A mechanism never touches a ledger: the caller records the release it is handed.
+A mechanism object (`Mechanism`) is built from public parameters only and validates them; its
+``event`` is what one call costs (a typed `~pymc_private.dp.events.PrivacyEvent`, from OpenDP's
+privacy map at the scale it will draw with), known before any data; calling it validates the
+data, draws the noise and returns the noisy output with the `~pymc_private.dp.events.Release`
+of that same event. Release plans hold these objects, so a plan and its execution cannot
+disagree. The functions `laplace`, `discrete_laplace`, `discrete_gaussian`, `gaussian` and
+`exponential_mechanism` are calls of them. A mechanism never touches a ledger: the caller
+records the release it is handed.
 
 Secure and insecure noise
 -------------------------
@@ -26,41 +32,61 @@ makes the output reproducible; a Generator is advanced in place.
 
 from __future__ import annotations
 
-import functools
 import math
-import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
+from typing import Any, ClassVar
 
 import numpy as np
-from opendp import measurements
-from opendp.domains import atom_domain, vector_domain
-from opendp.measures import zero_concentrated_divergence
-from opendp.metrics import l1_distance, l2_distance, linf_distance
-from opendp.mod import enable_features
 
-from pymc_private.dp.checks import check_noise_rng, checked_privacy_parameter, checked_secure
-from pymc_private.dp.events import Release, zcdp_epsilon
+from pymc_private.dp.checks import (
+    check_noise_rng,
+    checked_gaussian_arguments,
+    checked_mechanism_arguments,
+    checked_privacy_parameter,
+    checked_scale,
+    checked_secure,
+    checked_values,
+)
+from pymc_private.dp.events import (
+    PrivacyEvent,
+    PureEvent,
+    Release,
+    UnitShiftGaussianEvent,
+    ZcdpEvent,
+)
+from pymc_private.dp.measurements import (
+    ceil_float,
+    gaussian_measurement,
+    gumbel_max_measurement,
+    laplace_measurement,
+    opendp_gaussian_at,
+    softmax_measurement,
+)
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
 __all__ = [
     "LOG_ODDS_BOUND",
     "ROUNDING_ALLOWANCE",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "ExponentialMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "Mechanism",
+    "UnitShiftGaussianMechanism",
     "barker_epsilon",
     "barker_log_odds",
     "ceil_sqrt",
-    "checked_values",
     "discrete_gaussian",
     "discrete_laplace",
     "exact_choice",
     "exponential_mechanism",
     "gaussian",
     "laplace",
-    "opendp_gaussian_at",
 ]
-
-enable_features("contrib")
-
-_MAX_EXACT_INTEGER = 2**53
 
 RandomState = np.random.Generator | np.random.BitGenerator | np.random.SeedSequence | int | None
 
@@ -111,7 +137,7 @@ def laplace(
     noisy_values
         float64 array of the shape of ``values``.
     release
-        ``Release(mechanism="laplace", epsilon=..., sensitivity=Δ₁, secure=secure)``.
+        ``Release("laplace", PureEvent(ε), sensitivity=Δ₁, secure=secure)``.
 
     Raises
     ------
@@ -120,26 +146,8 @@ def laplace(
     DataBoundsError
         ``values`` is empty, not real-numeric, or holds NaN or infinite entries.
     """
-    epsilon, sensitivity, secure = _check_arguments(epsilon, sensitivity, secure, rng)
-    values = checked_values("values", values, integer=False).astype(np.float64)
-    scale = _checked_scale(sensitivity, epsilon)
-    if secure:
-        noisy, scale, epsilon_spent = _opendp_laplace_noise("float", values, sensitivity, epsilon)
-        note = f"OpenDP make_laplace, scale={scale!r}, exact sampler on the 2^-1074 grid"
-    else:
-        noisy = np.random.default_rng(rng).laplace(loc=values, scale=scale)
-        noisy = np.asarray(noisy, dtype=np.float64).reshape(values.shape)
-        epsilon_spent = epsilon
-        note = f"numpy Generator.laplace, scale={scale!r}: textbook floating-point sampler"
-    release = Release(
-        mechanism="laplace",
-        epsilon=epsilon_spent,
-        sensitivity=sensitivity,
-        statistic=statistic,
-        secure=secure,
-        note=note,
-    )
-    return noisy, release
+    mechanism = LaplaceMechanism(sensitivity, epsilon, secure=secure)
+    return mechanism(values, rng=rng, statistic=statistic)
 
 
 def discrete_laplace(
@@ -189,7 +197,7 @@ def discrete_laplace(
     noisy_counts
         int64 array of the shape of ``counts``.
     release
-        ``Release(mechanism="discrete_laplace", epsilon=..., sensitivity=Δ₁, secure=secure)``.
+        ``Release("discrete_laplace", PureEvent(ε), sensitivity=Δ₁, secure=secure)``.
 
     Raises
     ------
@@ -198,32 +206,8 @@ def discrete_laplace(
     DataBoundsError
         ``counts`` is empty, not numeric, non-finite, or not integral.
     """
-    epsilon, sensitivity, secure = _check_arguments(
-        epsilon, sensitivity, secure, rng, integer_sensitivity=True
-    )
-    counts = checked_values("counts", counts, integer=True).astype(np.int64)
-    scale = _checked_scale(sensitivity, epsilon)
-    if secure:
-        noisy, scale, epsilon_spent = _opendp_laplace_noise("int", counts, sensitivity, epsilon)
-        note = f"OpenDP make_laplace (integer), scale={scale!r}, exact CKS20 sampler"
-    else:
-        generator = np.random.default_rng(rng)
-        success = -math.expm1(-1.0 / scale)
-        noise = generator.geometric(success, size=counts.shape) - generator.geometric(
-            success, size=counts.shape
-        )
-        noisy = (counts + noise).astype(np.int64)
-        epsilon_spent = epsilon
-        note = f"numpy difference of geometrics, scale={scale!r}"
-    release = Release(
-        mechanism="discrete_laplace",
-        epsilon=epsilon_spent,
-        sensitivity=sensitivity,
-        statistic=statistic,
-        secure=secure,
-        note=note,
-    )
-    return noisy, release
+    mechanism = DiscreteLaplaceMechanism(sensitivity, epsilon, secure=secure)
+    return mechanism(counts, rng=rng, statistic=statistic)
 
 
 def ceil_sqrt(value: int) -> float:
@@ -285,8 +269,8 @@ def discrete_gaussian(
     noisy_counts
         int64 array of the shape of ``counts``.
     release
-        ``Release(mechanism="discrete_gaussian", epsilon=zcdp_epsilon(ρ, δ), delta=δ,
-        rho=ρ, sensitivity=Δ₂, secure=secure)``.
+        ``Release("discrete_gaussian", ZcdpEvent(ρ, δ), sensitivity=Δ₂, secure=secure)``:
+        its event states ε = `zcdp_epsilon` (ρ, δ).
 
     Raises
     ------
@@ -295,9 +279,8 @@ def discrete_gaussian(
     DataBoundsError
         ``counts`` is empty, not numeric, non-finite, or not integral.
     """
-    return _gaussian_mechanism(
-        "discrete_gaussian", counts, sensitivity_l2, rho, delta, rng, secure, statistic
-    )
+    mechanism = DiscreteGaussianMechanism(sensitivity_l2, rho, delta, secure=secure)
+    return mechanism(counts, rng=rng, statistic=statistic)
 
 
 def gaussian(
@@ -341,44 +324,8 @@ def gaussian(
     InvalidPrivacyParameterError, DataBoundsError
         As for `discrete_gaussian` (``values`` need not be integral).
     """
-    return _gaussian_mechanism(
-        "gaussian", values, sensitivity_l2, rho, delta, rng, secure, statistic
-    )
-
-
-def _gaussian_mechanism(mechanism, values, sensitivity_l2, rho, delta, rng, secure, statistic):
-    """`discrete_gaussian` (integers) and `gaussian` (floats): validate, add noise, record."""
-    rho, sensitivity, delta, secure = _check_gaussian_arguments(
-        rho, sensitivity_l2, delta, secure, rng
-    )
-    integer = mechanism == "discrete_gaussian"
-    dtype = np.int64 if integer else np.float64
-    name = "counts" if integer else "values"
-    values = checked_values(name, values, integer=integer).astype(dtype)
-    scale = _checked_scale(sensitivity, math.sqrt(2.0 * rho))
-    if secure:
-        kind = "int" if integer else "float"
-        measurement, scale, rho_spent = _opendp_gaussian(kind, sensitivity, rho)
-        noisy = np.asarray(measurement(values.ravel().tolist()), dtype=dtype)
-        noisy = noisy.reshape(values.shape)
-        note = f"OpenDP make_gaussian ({kind}), scale={scale!r}, exact sampler"
-    else:
-        noise = np.random.default_rng(rng).normal(0.0, scale, size=values.shape)
-        # Integers: the continuous mechanism rounded (post-processing of x + N, x integral).
-        noisy = values + (np.rint(noise).astype(np.int64) if integer else noise)
-        rho_spent = rho
-        note = f"numpy normal{' rounded' if integer else ''}, scale={scale!r}: not secure"
-    release = Release(
-        mechanism=mechanism,
-        epsilon=zcdp_epsilon(rho_spent, delta),
-        delta=delta,
-        rho=rho_spent,
-        sensitivity=sensitivity,
-        statistic=statistic,
-        secure=secure,
-        note=note,
-    )
-    return noisy, release
+    mechanism = GaussianMechanism(sensitivity_l2, rho, delta, secure=secure)
+    return mechanism(values, rng=rng, statistic=statistic)
 
 
 def exponential_mechanism(
@@ -434,7 +381,7 @@ def exponential_mechanism(
     index
         The chosen candidate, a Python int in ``range(len(scores))``.
     release
-        ``Release(mechanism="exponential_mechanism", epsilon=..., sensitivity=Δ, ...)``.
+        ``Release("exponential_mechanism", PureEvent(ε), sensitivity=Δ, ...)``.
 
     Raises
     ------
@@ -443,39 +390,369 @@ def exponential_mechanism(
     DataBoundsError
         ``scores`` is empty, not one-dimensional, not real-numeric, or non-finite.
     """
-    epsilon, sensitivity, secure = _check_arguments(
-        epsilon, sensitivity, secure, rng, monotone=monotone
-    )
-    scores = checked_values("scores", scores, integer=False).astype(np.float64)
-    if scores.ndim != 1:
-        raise DataBoundsError(
-            f"scores must be one-dimensional (one utility per candidate), got {scores.ndim}"
-            " dimensions; flatten the candidate set first."
+    mechanism = ExponentialMechanism(sensitivity, epsilon, monotone=monotone, secure=secure)
+    return mechanism(scores, rng=rng, statistic=statistic)
+
+
+class Mechanism:
+    """A mechanism object: built from public parameters only, its `event` is what one call
+    costs before any data is read, and calling it on the data draws the noise and returns the
+    noisy output with a `~pymc_private.dp.events.Release` of that same event (`release`), so
+    a plan and its execution cannot disagree (OpenDP's ``Measurement``: built from public
+    parameters, its map gives the cost, invoking it runs it).
+
+    Every public parameter is validated when the object is built, with the messages of the
+    functions (`laplace`, `discrete_laplace`, `discrete_gaussian`, `gaussian`,
+    `exponential_mechanism`), which are calls of these objects; the noise scale is checked and
+    OpenDP's measurement built when the cost is first asked (`event`) or the noise first drawn.
+    """
+
+    name: ClassVar[str]
+    sensitivity: float
+    secure: bool
+
+    @property
+    def event(self) -> PrivacyEvent:
+        """What one call costs, as its privacy map gives it, before any data."""
+        raise NotImplementedError
+
+    @property
+    def note(self) -> str:
+        """The sampler and its scale, for the report (public words only)."""
+        raise NotImplementedError
+
+    def release(self, statistic: str | None = None) -> Release:
+        """The release one call records, known before any data."""
+        return Release(
+            self.name,
+            self.event,
+            sensitivity=self.sensitivity,
+            statistic=statistic,
+            secure=self.secure,
+            note=self.note,
         )
-    factor = 1 if monotone else 2
-    _checked_scale(factor * sensitivity, epsilon)
-    if secure:
-        measurement, scale, epsilon_spent = _opendp_gumbel_max(sensitivity, epsilon, bool(monotone))
-        index = int(measurement(scores.tolist()))
-        note = (
-            f"OpenDP make_noisy_max (Gumbel), scale={scale!r}, exact comparisons;"
-            " zCDP rho = epsilon^2/8"
+
+
+@dataclass(frozen=True)
+class LaplaceMechanism(Mechanism):
+    """The Laplace mechanism of `laplace` at Δ₁ = ``sensitivity`` and ``epsilon``: ε = Δ₁/b,
+    b = Δ₁/ε (Dwork & Roth 2014, Theorem 3.6); its event is `PureEvent` (ε), ε as OpenDP's
+    privacy map returns it at the scale drawn (``secure=True``) or the nominal ε."""
+
+    sensitivity: float
+    epsilon: float
+    secure: bool = True
+    name: ClassVar[str] = "laplace"
+    _kind: ClassVar[str] = "float"
+
+    def __post_init__(self) -> None:
+        epsilon, sensitivity, secure = checked_mechanism_arguments(
+            self.epsilon, self.sensitivity, self.secure, integer_sensitivity=self._integer
         )
-    else:
-        generator = np.random.default_rng(rng)
-        log_weights = scores * (epsilon / (factor * sensitivity))
-        index = int(np.argmax(log_weights + generator.gumbel(size=scores.shape)))
-        epsilon_spent = epsilon
-        note = "numpy Gumbel-max in floating point"
-    release = Release(
-        mechanism="exponential_mechanism",
-        epsilon=epsilon_spent,
-        sensitivity=sensitivity,
-        statistic=statistic,
-        secure=secure,
-        note=note + (", monotone utility" if monotone else ""),
-    )
-    return index, release
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "sensitivity", sensitivity)
+        object.__setattr__(self, "secure", secure)
+
+    @property
+    def _integer(self) -> bool:
+        return self._kind == "int"
+
+    @cached_property
+    def _noise(self) -> tuple[Any, float, float]:
+        """(OpenDP's measurement or None, the scale b, the ε of the privacy map)."""
+        scale = checked_scale(self.sensitivity, self.epsilon)
+        if self.secure:
+            return laplace_measurement(self._kind, self.sensitivity, self.epsilon)
+        return None, scale, self.epsilon
+
+    @property
+    def event(self) -> PureEvent:
+        return PureEvent(self._noise[2])
+
+    @property
+    def note(self) -> str:
+        scale = self._noise[1]
+        if self.secure:
+            return f"OpenDP make_laplace, scale={scale!r}, exact sampler on the 2^-1074 grid"
+        return f"numpy Generator.laplace, scale={scale!r}: textbook floating-point sampler"
+
+    def __call__(
+        self, values, *, rng: RandomState = None, statistic: str | None = None
+    ) -> tuple[np.ndarray, Release]:
+        """``values`` plus the noise, in their shape (float64), and the release."""
+        check_noise_rng(rng)
+        values = checked_values("values", values, integer=False).astype(np.float64)
+        measurement, scale, _ = self._noise
+        if self.secure:
+            noisy = np.asarray(measurement(values.ravel().tolist()), dtype=values.dtype)
+        else:
+            noisy = np.random.default_rng(rng).laplace(loc=values, scale=scale)
+        return np.asarray(noisy, dtype=np.float64).reshape(values.shape), self.release(statistic)
+
+
+@dataclass(frozen=True)
+class DiscreteLaplaceMechanism(LaplaceMechanism):
+    """The discrete Laplace mechanism of `discrete_laplace` at the integer Δ₁ =
+    ``sensitivity`` and ``epsilon``: ε = Δ₁/b (Ghosh, Roughgarden & Sundararajan 2012;
+    Canonne, Kamath & Steinke 2020, §5.2); its event is `PureEvent` (ε) as for
+    `LaplaceMechanism`."""
+
+    name: ClassVar[str] = "discrete_laplace"
+    _kind: ClassVar[str] = "int"
+
+    @property
+    def note(self) -> str:
+        scale = self._noise[1]
+        if self.secure:
+            return f"OpenDP make_laplace (integer), scale={scale!r}, exact CKS20 sampler"
+        return f"numpy difference of geometrics, scale={scale!r}"
+
+    def __call__(
+        self, counts, *, rng: RandomState = None, statistic: str | None = None
+    ) -> tuple[np.ndarray, Release]:
+        """``counts`` plus the noise, in their shape (int64), and the release."""
+        check_noise_rng(rng)
+        counts = checked_values("counts", counts, integer=True).astype(np.int64)
+        measurement, scale, _ = self._noise
+        if self.secure:
+            noisy = np.asarray(measurement(counts.ravel().tolist()), dtype=counts.dtype)
+            noisy = noisy.reshape(counts.shape)
+        else:
+            generator = np.random.default_rng(rng)
+            success = -math.expm1(-1.0 / scale)
+            noise = generator.geometric(success, size=counts.shape) - generator.geometric(
+                success, size=counts.shape
+            )
+            noisy = (counts + noise).astype(np.int64)
+        return noisy, self.release(statistic)
+
+
+@dataclass(frozen=True)
+class GaussianMechanism(Mechanism):
+    """The Gaussian mechanism of `gaussian` at Δ₂ = ``sensitivity`` and ``rho``: ρ-zCDP with
+    ρ = Δ₂²/(2σ²) (Bun & Steinke 2016, Proposition 1.6), stated at ``delta``; its event is
+    `ZcdpEvent` (ρ, δ), ρ as OpenDP's privacy map returns it at the scale drawn
+    (``secure=True``) or the nominal ρ."""
+
+    sensitivity: float
+    rho: float
+    delta: float
+    secure: bool = True
+    name: ClassVar[str] = "gaussian"
+    _kind: ClassVar[str] = "float"
+
+    def __post_init__(self) -> None:
+        rho, sensitivity, delta, secure = checked_gaussian_arguments(
+            self.rho, self.sensitivity, self.delta, self.secure
+        )
+        object.__setattr__(self, "rho", rho)
+        object.__setattr__(self, "sensitivity", sensitivity)
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "secure", secure)
+
+    @cached_property
+    def _noise(self) -> tuple[Any, float, float]:
+        """(OpenDP's measurement or None, the scale σ, the ρ of the privacy map)."""
+        scale = checked_scale(self.sensitivity, math.sqrt(2.0 * self.rho))
+        if self.secure:
+            return gaussian_measurement(self._kind, self.sensitivity, self.rho)
+        return None, scale, self.rho
+
+    @property
+    def event(self) -> ZcdpEvent:
+        return ZcdpEvent(self._noise[2], self.delta)
+
+    @property
+    def note(self) -> str:
+        scale = self._noise[1]
+        if self.secure:
+            return f"OpenDP make_gaussian ({self._kind}), scale={scale!r}, exact sampler"
+        rounded = " rounded" if self._kind == "int" else ""
+        return f"numpy normal{rounded}, scale={scale!r}: not secure"
+
+    def __call__(
+        self, values, *, rng: RandomState = None, statistic: str | None = None
+    ) -> tuple[np.ndarray, Release]:
+        """``values`` plus the noise, in their shape (int64 for the discrete Gaussian, else
+        float64), and the release."""
+        check_noise_rng(rng)
+        integer = self._kind == "int"
+        dtype = np.int64 if integer else np.float64
+        values = checked_values("counts" if integer else "values", values, integer=integer)
+        values = values.astype(dtype)
+        measurement, scale, _ = self._noise
+        if self.secure:
+            noisy = np.asarray(measurement(values.ravel().tolist()), dtype=dtype)
+            noisy = noisy.reshape(values.shape)
+        else:
+            noise = np.random.default_rng(rng).normal(0.0, scale, size=values.shape)
+            # Integers: the continuous mechanism rounded (post-processing of x + N, x integral).
+            noisy = values + (np.rint(noise).astype(np.int64) if integer else noise)
+        return noisy, self.release(statistic)
+
+
+@dataclass(frozen=True)
+class DiscreteGaussianMechanism(GaussianMechanism):
+    """The discrete Gaussian mechanism of `discrete_gaussian` on integer statistics at Δ₂ =
+    ``sensitivity`` and ``rho``: ρ = Δ₂²/(2σ²) (Canonne, Kamath & Steinke 2020, Theorem 4),
+    its event `ZcdpEvent` (ρ, δ) as for `GaussianMechanism`."""
+
+    name: ClassVar[str] = "discrete_gaussian"
+    _kind: ClassVar[str] = "int"
+
+
+@dataclass(frozen=True)
+class UnitShiftGaussianMechanism(Mechanism):
+    """The discrete Gaussian N_ℤ(0, σ²) on every cell of count statistics that one record
+    moves by at most 1 in at most K = ``shifts`` cells in all, as one vector release: its
+    event is `UnitShiftGaussianEvent` (σ, K, ρ, δ), whose ε at δ is the exact privacy profile
+    `pymc_private.dp.events.unit_shift_epsilon` (σ, K, δ) (proved there), with ρ = K/(2σ²) as
+    OpenDP's map gives it at Δ₂ = `ceil_sqrt` (K).
+
+    ``secure=True`` draws with OpenDP's ``make_gaussian`` on integer vectors at scale σ (the
+    exact sampler of Canonne, Kamath & Steinke 2020); ``secure=False`` rounds numpy normals of
+    sd σ, marked not secure: the rounded continuous Gaussian is not the discrete one, and its
+    profile is not proved here, so only the secure release carries the claim.
+    """
+
+    sigma: float
+    shifts: int
+    delta: float
+    secure: bool = True
+    name: ClassVar[str] = "discrete_gaussian"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", checked_privacy_parameter("sigma", self.sigma))
+        if isinstance(self.shifts, bool) or not isinstance(self.shifts, int) or self.shifts < 1:
+            raise InvalidPrivacyParameterError(
+                f"shifts (K) must be a positive integer, got {self.shifts!r}."
+            )
+        if isinstance(self.delta, bool) or not (
+            isinstance(self.delta, int | float) and 0.0 < self.delta < 1.0
+        ):
+            raise InvalidPrivacyParameterError(
+                f"delta must be a number in (0, 1), got {self.delta!r}: a Gaussian release is "
+                "(ε, δ)-DP only for δ > 0; e.g. delta=1e-6."
+            )
+        object.__setattr__(self, "delta", float(self.delta))
+        object.__setattr__(self, "secure", checked_secure(self.secure, TypeError))
+
+    @property
+    def sensitivity(self) -> float:
+        """Δ₂ = √K, rounded up."""
+        return ceil_sqrt(self.shifts)
+
+    @cached_property
+    def event(self) -> UnitShiftGaussianEvent:
+        rho = float(opendp_gaussian_at("int", self.sigma).map(self.sensitivity))
+        return UnitShiftGaussianEvent(self.sigma, self.shifts, rho, self.delta)
+
+    @property
+    def note(self) -> str:
+        source = (
+            "OpenDP make_gaussian (int), exact sampler" if self.secure else "numpy normal rounded"
+        )
+        return (
+            f"{source}, scale={self.sigma!r}: one record moves at most {self.shifts} cells by 1; "
+            "ε from the exact privacy profile (dp-accounting PLD)"
+            + ("" if self.secure else ": not secure")
+        )
+
+    def __call__(
+        self, counts: Mapping[str, np.ndarray], *, rng: RandomState = None
+    ) -> tuple[dict[str, np.ndarray], Release]:
+        """Each named count statistic plus N_ℤ(0, σ²) per cell, in their order, and the one
+        release of them all."""
+        check_noise_rng(rng)
+        exact = {
+            name: checked_values("counts", value, integer=True).astype(np.int64)
+            for name, value in counts.items()
+        }
+        if self.secure:
+            measurement = opendp_gaussian_at("int", self.sigma)
+            noisy = {
+                name: np.asarray(measurement(value.ravel().tolist()), dtype=np.int64).reshape(
+                    value.shape
+                )
+                for name, value in exact.items()
+            }
+        else:
+            generator = np.random.default_rng(rng)
+            noisy = {
+                name: value
+                + np.rint(generator.normal(0.0, self.sigma, value.shape)).astype(np.int64)
+                for name, value in exact.items()
+            }
+        return noisy, self.release(", ".join(exact))
+
+
+@dataclass(frozen=True)
+class ExponentialMechanism(Mechanism):
+    """The exponential mechanism of `exponential_mechanism` with utilities of sensitivity Δ =
+    ``sensitivity`` at ``epsilon`` (McSherry & Talwar 2007; Dwork & Roth 2014, Theorem 3.10):
+    its event is `PureEvent` (ε), ε = cΔ/scale computed exactly and rounded up
+    (``secure=True``, c = 2, or 1 when ``monotone``) or the nominal ε."""
+
+    sensitivity: float
+    epsilon: float
+    monotone: bool = False
+    secure: bool = True
+    name: ClassVar[str] = "exponential_mechanism"
+
+    def __post_init__(self) -> None:
+        epsilon, sensitivity, secure = checked_mechanism_arguments(
+            self.epsilon, self.sensitivity, self.secure, monotone=self.monotone
+        )
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "sensitivity", sensitivity)
+        object.__setattr__(self, "secure", secure)
+
+    @property
+    def _factor(self) -> int:
+        return 1 if self.monotone else 2
+
+    @cached_property
+    def _noise(self) -> tuple[Any, float | None, float]:
+        """(OpenDP's measurement or None, its Gumbel scale, the ε of the choice)."""
+        checked_scale(self._factor * self.sensitivity, self.epsilon)
+        if self.secure:
+            return gumbel_max_measurement(self.sensitivity, self.epsilon, bool(self.monotone))
+        return None, None, self.epsilon
+
+    @property
+    def event(self) -> PureEvent:
+        return PureEvent(self._noise[2])
+
+    @property
+    def note(self) -> str:
+        if self.secure:
+            note = (
+                f"OpenDP make_noisy_max (Gumbel), scale={self._noise[1]!r}, exact comparisons;"
+                " zCDP rho = epsilon^2/8"
+            )
+        else:
+            note = "numpy Gumbel-max in floating point"
+        return note + (", monotone utility" if self.monotone else "")
+
+    def __call__(
+        self, scores, *, rng: RandomState = None, statistic: str | None = None
+    ) -> tuple[int, Release]:
+        """The chosen candidate's index and the release."""
+        check_noise_rng(rng)
+        scores = checked_values("scores", scores, integer=False).astype(np.float64)
+        if scores.ndim != 1:
+            raise DataBoundsError(
+                f"scores must be one-dimensional (one utility per candidate), got {scores.ndim}"
+                " dimensions; flatten the candidate set first."
+            )
+        measurement, _, _ = self._noise
+        if self.secure:
+            index = int(measurement(scores.tolist()))
+        else:
+            generator = np.random.default_rng(rng)
+            log_weights = scores * (self.epsilon / (self._factor * self.sensitivity))
+            index = int(np.argmax(log_weights + generator.gumbel(size=scores.shape)))
+        return index, self.release(statistic)
 
 
 def exact_choice(log_weights, *, secure: bool, rng: np.random.Generator | None = None) -> int:
@@ -507,199 +784,8 @@ def exact_choice(log_weights, *, secure: bool, rng: np.random.Generator | None =
     """
     weights = np.asarray(log_weights, dtype=np.float64)
     if secure:
-        return int(_opendp_softmax()(weights.tolist()))
+        return int(softmax_measurement()(weights.tolist()))
     return int(np.argmax(weights + rng.gumbel(size=weights.shape)))
-
-
-@functools.lru_cache(maxsize=1)
-def _opendp_softmax():
-    """OpenDP's exact Gumbel noisy max of scale 1 over any number of float scores."""
-    space = (
-        vector_domain(atom_domain(T=float, nan=False)),
-        linf_distance(T=float, monotonic=False),
-    )
-    return measurements.make_noisy_max(*space, zero_concentrated_divergence(), scale=1.0)
-
-
-def _check_arguments(
-    epsilon,
-    sensitivity,
-    secure,
-    rng,
-    *,
-    integer_sensitivity: bool = False,
-    monotone: bool = False,
-) -> tuple[float, float, bool]:
-    """The arguments every mechanism shares, validated in one order: ε, Δ (an integer when
-    ``integer_sensitivity``), ``secure``, ``monotone``, ``rng``. Returns (ε, Δ, secure)."""
-    epsilon = checked_privacy_parameter("epsilon", epsilon)
-    sensitivity = checked_privacy_parameter("sensitivity", sensitivity)
-    if integer_sensitivity and (
-        sensitivity != math.floor(sensitivity) or sensitivity > _MAX_EXACT_INTEGER
-    ):
-        raise InvalidPrivacyParameterError(
-            f"sensitivity must be a positive integer for discrete_laplace, got {sensitivity!r};"
-            " use laplace() for a real-valued sensitivity."
-        )
-    secure = checked_secure(secure, TypeError)
-    if not isinstance(monotone, bool | np.bool_):
-        raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}.")
-    check_noise_rng(rng)
-    return epsilon, sensitivity, secure
-
-
-def _check_gaussian_arguments(rho, sensitivity, delta, secure, rng):
-    """ρ, Δ₂, δ, ``secure``, ``rng`` validated in that order; returns (ρ, Δ₂, δ, secure)."""
-    rho = checked_privacy_parameter("rho", rho)
-    sensitivity = checked_privacy_parameter("sensitivity_l2", sensitivity)
-    if (
-        isinstance(delta, bool | np.bool_)
-        or not isinstance(delta, numbers.Real)
-        or not 0.0 < float(delta) < 1.0
-    ):
-        raise InvalidPrivacyParameterError(
-            f"delta must be a number in (0, 1), got {delta!r}: a Gaussian release is "
-            "(ε, δ)-DP only for δ > 0; e.g. delta=1e-6."
-        )
-    secure = checked_secure(secure, TypeError)
-    check_noise_rng(rng)
-    return rho, sensitivity, float(delta), secure
-
-
-def checked_values(name: str, values, *, integer: bool) -> np.ndarray:
-    """The validated array (no copy of private values into any message)."""
-    try:
-        array = np.asarray(values)
-    except (TypeError, ValueError) as error:
-        raise DataBoundsError(
-            f"{name} must be an array of numbers with a regular shape; convert it with "
-            "np.asarray first."
-        ) from error
-    if array.dtype.kind not in "iuf":
-        raise DataBoundsError(
-            f"{name} must have an integer or float dtype, got dtype {array.dtype}; convert it "
-            f"with np.asarray({name}, dtype={'np.int64' if integer else 'float'})."
-        )
-    if array.size == 0:
-        raise DataBoundsError(f"{name} is empty; pass at least one entry to privatise.")
-    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-        raise DataBoundsError(
-            f"{name} contains NaN or infinite entries; declare bounds on the private data "
-            "(PrivateData bounds) so every statistic is finite."
-        )
-    if integer:
-        if array.dtype.kind == "f" and not (
-            np.all(array == np.floor(array)) and np.all(np.abs(array) <= _MAX_EXACT_INTEGER)
-        ):
-            raise DataBoundsError(
-                f"{name} must hold integer counts, but some entries are not integers (or "
-                "exceed 2**53 in magnitude); pass an integer array, or use laplace() for "
-                "real-valued statistics."
-            )
-        if array.dtype.kind == "u" and np.any(array > np.iinfo(np.int64).max):
-            raise DataBoundsError(f"{name} has entries beyond the int64 range; rescale them.")
-    return array
-
-
-def _checked_scale(sensitivity: float, epsilon: float) -> float:
-    scale = sensitivity / epsilon
-    if not (math.isfinite(scale) and scale > 0):
-        raise InvalidPrivacyParameterError(
-            "sensitivity / epsilon must be a finite positive noise scale; choose epsilon and "
-            "sensitivity within a few hundred orders of magnitude of each other."
-        )
-    return scale
-
-
-def _opendp_laplace_noise(
-    kind: str, values: np.ndarray, sensitivity: float, epsilon: float
-) -> tuple[np.ndarray, float, float]:
-    """``values`` plus OpenDP Laplace noise (`_opendp_laplace`), in their shape and dtype.
-
-    Returns ``(noisy, scale, mapped_epsilon)``.
-    """
-    measurement, scale, epsilon_spent = _opendp_laplace(kind, sensitivity, epsilon)
-    noisy = np.asarray(measurement(values.ravel().tolist()), dtype=values.dtype)
-    return noisy.reshape(values.shape), scale, epsilon_spent
-
-
-@functools.lru_cache(maxsize=256)
-def _opendp_laplace(kind: str, sensitivity: float, epsilon: float):
-    """OpenDP's vector Laplace with the smallest scale ≥ Δ₁/ε whose map(Δ₁) ≤ ε.
-
-    Returns ``(measurement, scale, mapped_epsilon)``. The privacy map is monotone decreasing
-    in the scale and exceeds Δ₁/scale by at most a few ulps, so a few steps of
-    `math.nextafter` reach a scale whose mapped ε does not exceed the request.
-    """
-    if kind == "float":
-        space = vector_domain(atom_domain(T=float, nan=False)), l1_distance(T=float)
-        d_in = sensitivity
-    else:
-        space = vector_domain(atom_domain(T="i64")), l1_distance(T="i64")
-        d_in = int(sensitivity)
-    scale = sensitivity / epsilon
-    measurement = measurements.make_laplace(*space, scale=scale)
-    while measurement.map(d_in) > epsilon:
-        scale = math.nextafter(scale, math.inf)
-        measurement = measurements.make_laplace(*space, scale=scale)
-    return measurement, scale, float(measurement.map(d_in))
-
-
-@functools.lru_cache(maxsize=256)
-def _opendp_gaussian(kind: str, sensitivity: float, rho: float):
-    """OpenDP's vector Gaussian with the smallest scale ≥ Δ₂/√(2ρ) whose map(Δ₂) ≤ ρ.
-
-    Returns ``(measurement, scale, mapped_rho)``; the map is monotone decreasing in the
-    scale, so a few `math.nextafter` steps reach it.
-    """
-    atom = atom_domain(T="i64") if kind == "int" else atom_domain(T=float, nan=False)
-    space = vector_domain(atom), l2_distance(T=float)
-    scale = sensitivity / math.sqrt(2.0 * rho)
-    measurement = measurements.make_gaussian(*space, scale=scale)
-    while measurement.map(sensitivity) > rho:
-        scale = math.nextafter(scale, math.inf)
-        measurement = measurements.make_gaussian(*space, scale=scale)
-    return measurement, scale, float(measurement.map(sensitivity))
-
-
-@functools.lru_cache(maxsize=256)
-def opendp_gaussian_at(kind: str, scale: float):
-    """OpenDP's vector Gaussian at exactly this scale (its map gives the ρ)."""
-    atom = atom_domain(T="i64") if kind == "int" else atom_domain(T=float, nan=False)
-    return measurements.make_gaussian(vector_domain(atom), l2_distance(T=float), scale=scale)
-
-
-@functools.lru_cache(maxsize=256)
-def _opendp_gumbel_max(sensitivity: float, epsilon: float, monotone: bool):
-    """OpenDP's Gumbel noisy max with the smallest scale ≥ cΔ/ε whose exact ε is ≤ ε.
-
-    Returns ``(measurement, scale, epsilon)`` where epsilon = cΔ/scale, rounded up.
-    """
-    factor = 1 if monotone else 2
-    scale = factor * sensitivity / epsilon
-    while _ceil_quotient(factor * sensitivity, scale) > epsilon:
-        scale = math.nextafter(scale, math.inf)
-    space = (
-        vector_domain(atom_domain(T=float, nan=False)),
-        linf_distance(T=float, monotonic=monotone),
-    )
-    measurement = measurements.make_noisy_max(*space, zero_concentrated_divergence(), scale=scale)
-    return measurement, scale, _ceil_quotient(factor * sensitivity, scale)
-
-
-def _ceil_quotient(numerator: float, denominator: float) -> float:
-    """The smallest float ≥ numerator / denominator (exact rational arithmetic)."""
-    return ceil_float(Fraction(numerator) / Fraction(denominator))
-
-
-def ceil_float(exact: Fraction) -> float:
-    """The smallest float ≥ ``exact`` (inf beyond the largest float): how every exact cost
-    or bound of the package is rounded to a float without rounding it down."""
-    try:
-        nearest = float(exact)
-    except OverflowError:
-        return math.inf
-    return nearest if Fraction(nearest) >= exact else math.nextafter(nearest, math.inf)
 
 
 LOG_ODDS_BOUND = 512.0

@@ -71,13 +71,9 @@ from functools import cached_property
 
 import numpy as np
 
-from pymc_private.dp.events import STEP_DELTA, Release, subsampled_gaussian_epsilon
-from pymc_private.dp.mechanisms import (
-    ROUNDING_ALLOWANCE,
-    barker_log_odds,
-    ceil_float,
-    opendp_gaussian_at,
-)
+from pymc_private.dp.events import STEP_DELTA, Release, SubsampledGaussianEvent
+from pymc_private.dp.measurements import ceil_float, opendp_gaussian_at
+from pymc_private.dp.mechanisms import ROUNDING_ALLOWANCE, barker_log_odds
 
 __all__ = ["SubsampledGaussianTest", "exact_sampling_rate"]
 
@@ -138,22 +134,25 @@ class SubsampledGaussianTest:
             exact = 1.0 / math.sqrt(2.0 * rho)
         return exact * (1.0 - 2.0**-50)
 
+    @cached_property
+    def event(self) -> SubsampledGaussianEvent:
+        """The cost of one step, before any data: the event (q', z), stating its own ε at
+        δ = `STEP_DELTA` from its Rényi curve."""
+        return SubsampledGaussianEvent(self.sampling_rate, self.noise_multiplier, STEP_DELTA)
+
     @property
     def epsilon_per_step(self) -> float:
         """ε of one step at δ = `STEP_DELTA`, from its Rényi curve."""
-        return subsampled_gaussian_epsilon(self.sampling_rate, self.noise_multiplier, STEP_DELTA)
+        return self.event.epsilon
 
     def release(self, mechanism: str, count: int, **fields) -> Release:
         """``count`` steps as one ledger record: the event (q', z) and its own (ε, δ)."""
         return Release(
-            mechanism=mechanism,
-            epsilon=self.epsilon_per_step,
-            delta=STEP_DELTA,
+            mechanism,
+            self.event,
             count=count,
             sensitivity=self.sensitivity,
             secure=self.secure,
-            sampling_rate=self.sampling_rate,
-            noise_multiplier=self.noise_multiplier,
             **fields,
         )
 

@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 from pymc.util import get_untransformed_name, is_transformed_name
 
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.ledgers import PrivacyLedger
 
 __all__ = ["PrivateStep", "tempered_epsilon"]
@@ -90,7 +90,7 @@ class PrivateStep:
         """
         return Release(
             mechanism=self.mechanism,
-            epsilon=float(self.privacy_epsilon_per_draw),
+            event=PureEvent(float(self.privacy_epsilon_per_draw)),
             count=int(draws),
             sensitivity=None if self.sensitivity is None else float(self.sensitivity),
             statistic=", ".join(_variable_name(v.name) for v in self.vars),
