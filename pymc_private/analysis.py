@@ -239,7 +239,7 @@ class PrivacyAnalysis:
             "statistics": [
                 {
                     "name": s.name,
-                    "kind": s.kind,
+                    "kind": s.kind.name,
                     "shape": list(s.shape),
                     "unit": s.unit,
                     "sensitivity": s.sensitivity,
@@ -283,7 +283,7 @@ class PrivacyAnalysis:
                 "at ε gives, before any data: pmp.plan(model, epsilon)"
             )
         stats = [
-            [s.name, s.kind, str(s.shape), _fmt(s.unit), _fmt(s.sensitivity_l1)]
+            [s.name, s.kind.name, str(s.shape), _fmt(s.unit), _fmt(s.sensitivity_l1)]
             for s in self.statistics
         ]
         routes = []

@@ -51,6 +51,7 @@ from pymc_private.noise_aware import NoiseLaw, _vector_width
 from pymc_private.prior_density import support_centre
 from pymc_private.privatize import _checked_mechanism
 from pymc_private.release_plan import chosen_plan
+from pymc_private.statistic_kinds import COUNTS, GRAM
 from pymc_private.statistics import complete_statistic
 from pymc_private.support import parameter_support
 
@@ -543,7 +544,7 @@ class _Planner:
             full = {}
             for kind, spec in specs.items():
                 released = np.zeros(spec.shape)
-                if kind == "gram":
+                if kind is GRAM:
                     moment = self._covariate_moment(term, covariate_moment)
                     released = analysis.n_records * moment[np.triu_indices(len(moment))]
                     self.gram_diagonals[spec.name] = analysis.n_records * np.diag(moment)
@@ -570,7 +571,7 @@ class _Planner:
                 t
                 for t in analysis.terms
                 if t.totals_statistic() is None
-                and getattr(analysis.statistics_of(t.node).get("counts"), "name", None)
+                and getattr(analysis.statistics_of(t.node).get(COUNTS), "name", None)
                 == grouped.name
             ]
             if observers:
@@ -632,7 +633,7 @@ class _Planner:
         cells flattened; a released Gram matrix's noise is in the covariance (as in the
         noise-aware model)."""
         specs, full, _ = self.statistics[term.node]
-        gram = specs.get("gram")
+        gram = specs.get(GRAM)
         noisy = {}
         if gram is not None and gram.name in laws:
             noisy = {"gram_variance": laws[gram.name].variance}
@@ -662,7 +663,7 @@ class _Planner:
         specs, _, count = self.statistics[observer.node]
         [(_, index_mean, index_cov)] = self._term_moments(observer, values, laws, count)
         index_mean, index_cov = index_mean[0], index_cov[0]
-        derived = specs["counts"].derived_first
+        derived = specs[COUNTS].derived_first
         latent = index_mean if derived else index_mean[1:]
         latent_cov = index_cov if derived else index_cov[1:, 1:]
         to_released = np.eye(latent.size)
@@ -674,7 +675,7 @@ class _Planner:
             return np.concatenate([[n - moved.sum()], moved])
 
         means, conditional, slopes = [index_mean], [np.zeros_like(index_cov)], [to_released]
-        stacked = [(specs["counts"].name, index_mean.size)]
+        stacked = [(specs[COUNTS].name, index_mean.size)]
         for member in members:
             member_specs = self.statistics[member.node][0]
             centre = self._term_moments(member, values, laws, sizes(np.zeros(latent.size)))
