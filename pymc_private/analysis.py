@@ -1,7 +1,8 @@
 """The privacy analysis of a PyMC model: L per node and per block, Δ₁, the ε of each route.
 
 `analyze` walks the graph from every observed node on `PrivateData` to the free variables in
-its parameters (the interval walker of `pymc_private.graph_reader`), reads the prior supports
+its parameters (`pymc_private.term_reader`, on the interval walker of
+`pymc_private.graph_reader`), reads the prior supports
 (`pymc_private.support.parameter_support`) and the declared data domains
 (`pymc_private.data.private_data`), and hands each node to its likelihood family
 (`pymc_private.families`). Its numbers read public quantities only: bounds, supports, shapes,
@@ -25,12 +26,12 @@ import pymc as pm
 
 from pymc_private.data import PrivateDataSpec, check_private_data, private_data
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.graph_reader import GraphReader
 from pymc_private.leak_guard import check_initial_values, refuse_private_paths
 from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.record_likelihood import clipped_route_note
 from pymc_private.statistics import StatisticSpec
 from pymc_private.steps.base import tempered_epsilon
+from pymc_private.term_reader import TermReader
 
 __all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "declared_analysis"]
 
@@ -410,7 +411,7 @@ def _analysis(model: pm.Model, *, read_values: bool) -> PrivacyAnalysis:
     if read_values:
         check_private_data(model)
     refuse_private_paths(model)
-    reader = GraphReader(model, specs, read_values=read_values)
+    reader = TermReader(model, specs, read_values=read_values)
     observed_rvs = sorted(model.observed_RVs, key=lambda rv: rv.name)
     try:
         terms = tuple(reader.term(observed) for observed in observed_rvs)
