@@ -68,6 +68,7 @@ from pymc_private.statistic_kinds import (
     simplex_projection,
 )
 from pymc_private.statistics import StatisticSpec, complete_statistic
+from pymc_private.steps.base import RouteCost, route_cost
 
 __all__ = ["privatize", "release_statistics", "term_statistics"]
 
@@ -275,6 +276,27 @@ def privatize(
     if not noise_aware:
         _warn_plug_in(private_model, analysis, privatisation)
     return private_model
+
+
+@route_cost
+class PrivatizeCost(RouteCost):
+    """The pay-once route: 0 per draw, every draw on the privatised model being
+    post-processing of the one release `privatize` records (Laplace noise of scale Δ₁/ε)."""
+
+    name = "privatize"
+    formula = "0 per draw"
+    source = "the ε of one Laplace release on s(D), Zhang et al. 2016, Alg. 1"
+    row = 3
+
+    @classmethod
+    def unavailable(cls, analysis):
+        if analysis.sensitivity_l1 is None:
+            return "; ".join(analysis.statistics_unavailable.values())
+        return None
+
+    @classmethod
+    def epsilon(cls, analysis, temperature, blocks):
+        return 0.0
 
 
 # The noise-to-spread ratio above which the plug-in posterior is called miscalibrated: its
