@@ -15,8 +15,9 @@ the package asks it instead of comparing names:
   intercepts (the blocks of the one-hot design of g).
 
 A kind is also its name: a `str` equal to ``"counts"``, ``"sum"``, …, which is what the
-analysis displays, the journal and the families' statistics mappings carry, and what a
-pickle stores (unpickling returns the same object, so kinds compare by identity).
+analysis displays and records in ``to_dict``, what keys the statistics a family is handed
+(``statistics["sum"]``), and what a pickle stores (unpickling returns the same object, so
+kinds compare by identity).
 """
 
 from __future__ import annotations
