@@ -34,7 +34,7 @@ from pymc_private.errors import (
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.map_estimate import map_utility_bound, private_map
-from pymc_private.planner import PrivacyPlan, plan
+from pymc_private.planner import plan
 from pymc_private.posterior import (
     PosteriorSampleResponder,
     psaqr_utility_bound,
@@ -48,6 +48,7 @@ from pymc_private.priors import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
+from pymc_private.privacy_plan import PrivacyPlan
 from pymc_private.privatisation import privatised_statistics
 from pymc_private.privatize import privatize
 from pymc_private.release import (

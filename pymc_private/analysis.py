@@ -1,7 +1,8 @@
 """The privacy analysis of a PyMC model: L per node and per block, Δ₁, the ε of each route.
 
 `analyze` walks the graph from every observed node on `PrivateData` to the free variables in
-its parameters (the interval walker of `pymc_private.graph_reader`), reads the prior supports
+its parameters (`pymc_private.term_reader`, on the interval walker of
+`pymc_private.graph_reader`), reads the prior supports
 (`pymc_private.support.parameter_support`) and the declared data domains
 (`pymc_private.data.private_data`), and hands each node to its likelihood family
 (`pymc_private.families`). Its numbers read public quantities only: bounds, supports, shapes,
@@ -25,23 +26,14 @@ import pymc as pm
 
 from pymc_private.data import PrivateDataSpec, check_private_data, private_data
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.graph_reader import GraphReader
 from pymc_private.leak_guard import check_initial_values, refuse_private_paths
 from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.record_likelihood import clipped_route_note
 from pymc_private.statistics import StatisticSpec
-from pymc_private.steps.base import tempered_epsilon
+from pymc_private.steps.base import RouteCost, route_costs
+from pymc_private.term_reader import TermReader
 
-__all__ = ["ROUTES", "PrivacyAnalysis", "analyze", "declared_analysis"]
-
-ROUTES = ("posterior_sampling", "gibbs", "metropolis", "privatize")
-
-_ROUTE_FORMULAS = {
-    "posterior_sampling": ("2L/T", "Dimitrakakis et al. 2017, Theorem 8"),
-    "gibbs": ("Σ_j 2L_j/T", "Foulds et al. 2016, §4.1"),
-    "metropolis": ("2L/T", "Barker acceptance; docs: Mechanisms and their costs"),
-    "privatize": ("0 per draw", "the ε of one Laplace release on s(D), Zhang et al. 2016, Alg. 1"),
-}
+__all__ = ["PrivacyAnalysis", "analyze", "declared_analysis"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,9 +124,7 @@ class PrivacyAnalysis:
     @property
     def routes(self) -> tuple[str, ...]:
         """The routes whose cost this analysis can state for the model."""
-        if self.sensitivity_l1 is None:
-            return ROUTES[:3]
-        return ROUTES
+        return tuple(cost.name for cost in route_costs() if cost.unavailable(self) is None)
 
     def lipschitz_for(self, names: Iterable) -> float:
         """L of a block of several free variables: the sum of L over the nodes whose
@@ -170,20 +160,20 @@ class PrivacyAnalysis:
     ) -> float:
         """The ε one draw costs under ``route``, at temperature T ≥ 1.
 
-        The per-draw routes cost `pymc_private.steps.base.tempered_epsilon` (whose
-        docstring proves each) in exact arithmetic, before the steps' floating-point
-        allowances:
+        Each route states its cost beside the code that runs it
+        (`pymc_private.steps.base.RouteCost`), in exact arithmetic, before the steps'
+        floating-point allowances:
 
-        - ``"posterior_sampling"``: ε = 2L/T, L = ``record_lipschitz``.
-        - ``"gibbs"``: ε = Σ_j 2L_j/T. ``blocks`` lists the blocks (names or variables);
-          default: one block per free variable.
-        - ``"metropolis"``: ε = 2L/T.
+        - ``"posterior_sampling"``: ε = 2L/T, L = ``record_lipschitz``
+          (`pymc_private.posterior`).
+        - ``"gibbs"``: ε = Σ_j 2L_j/T (`PrivateGibbs.cost`). ``blocks`` lists the blocks
+          (names or variables); default: one block per free variable.
+        - ``"metropolis"``: ε = 2L/T (`pymc_private.steps.metropolis`).
         - ``"privatize"``: 0 per draw. The whole cost is the ε of the single release of the
           privatised statistics (Laplace noise of scale Δ₁/ε); every draw after it is
           post-processing.
         """
-        if route not in ROUTES:
-            raise UnsupportedModelError(f"Unknown route {route!r}; routes: {', '.join(ROUTES)}.")
+        cost = self._route(route)
         if not (
             isinstance(temperature, int | float)
             and math.isfinite(temperature)
@@ -192,20 +182,17 @@ class PrivacyAnalysis:
             raise InvalidPrivacyParameterError(
                 f"temperature must be a finite number >= 1, got {temperature!r}."
             )
-        if route == "privatize":
-            if self.sensitivity_l1 is None:
-                raise UnsupportedModelError(
-                    "The privatize route is not available: "
-                    + "; ".join(self.statistics_unavailable.values())
-                )
-            return 0.0
-        if route == "gibbs":
-            if blocks is None:
-                total = sum(self.block_lipschitz.values())
-            else:
-                total = sum(self.lipschitz_for(block) for block in blocks)
-            return tempered_epsilon(total, temperature)
-        return tempered_epsilon(self.record_lipschitz, temperature)
+        why = cost.unavailable(self)
+        if why is not None:
+            raise UnsupportedModelError(f"The {cost.name} route is not available: {why}")
+        return cost.epsilon(self, temperature, blocks)
+
+    @staticmethod
+    def _route(route: str) -> type[RouteCost]:
+        costs = {cost.name: cost for cost in route_costs()}
+        if route not in costs:
+            raise UnsupportedModelError(f"Unknown route {route!r}; routes: {', '.join(costs)}.")
+        return costs[route]
 
     def to_dict(self) -> dict:
         """A JSON-serialisable summary of every public number in the analysis."""
@@ -239,7 +226,7 @@ class PrivacyAnalysis:
             "statistics": [
                 {
                     "name": s.name,
-                    "kind": s.kind,
+                    "kind": s.kind.name,
                     "shape": list(s.shape),
                     "unit": s.unit,
                     "sensitivity": s.sensitivity,
@@ -283,14 +270,14 @@ class PrivacyAnalysis:
                 "at ε gives, before any data: pmp.plan(model, epsilon)"
             )
         stats = [
-            [s.name, s.kind, str(s.shape), _fmt(s.unit), _fmt(s.sensitivity_l1)]
+            [s.name, s.kind.name, str(s.shape), _fmt(s.unit), _fmt(s.sensitivity_l1)]
             for s in self.statistics
         ]
-        routes = []
-        for route in self.routes:
-            formula, source = _ROUTE_FORMULAS[route]
-            value = self.epsilon_per_draw(route)
-            routes.append([route, formula, _fmt(value), source])
+        routes = [
+            [cost.name, cost.formula, _fmt(self.epsilon_per_draw(cost.name)), cost.source]
+            for cost in route_costs()
+            if cost.unavailable(self) is None
+        ]
         return [
             (
                 f"Observed nodes (n = {self.n_records} records; clipping: {clipping})",
@@ -410,7 +397,7 @@ def _analysis(model: pm.Model, *, read_values: bool) -> PrivacyAnalysis:
     if read_values:
         check_private_data(model)
     refuse_private_paths(model)
-    reader = GraphReader(model, specs, read_values=read_values)
+    reader = TermReader(model, specs, read_values=read_values)
     observed_rvs = sorted(model.observed_RVs, key=lambda rv: rv.name)
     try:
         terms = tuple(reader.term(observed) for observed in observed_rvs)

@@ -86,6 +86,7 @@ from pymc_private.prior_density import (
     support_centre,
 )
 from pymc_private.slice_moves import SumsVariable, slice_blocks
+from pymc_private.statistic_kinds import COUNTS, SUM
 from pymc_private.statistics import StatisticSpec, complete_statistic
 from pymc_private.support import ParameterSupport, parameter_support, prior_parameter_graphs
 
@@ -284,9 +285,9 @@ class AugmentedSampler:
         (spec,) = _specs(self.analysis, term)
         released = np.asarray(self.released[spec.name], dtype=np.float64)
         poisson = _count_law_type(term) is PoissonCounts
-        if spec.kind == "counts" and spec.derived_first:
+        if spec.kind is COUNTS and spec.derived_first:
             released = np.concatenate([np.full((*released.shape[:-1], 1), np.nan), released], -1)
-        elif spec.kind == "sum" and not poisson:  # a Binomial sum: the successes
+        elif spec.kind is SUM and not poisson:  # a Binomial sum: the successes
             released = np.stack([np.full(released.shape, np.nan), released], axis=-1)
         totals = term.totals_statistic()
         return _CountNode(

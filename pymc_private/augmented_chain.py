@@ -31,6 +31,7 @@ from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.prior_density import evaluate, support_centre
 from pymc_private.privatize import projected_statistics, term_statistics
 from pymc_private.slice_moves import SliceMoves, from_line, start_reference, to_line
+from pymc_private.statistic_kinds import COUNTS, SUM
 from pymc_private.statistics import complete_statistic, entries_to_cells, reduce_to_entries
 from pymc_private.support import prior_parameter_graphs
 
@@ -164,7 +165,7 @@ class AugmentedChain(SliceMoves):
             full = complete_statistic(count.spec, projected[count.spec.name], totals)
             full = np.repeat(np.rint(np.asarray(full, dtype=np.float64))[None], chains, axis=0)
             full = full.astype(np.int64)
-            if count.spec.kind == "sum" and not count.poisson:  # (failures, successes)
+            if count.spec.kind is SUM and not count.poisson:  # (failures, successes)
                 trials = np.broadcast_to(self._law(term).totals, full.shape)
                 full = np.stack([trials - full, full], axis=-1)
             self.latent[node] = full
@@ -430,14 +431,14 @@ class AugmentedChain(SliceMoves):
         plan = self.plan
         for sizes_name, sizes in plan.sizes.items():
             if sizes.node is not None and sizes.node.node == node:
-                return {"counts": self.sizes[sizes_name][chain]}, plan.analysis.n_records
+                return {COUNTS: self.sizes[sizes_name][chain]}, plan.analysis.n_records
         count = plan.counts[node]
         totals = self.totals(count.term)
         totals = totals if count.term.totals_statistic() is None else totals[chain]
         latent = self.latent[node][chain]
-        if count.spec.kind == "sum":
-            return {"sum": latent if count.poisson else latent[..., 1]}, totals
-        return {"counts": latent}, totals
+        if count.spec.kind is SUM:
+            return {SUM: latent if count.poisson else latent[..., 1]}, totals
+        return {COUNTS: latent}, totals
 
     def _move_sizes(self, name: str, laws: dict, iteration: int | None) -> None:
         """Thinning moves of the latent group sizes at fixed θ (module docstring, 2): k ≤ kmax

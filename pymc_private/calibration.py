@@ -28,7 +28,8 @@ from pymc_private.analysis import analyze
 from pymc_private.augmentation import AugmentedSampler
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data
-from pymc_private.planner import PrivacyPlan, plan
+from pymc_private.planner import plan
+from pymc_private.privacy_plan import PrivacyPlan
 from pymc_private.privatisation import privatisation_of
 from pymc_private.privatize import privatize, release_statistics
 from pymc_private.release_plan import chosen_plan

@@ -217,7 +217,7 @@ def statistic_bounds(analysis, node: str) -> tuple[dict[str, np.ndarray], object
         totals = records = public
     full = {}
     for kind, spec in analysis.statistics_of(node).items():
-        if spec.kind == "counts":
+        if spec.kind.categories:
             shape = (*spec.shape[:-1], spec.n_categories)
             most = np.broadcast_to(_leading(records, len(shape)), shape)
             full[kind] = intervals(np.zeros(shape), most)

@@ -32,13 +32,13 @@ from scipy.special import gammaln, xlogy
 from pymc_private.conjugate import BETA, DIRICHLET, GAMMA, NORMAL
 from pymc_private.latent import MultinomialCounts, PoissonCounts
 from pymc_private.likelihood import LikelihoodFamily, LikelihoodTerm
+from pymc_private.statistic_kinds import SUM_SQUARES, expand_totals
 from pymc_private.statistics import (
     ElementDomain,
     Interval,
     StatisticSpec,
     as_exact,
     entries_to_cells,
-    expand_totals,
     reduce_to_entries,
 )
 
@@ -646,7 +646,7 @@ class NormalFreeSigma(_Normal):
 
     def statistics(self, term):
         first = self._sum_statistic(term)
-        second = self._statistic(term, "sum_squares")
+        second = self._statistic(term, SUM_SQUARES)
         return (first, second)
 
     def logp_from_statistics(self, term, values, statistics, totals):

@@ -33,6 +33,7 @@ import numpy as np
 from pymc_private.conjugate import ConjugateFamily
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.latent import MultinomialCounts, PoissonCounts
+from pymc_private.statistic_kinds import COUNTS, SUM, StatisticKind
 from pymc_private.statistics import (
     DataGrid,
     ElementDomain,
@@ -362,14 +363,14 @@ class LikelihoodFamily(ABC):
             )
         return param
 
-    def _statistic(self, term: LikelihoodTerm, kind: str) -> StatisticSpec:
-        """Σ m (``"sum"``) or Σ m² (``"sum_squares"``) per element of ``term``'s data, m the
-        grid integers of its `DataGrid`."""
+    def _statistic(self, term: LikelihoodTerm, kind: StatisticKind) -> StatisticSpec:
+        """Σ m (`SUM`) or Σ m² (`SUM_SQUARES`) per element of ``term``'s data, m the grid
+        integers of its `DataGrid`."""
         grouped = term.group_by is not None
         ranges = grid_ranges(term.grid)
-        if kind == "sum_squares":
+        if kind.power == 2:
             ranges = [square_range(*pair) for pair in ranges]
-        unit = term.grid.quantum ** (2 if kind == "sum_squares" else 1)
+        unit = term.grid.quantum**kind.power
         suffix = f" | {term.group_by}" if grouped else ""
         return integer_statistic(
             f"{kind}({term.data}{suffix})",
@@ -390,7 +391,7 @@ class LikelihoodFamily(ABC):
     def _sum_statistic(self, term: LikelihoodTerm) -> StatisticSpec:
         """Σ x of a node whose parameters are plain free variables, t(x) = x ∈ [lo, hi]."""
         self._require_plain(term)
-        return self._statistic(term, "sum")
+        return self._statistic(term, SUM)
 
     def _counts(self, term: LikelihoodTerm, n_categories: int) -> StatisticSpec:
         grouped = term.group_by is not None
@@ -403,7 +404,7 @@ class LikelihoodFamily(ABC):
         cells = (*term.record_shape, n_categories - 1 if derived else n_categories)
         return StatisticSpec(
             name=f"counts({term.data}{suffix})",
-            kind="counts",
+            kind=COUNTS,
             data=(term.data,),
             shape=((term.n_groups,) if grouped else ()) + cells,
             unit=1.0,

@@ -62,6 +62,7 @@ from scipy import special
 
 from pymc_private.families import DiagonalMinusOuter
 from pymc_private.prior_density import support_centre
+from pymc_private.statistic_kinds import GRAM, GROUP_GRAM
 from pymc_private.statistics import complete_statistic
 from pymc_private.support import parameter_support
 
@@ -219,7 +220,7 @@ def _vector_width(spec) -> int:
     """Entries of the vector axis a statistic takes: a count's released categories, a
     cross-product's p entries, the G per-group sums of y of varying intercepts, one for a
     sum."""
-    return spec.shape[-1] if spec.kind in ("counts", "cross", "group_cross") else 1
+    return spec.shape[-1] if spec.kind.vector else 1
 
 
 @dataclass(frozen=True)
@@ -283,10 +284,10 @@ def term_observations(
     group-count statistic), the counts are those sizes, with their prior."""
     found = []
     # A released Gram matrix is plugged into the mean; the family adds its noise's covariance.
-    gram = specs.get("gram")
+    gram = specs.get(GRAM)
     noisy = {} if gram is None else {"gram_variance": laws[gram.name].variance}
-    if "group_gram" in specs:  # the per-group Σx of varying intercepts
-        noisy["group_gram_variance"] = laws[specs["group_gram"].name].variance
+    if GROUP_GRAM in specs:  # the per-group Σx of varying intercepts
+        noisy["group_gram_variance"] = laws[specs[GROUP_GRAM].name].variance
     moments = term.family.statistic_moments(term, values, full, count, **noisy)
     for kinds, observed, mean, cov in moments:
         names = tuple(specs[kind].name for kind in kinds)

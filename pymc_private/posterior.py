@@ -44,7 +44,7 @@ from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.privatisation import POTENTIAL_SUFFIX, Privatisation, privatised_route
 from pymc_private.privatize import term_statistics
 from pymc_private.release import LEDGER_ATTR, seal
-from pymc_private.steps.base import tempered_epsilon
+from pymc_private.steps.base import RouteCost, route_cost, tempered_epsilon
 from pymc_private.truncated import CENTRE_SWEEPS
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
@@ -225,6 +225,21 @@ def sample_posterior(
             posterior[block.name] = np.stack(draws)[np.newaxis]
     attrs = {"sampler": "sample_posterior (BAPS, exact draws)", "temperature": temperature}
     return inference_data(model, posterior, epsilon, ledger, attrs)
+
+
+@route_cost
+class PosteriorSamplingCost(RouteCost):
+    """One exact draw from the tempered posterior: ε = 2L/T (`tempered_epsilon`), to which
+    `sample_posterior` adds its grid's allowance a."""
+
+    name = "posterior_sampling"
+    formula = "2L/T"
+    source = "Dimitrakakis et al. 2017, Theorem 8"
+    row = 0
+
+    @classmethod
+    def epsilon(cls, analysis, temperature, blocks):
+        return tempered_epsilon(analysis.record_lipschitz, temperature)
 
 
 def _independent_draws(

@@ -56,7 +56,19 @@ from pymc_private.privatisation import (
 )
 from pymc_private.records import SharedRecords
 from pymc_private.release_plan import ReleasePlan, chosen_plan
+from pymc_private.statistic_kinds import (
+    COUNTS,
+    CROSS,
+    GRAM,
+    GROUP_CROSS,
+    GROUP_GRAM,
+    SUM,
+    SUM_SQUARES,
+    round_preserving_total,
+    simplex_projection,
+)
 from pymc_private.statistics import StatisticSpec, complete_statistic
+from pymc_private.steps.base import RouteCost, route_cost
 
 __all__ = ["privatize", "release_statistics", "term_statistics"]
 
@@ -266,6 +278,27 @@ def privatize(
     return private_model
 
 
+@route_cost
+class PrivatizeCost(RouteCost):
+    """The pay-once route: 0 per draw, every draw on the privatised model being
+    post-processing of the one release `privatize` records (Laplace noise of scale Δ₁/ε)."""
+
+    name = "privatize"
+    formula = "0 per draw"
+    source = "the ε of one Laplace release on s(D), Zhang et al. 2016, Alg. 1"
+    row = 3
+
+    @classmethod
+    def unavailable(cls, analysis):
+        if analysis.sensitivity_l1 is None:
+            return "; ".join(analysis.statistics_unavailable.values())
+        return None
+
+    @classmethod
+    def epsilon(cls, analysis, temperature, blocks):
+        return 0.0
+
+
 # The noise-to-spread ratio above which the plug-in posterior is called miscalibrated: its
 # 90% intervals then cover less than 86% (`noise_aware.noise_to_spread`).
 PLUG_IN_RATIO = 0.5
@@ -390,15 +423,10 @@ def projected_statistics(
     ordered = sorted(analysis.statistics, key=lambda spec: spec.group_by is not None)
     for spec in ordered:
         value = noisy[spec.name]
-        if spec.kind == "counts" and spec.name in _group_sizes(analysis):
+        if spec.name in _group_sizes(analysis):
             out[spec.name] = _estimated_group_sizes(analysis, spec, noisy, noise)
-        elif spec.kind == "counts":
-            totals = _cell_totals(analysis, spec, out)
-            out[spec.name] = _projected_counts(value, totals, derived=spec.derived_first)
-        elif spec.kind in ("sum", "sum_squares"):
-            out[spec.name] = _clipped_sum(spec, value, _cell_totals(analysis, spec, out))
         else:
-            out[spec.name] = np.asarray(value, dtype=np.float64)
+            out[spec.name] = spec.kind.project(spec, value, _cell_totals(analysis, spec, out))
     _consistent_squares(analysis, out)
     _positive_semidefinite_gram(analysis, out)
     return {name: np.array(value) for name, value in out.items()}
@@ -412,19 +440,8 @@ def _cell_totals(analysis: PrivacyAnalysis, spec: StatisticSpec, out: dict) -> n
         return np.asarray(float(analysis.n_records))
     term = next(term for term in analysis.terms if term.group_by == spec.group_by)
     totals = np.asarray(_totals(term, out), dtype=np.float64)
-    cell_ndim = len(spec.shape) - (1 if spec.kind == "counts" else 0)
+    cell_ndim = len(spec.shape) - (1 if spec.kind.categories else 0)
     return totals.reshape((-1,) + (1,) * (cell_ndim - 1))
-
-
-def _projected_counts(released: np.ndarray, totals: np.ndarray, *, derived: bool) -> np.ndarray:
-    """Counts onto {v ≥ 0, Σ v = N} per cell (category 0 included), then integers, in
-    released form (category 0 dropped again when it is derived)."""
-    totals = np.broadcast_to(totals, released.shape[:-1])
-    full = released.astype(np.float64)
-    if derived:
-        full = np.concatenate([(totals - full.sum(axis=-1))[..., None], full], axis=-1)
-    projected = _round_preserving_total(_simplex_projection(full, totals), totals)
-    return (projected[..., 1:] if derived else projected).astype(np.int64)
 
 
 def _group_sizes(analysis: PrivacyAnalysis) -> dict[str, list[StatisticSpec]]:
@@ -438,7 +455,7 @@ def _group_sizes(analysis: PrivacyAnalysis) -> dict[str, list[StatisticSpec]]:
         counts = [
             spec
             for spec in analysis.statistics
-            if spec.kind == "counts" and spec.group_by == term.group_by and not spec.derived_first
+            if spec.kind is COUNTS and spec.group_by == term.group_by and not spec.derived_first
         ]
         sizes[totals.name] = counts
     return sizes
@@ -482,7 +499,7 @@ def _estimated_group_sizes(
         estimate += (n - estimate.sum()) / weight / np.sum(1.0 / weight)
     else:
         estimate[~observed] = (n - estimate[observed].sum()) / (~observed).sum()
-    sizes = _round_preserving_total(_simplex_projection(estimate, np.asarray(n)), np.asarray(n))
+    sizes = round_preserving_total(simplex_projection(estimate, np.asarray(n)), np.asarray(n))
     return (sizes[1:] if spec.derived_first else sizes).astype(np.int64)
 
 
@@ -492,41 +509,11 @@ def _variance(noise: dict[str, NoiseLaw], spec: StatisticSpec) -> float:
     return max(law.variance if law is not None else 0.0, 1e-12)
 
 
-def _simplex_projection(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Euclidean projection of each last-axis vector onto {x ≥ 0, Σ x = total}."""
-    k = values.shape[-1]
-    ordered = -np.sort(-values, axis=-1)
-    excess = np.cumsum(ordered, axis=-1) - totals[..., None]
-    positions = np.arange(1, k + 1)
-    active = ordered - excess / positions > 0
-    last = k - 1 - np.argmax(active[..., ::-1], axis=-1)
-    shift = np.take_along_axis(excess, last[..., None], axis=-1) / (last[..., None] + 1)
-    projected = np.maximum(values - shift, 0.0)
-    return np.where(totals[..., None] > 0, projected, 0.0)
-
-
-def _round_preserving_total(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Largest-remainder rounding: integers with the same (integer) totals."""
-    floor = np.floor(values)
-    missing = np.rint(totals - floor.sum(axis=-1)).astype(np.int64)
-    order = np.argsort(-(values - floor), axis=-1, kind="stable")
-    ranks = np.argsort(order, axis=-1, kind="stable")
-    return floor + (ranks < missing[..., None])
-
-
-def _clipped_sum(spec: StatisticSpec, value, totals) -> np.ndarray:
-    """Σ t(x) into [N·min t, N·max t] elementwise, t's range on the data grid."""
-    value = np.asarray(value)
-    lower = totals * spec.natural(spec.record_lower)
-    upper = totals * spec.natural(spec.record_upper)
-    return np.clip(value, lower, upper).astype(value.dtype)
-
-
 def _consistent_squares(analysis: PrivacyAnalysis, out: dict) -> None:
     """Raise each privatised Σx² to at least (Σx)²/N, which every data set satisfies."""
-    sums = {(s.data, s.group_by): s for s in analysis.statistics if s.kind == "sum"}
+    sums = {(s.data, s.group_by): s for s in analysis.statistics if s.kind is SUM}
     for spec in analysis.statistics:
-        first = sums.get((spec.data, spec.group_by)) if spec.kind == "sum_squares" else None
+        first = sums.get((spec.data, spec.group_by)) if spec.kind is SUM_SQUARES else None
         if first is None:
             continue
         totals = _cell_totals(analysis, spec, out)
@@ -548,19 +535,19 @@ def _positive_semidefinite_gram(analysis: PrivacyAnalysis, out: dict) -> None:
         if term.node in analysis.statistics_unavailable:
             continue
         specs = analysis.statistics_of(term.node)
-        if term.covariate_gram is not None and "sum_squares" in specs:
-            cross = np.asarray(out[specs["cross"].name], dtype=np.float64)
+        if term.covariate_gram is not None and SUM_SQUARES in specs:
+            cross = np.asarray(out[specs[CROSS].name], dtype=np.float64)
             floor = cross @ np.linalg.pinv(term.covariate_gram) @ cross
-            name = specs["sum_squares"].name
+            name = specs[SUM_SQUARES].name
             out[name] = np.asarray(max(float(out[name]), floor))
         if "gram" not in specs:
             continue
-        gram = complete_statistic(specs["gram"], out[specs["gram"].name], None)
+        gram = complete_statistic(specs[GRAM], out[specs[GRAM].name], None)
         p = gram.shape[0]
         joint = gram
-        if "sum_squares" in specs:
-            cross = out[specs["cross"].name]
-            yy = float(out[specs["sum_squares"].name])
+        if SUM_SQUARES in specs:
+            cross = out[specs[CROSS].name]
+            yy = float(out[specs[SUM_SQUARES].name])
             joint = np.block([[gram, cross[:, None]], [cross[None, :], np.array([[yy]])]])
         rows, sizes = _group_rows(term, specs, out, joint.shape[0])
         # Varying intercepts: ZᵀZ = [[diag(n_g), rows], [rowsᵀ, joint]] is PSD iff its Schur
@@ -569,10 +556,10 @@ def _positive_semidefinite_gram(analysis: PrivacyAnalysis, out: dict) -> None:
         eigenvalues, eigenvectors = np.linalg.eigh(joint - between)
         joint = (eigenvectors * np.maximum(eigenvalues, 0.0)) @ eigenvectors.T + between
         joint = 0.5 * (joint + joint.T)
-        out[specs["gram"].name] = joint[:p, :p][np.triu_indices(p)]
-        if "sum_squares" in specs:
-            out[specs["cross"].name] = joint[:p, p]
-            out[specs["sum_squares"].name] = np.asarray(joint[p, p])
+        out[specs[GRAM].name] = joint[:p, :p][np.triu_indices(p)]
+        if SUM_SQUARES in specs:
+            out[specs[CROSS].name] = joint[:p, p]
+            out[specs[SUM_SQUARES].name] = np.asarray(joint[p, p])
 
 
 def _group_rows(term, specs, out: dict, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -582,13 +569,13 @@ def _group_rows(term, specs, out: dict, width: int) -> tuple[np.ndarray, np.ndar
     if "group_gram" not in specs:
         return np.zeros((0, width)), np.zeros(0)
     sizes = np.asarray(term.public_totals(), dtype=np.float64)
-    for kind in ("group_gram", "group_cross"):
+    for kind in (GROUP_GRAM, GROUP_CROSS):
         name = specs[kind].name
         occupied = (sizes > 0).reshape((-1,) + (1,) * (np.ndim(out[name]) - 1))
         out[name] = np.where(occupied, np.asarray(out[name], dtype=np.float64), 0.0)
-    names = [specs["group_gram"].name]
+    names = [specs[GROUP_GRAM].name]
     if width > out[names[0]].shape[-1]:  # yᵀy joins: u_g carries Σ_g y too
-        names.append(specs["group_cross"].name)
+        names.append(specs[GROUP_CROSS].name)
     return np.column_stack([out[name] for name in names]), sizes
 
 

@@ -101,6 +101,7 @@ from pymc_private.conjugate import GAMMA, MVNORMAL
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families import Bernoulli, Poisson, _log, _Normal, _sum, _vector
 from pymc_private.likelihood import LikelihoodFamily, LikelihoodTerm
+from pymc_private.statistic_kinds import CROSS, GRAM, GROUP_CROSS, GROUP_GRAM, SUM_SQUARES
 from pymc_private.statistics import (
     grid_ranges,
     integer_statistic,
@@ -147,7 +148,7 @@ def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
     return (
         integer_statistic(
             f"gram({covariates})",
-            "gram",
+            GRAM,
             (covariates,),
             (len(gram),),
             x_grid.quantum**2,
@@ -159,7 +160,7 @@ def _regression_moments(family: LikelihoodFamily, term: LikelihoodTerm):
         ),
         integer_statistic(
             f"cross({covariates}, {term.data})",
-            "cross",
+            CROSS,
             (covariates, term.data),
             (p,),
             x_grid.quantum * y_grid.quantum,
@@ -217,7 +218,7 @@ def _intercept_sums(term: LikelihoodTerm, covariates: str):
     return (
         integer_statistic(
             f"sum({covariates}{suffix})",
-            "group_gram",
+            GROUP_GRAM,
             (covariates,),
             (term.n_groups, len(x_ranges)),
             x_grid.quantum,
@@ -230,7 +231,7 @@ def _intercept_sums(term: LikelihoodTerm, covariates: str):
         ),
         integer_statistic(
             f"sum({term.data}{suffix})",
-            "group_cross",
+            GROUP_CROSS,
             (term.data,),
             (term.n_groups,),
             y_grid.quantum,
@@ -269,7 +270,7 @@ def _public_cross(term: LikelihoodTerm, covariates: str, m: np.ndarray):
     ]
     return integer_statistic(
         f"cross({covariates}, {term.data})",
-        "cross",
+        CROSS,
         (term.data,),
         (m.shape[1],),
         term.covariate_grid.quantum * term.grid.quantum,
@@ -420,7 +421,7 @@ class NormalLinearRegression(_Normal):
             # yᵀy over all records: σ is shared by the groups of varying intercepts.
             specs += (
                 self._statistic(
-                    replace(term, group_by=None, group_values=None, n_groups=None), "sum_squares"
+                    replace(term, group_by=None, group_values=None, n_groups=None), SUM_SQUARES
                 ),
             )
         return specs

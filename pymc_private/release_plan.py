@@ -38,6 +38,7 @@ from pymc_private.dp.mechanisms import RandomState, ceil_float, ceil_sqrt
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.noise_aware import NoiseLaw
 from pymc_private.records import Placeholder, Source, statistics_pass
+from pymc_private.statistic_kinds import COUNTS
 from pymc_private.statistics import StatisticSpec, regression_group, regression_l2_squared
 
 __all__ = [
@@ -120,7 +121,7 @@ def _unit_shifts(analysis: PrivacyAnalysis, epsilon: float, delta: float) -> int
     if not noised:
         return None
     if any(
-        spec.kind != "counts" or spec.unit != 1 or spec.sensitivity_linf != 1 for spec in noised
+        spec.kind is not COUNTS or spec.unit != 1 or spec.sensitivity_linf != 1 for spec in noised
     ):
         return None
     shifts = sum(spec.sensitivity for spec in noised)
@@ -500,7 +501,7 @@ class ParityCounts:
         index = next(iter(index_names), None)
         index_spec, grouped, plain = None, [], []
         for spec in analysis.statistics:
-            boolean = spec.kind == "counts" and spec.n_categories == 2
+            boolean = spec.kind is COUNTS and spec.n_categories == 2
             if not boolean or (spec.group_by is not None and spec.n_groups != 2):
                 raise UnsupportedModelError(
                     f"release='fourier' (Zhang et al. 2016, Algorithm 2) is for Boolean "

@@ -29,6 +29,16 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.statistic_kinds import (
+    COUNTS,
+    CROSS,
+    GRAM,
+    GROUP_CROSS,
+    GROUP_GRAM,
+    SUM_SQUARES,
+    StatisticKind,
+    statistic_kind,
+)
 
 __all__ = [
     "DataGrid",
@@ -41,7 +51,6 @@ __all__ = [
     "counts_sensitivity",
     "data_grid",
     "entries_to_cells",
-    "expand_totals",
     "grid_ranges",
     "group_counts_statistic",
     "integer_statistic",
@@ -119,7 +128,6 @@ _GRID_LEVELS = 2**25
 _STATISTIC_CAPACITY = 2**62
 _SENSITIVITY_CAPACITY = 2**52
 # Records per block of a float32 count: every partial sum stays an integer below 2²⁴.
-_FLOAT32_EXACT_ROWS = 2**24
 # A float grid must resolve the declared range into at least this many steps.
 _MIN_GRID_STEPS = 2**10
 
@@ -312,11 +320,12 @@ class StatisticSpec:
     name
         Unique public name, e.g. ``"counts(x_obs | y_obs)"``.
     kind
-        ``"counts"``: per-category counts of integer data with categories ``0..K−1``; category
-        0 is *not released*: it is derived as the total (n, or the group's count) minus the
-        others, which is post-processing since n is public and group counts are released.
-        ``"sum"``: Σ m per element. ``"sum_squares"``: Σ m² per element. ``"gram"``: MᵀM of
-        the covariates' grid integers, released as its upper triangle in
+        The `pymc_private.statistic_kinds.StatisticKind` (a name is parsed to it):
+        ``"counts"``, per-category counts of integer data with categories ``0..K−1``, whose
+        category 0 is *not released* when derived: it is the total (n, or the group's count)
+        minus the others, which is post-processing since n is public and group counts are
+        released. ``"sum"``: Σ m per element. ``"sum_squares"``: Σ m² per element.
+        ``"gram"``: MᵀM of the covariates' grid integers, released as its upper triangle in
         ``numpy.triu_indices`` order. ``"cross"``: Mᵀm_y. The varying intercepts of a
         regression (``alpha[g] + X @ w``, g a public index) add the blocks of the one-hot
         design of g: ``"group_gram"``, Σ_{i∈g} m_i per group (G × p), and
@@ -362,7 +371,7 @@ class StatisticSpec:
     """
 
     name: str
-    kind: str
+    kind: StatisticKind
     data: tuple[str, ...]
     shape: tuple[int, ...]
     unit: float
@@ -378,6 +387,9 @@ class StatisticSpec:
     covariate_values: np.ndarray | None = None
     l2_squared: int | None = None
     nodes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", statistic_kind(self.kind))
 
     @property
     def group_can_change(self) -> bool:
@@ -432,10 +444,9 @@ class StatisticSpec:
                 within, 2 * sum(max(low * low, u * u) for low, u in zip(lower, upper, strict=True))
             )
         bounds.append(within)
-        if self.kind == "gram":
-            rows, columns = np.triu_indices(_gram_size(len(upper)))
-            squares = [u for u, j, k in zip(upper, rows, columns, strict=True) if j == k]
-            bounds.append(sum(squares) ** 2 + sum(m * m for m in squares))
+        own = self.kind.l2_squared_bound(upper)
+        if own is not None:
+            bounds.append(own)
         return min(bounds)
 
     @property
@@ -457,44 +468,7 @@ class StatisticSpec:
             group = group[rows]
         if group is None and self.group_by is not None:
             group = np.asarray(arrays[self.group_by], dtype=np.int64)
-        if self.kind == "counts":
-            return self._counts(np.asarray(arrays[self.data[0]]), group)
-        if self.covariate_values is not None:
-            covariates = self.covariate_values if rows is None else self.covariate_values[rows]
-            return covariates.T @ self.grids[0].quantize(arrays[self.data[0]])
-        m = self.grids[0].quantize(arrays[self.data[0]])
-        if self.kind == "gram":
-            return (m.T @ m)[np.triu_indices(m.shape[1])]
-        if self.kind == "cross":
-            return m.T @ self.grids[1].quantize(arrays[self.data[1]])
-        return _group_sum(m * m if self.kind == "sum_squares" else m, group, self.n_groups)
-
-    def _counts(self, values: np.ndarray, group: np.ndarray | None) -> np.ndarray:
-        """Counts of categories ``first..K−1`` per group and cell: for each category k ≥ 1 a
-        product (group indicator)ᵀ · (value = k indicator) in float32, exact because every
-        partial sum is an integer below 2²⁴ (blocks of at most 2²⁴ records); category 0,
-        when released, is the group's size minus the others."""
-        first = 1 if self.derived_first else 0
-        groups = self.n_groups or 1
-        cells = int(np.prod(values.shape[1:], dtype=np.int64))
-        values = values.reshape(values.shape[0], cells)
-        counts = np.zeros((groups, cells, self.n_categories), dtype=np.int64)
-        step = _FLOAT32_EXACT_ROWS
-        for start in range(0, values.shape[0], step):
-            block = values[start : start + step]
-            if group is None:
-                members = np.ones((1, block.shape[0]), dtype=np.float32)
-            else:
-                labels = group[start : start + step]
-                members = (labels == np.arange(groups)[:, None]).astype(np.float32)
-            here = np.zeros_like(counts)
-            for k in range(1, self.n_categories):
-                indicator = (block == k).astype(np.float32)
-                here[:, :, k] = np.rint(members @ indicator).astype(np.int64)
-            sizes = members.sum(axis=1, dtype=np.int64)
-            here[:, :, 0] = sizes[:, None] - here[:, :, 1:].sum(axis=2)
-            counts += here
-        return counts[..., first:].reshape(self.shape)
+        return self.kind.compute(self, arrays, group, rows)
 
     def natural(self, values, *, exact: bool = False) -> np.ndarray:
         """Released-form integer values in natural units: ``unit · values``.
@@ -519,18 +493,18 @@ def regression_group(specs: Sequence[StatisticSpec]) -> tuple[StatisticSpec, ...
     intercepts (empty when ``specs`` holds no Gram matrix with one matching cross product, or
     per-group sums of more than one grouping).
     `regression_l2_squared` bounds them jointly."""
-    grams = [spec for spec in specs if spec.kind == "gram"]
+    grams = [spec for spec in specs if spec.kind is GRAM]
     if len(grams) != 1:
         return ()
     (gram,) = grams
-    crosses = [spec for spec in specs if spec.kind == "cross" and spec.data[0] == gram.data[0]]
-    if len(crosses) != 1 or any(spec.kind == "cross" for spec in specs if spec not in crosses):
+    crosses = [spec for spec in specs if spec.kind is CROSS and spec.data[0] == gram.data[0]]
+    if len(crosses) != 1 or any(spec.kind is CROSS for spec in specs if spec not in crosses):
         return ()
     (cross,) = crosses
     squares = [
         spec
         for spec in specs
-        if spec.kind == "sum_squares"
+        if spec.kind is SUM_SQUARES
         and spec.data == cross.data[1:]
         and spec.group_by is None
         and spec.shape == ()
@@ -538,8 +512,8 @@ def regression_group(specs: Sequence[StatisticSpec]) -> tuple[StatisticSpec, ...
     intercepts = [
         spec
         for spec in specs
-        if (spec.kind == "group_gram" and spec.data == gram.data)
-        or (spec.kind == "group_cross" and spec.data == cross.data[1:])
+        if (spec.kind is GROUP_GRAM and spec.data == gram.data)
+        or (spec.kind is GROUP_CROSS and spec.data == cross.data[1:])
     ]
     if len({spec.group_by for spec in intercepts}) > 1:
         # Each grouping's one-hot design joins z: K groupings move K such rows, a bound
@@ -581,18 +555,10 @@ def regression_l2_squared(group: Sequence[StatisticSpec]) -> Fraction:
         for low, high in grid_ranges(grid)
     ]
     squares = [bound * bound for bound in bounds]
-    constant = Fraction(any(spec.kind in ("group_gram", "group_cross") for spec in group))
+    constant = Fraction(any(spec.kind in (GROUP_GRAM, GROUP_CROSS) for spec in group))
     return (constant + sum(squares, Fraction(0))) ** 2 + sum(
         (m * m for m in squares), Fraction(0)
     ) / 2
-
-
-def _group_sum(t: np.ndarray, group: np.ndarray | None, n_groups: int | None) -> np.ndarray:
-    if group is None:
-        return t.sum(axis=0)
-    out = np.zeros((n_groups, *t.shape[1:]), dtype=t.dtype)
-    np.add.at(out, group, t)
-    return out
 
 
 def complete_statistic(spec: StatisticSpec, released, totals):
@@ -600,56 +566,13 @@ def complete_statistic(spec: StatisticSpec, released, totals):
 
     Counts whose category 0 is derived get it back as ``totals − Σ_{k≥1} counts_k``
     (``totals`` is n, or the full group-count vector for grouped counts); a packed Gram
-    matrix is unpacked to a symmetric matrix; other kinds are returned as they are. Works on
-    floats, on object arrays of exact rationals and on PyTensor tensors (the data of a
-    privatised model).
+    matrix is unpacked to a symmetric matrix; other kinds are returned as they are
+    (`StatisticKind.complete`). Works on floats, on object arrays of exact rationals and on
+    PyTensor tensors (the data of a privatised model).
     """
-    if isinstance(released, pt.TensorVariable):
-        return _complete_tensor(spec, released, totals)
-    released = np.asarray(released)
-    if spec.kind == "counts" and spec.derived_first:
-        total = expand_totals(np.asarray(totals), released.ndim - 1, spec.group_by is not None)
-        first = total - released.sum(axis=-1)
-        return np.concatenate([np.asarray(first)[..., None], released], axis=-1)
-    if spec.kind == "gram":
-        size = _gram_size(released.size)
-        full = np.zeros((size, size), dtype=released.dtype)
-        full[np.triu_indices(size)] = released
-        lower = np.tril_indices(size, -1)
-        full[lower] = full.T[lower]
-        return full
-    return released
-
-
-def _complete_tensor(spec: StatisticSpec, released: pt.TensorVariable, totals):
-    if spec.kind == "counts" and spec.derived_first:
-        grouped = spec.group_by is not None
-        total = expand_totals(pt.as_tensor(totals), released.ndim - 1, grouped)
-        first = total - released.sum(axis=-1)
-        return pt.concatenate([pt.shape_padright(first), released], axis=-1)
-    if spec.kind == "gram":
-        size = _gram_size(spec.shape[0])
-        rows, columns = np.triu_indices(size)
-        upper = pt.set_subtensor(
-            pt.zeros((size, size), dtype=released.dtype)[rows, columns], released
-        )
-        return upper + pt.triu(upper, 1).T
-    return released
-
-
-def _gram_size(packed: int) -> int:
-    """p from the p(p+1)/2 entries of a packed upper triangle."""
-    return round((math.sqrt(8 * packed + 1) - 1) / 2)
-
-
-def expand_totals(totals, ndim: int, grouped: bool):
-    """Totals shaped to broadcast against a statistic of ``ndim`` dimensions (numpy totals
-    may carry leading batch axes, the chains of `pymc_private.augmentation`)."""
-    if not grouped:
-        return totals
-    if isinstance(totals, pt.TensorVariable):
-        return totals.reshape((-1,) + (1,) * (ndim - 1))
-    return totals.reshape(totals.shape + (1,) * (ndim - 1))
+    if not isinstance(released, pt.TensorVariable):
+        released = np.asarray(released)
+    return spec.kind.complete(spec, released, totals)
 
 
 def group_counts_statistic(index: str, n_groups: int, domain: ElementDomain) -> StatisticSpec:
@@ -662,7 +585,7 @@ def group_counts_statistic(index: str, n_groups: int, domain: ElementDomain) -> 
     released = n_groups - 1 if derived else n_groups
     return StatisticSpec(
         name=f"counts({index})",
-        kind="counts",
+        kind=COUNTS,
         data=(index,),
         shape=(released,),
         unit=1.0,
@@ -732,7 +655,7 @@ def grid_ranges(grid: DataGrid) -> list[tuple[int, int]]:
 
 def integer_statistic(
     name: str,
-    kind: str,
+    kind: StatisticKind,
     data: tuple[str, ...],
     shape: tuple[int, ...],
     unit: float,

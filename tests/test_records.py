@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pymc.model.fgraph import clone_model
 
 import pymc_private as pmp
-from pymc_private import statistics as statistics_module
+from pymc_private import statistic_kinds
 from pymc_private.analysis import analyze
 from pymc_private.data import PrivateData, exact_statistics, private_data
 from pymc_private.demo import naive_bayes_model
@@ -207,11 +207,11 @@ def test_counts_equal_a_direct_count(n, categories, grouped, derived, seed):
         derived_first=derived,
     )
     # float32 blocks of 17 records instead of 2²⁴: the blocks' counts must add up exactly
-    statistics_module._FLOAT32_EXACT_ROWS = 17 if seed % 2 else 2**24
+    statistic_kinds._FLOAT32_EXACT_ROWS = 17 if seed % 2 else 2**24
     try:
         got = spec.compute({"x": values, "g": group})
     finally:
-        statistics_module._FLOAT32_EXACT_ROWS = 2**24
+        statistic_kinds._FLOAT32_EXACT_ROWS = 2**24
     onehot = (values[..., None] == np.arange(first, categories)).astype(np.int64)
     if grouped:
         expected = np.stack([onehot[group == g].sum(axis=0) for g in range(2)])

@@ -11,7 +11,8 @@ step never composes anything itself: composition is the ledger's job.
 from __future__ import annotations
 
 import warnings
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from pymc.util import get_untransformed_name, is_transformed_name
@@ -19,7 +20,10 @@ from pymc.util import get_untransformed_name, is_transformed_name
 from pymc_private.dp.events import PureEvent, Release
 from pymc_private.ledgers import PrivacyLedger
 
-__all__ = ["PrivateStep", "tempered_epsilon"]
+if TYPE_CHECKING:
+    from pymc_private.analysis import PrivacyAnalysis
+
+__all__ = ["PrivateStep", "RouteCost", "route_cost", "route_costs", "tempered_epsilon"]
 
 
 def tempered_epsilon(lipschitz: float, temperature: float) -> float:
@@ -42,6 +46,57 @@ def tempered_epsilon(lipschitz: float, temperature: float) -> float:
     figure; `pmp.analyze` shows it per route at T = 1.
     """
     return 2.0 * lipschitz / temperature
+
+
+class RouteCost:
+    """One private route's ε per draw as `pmp.analyze` states it: the exact-arithmetic figure
+    (before a step's floating-point allowance) from the analysis's L, L_j and Δ alone.
+
+    The module that runs a route states its cost beside it and registers it with
+    `route_cost` (`pymc_private.posterior`, `pymc_private.steps.gibbs`,
+    `pymc_private.steps.metropolis`, `pymc_private.privatize`); the analysis asks
+    `route_costs` and names no route itself.
+
+    Attributes
+    ----------
+    name, formula, source
+        The route's name, its ε per draw as a formula and the paper that proves it, as the
+        analysis shows them.
+    row
+        The route's row in the analysis's table.
+    """
+
+    name: ClassVar[str]
+    formula: ClassVar[str]
+    source: ClassVar[str]
+    row: ClassVar[int]
+
+    @classmethod
+    def unavailable(cls, analysis: PrivacyAnalysis) -> str | None:
+        """Why the route cannot run the analysed model; None when it can."""
+        return None
+
+    @classmethod
+    def epsilon(
+        cls, analysis: PrivacyAnalysis, temperature: float, blocks: Sequence[Sequence] | None
+    ) -> float:
+        """The ε of one draw at temperature T ≥ 1 (already checked); ``blocks``: the Gibbs
+        blocks, None for one block per free variable."""
+        raise NotImplementedError
+
+
+_ROUTE_COSTS: dict[str, type[RouteCost]] = {}
+
+
+def route_cost(cost: type[RouteCost]) -> type[RouteCost]:
+    """Register a route's cost (a class decorator, run when its module is imported)."""
+    _ROUTE_COSTS[cost.name] = cost
+    return cost
+
+
+def route_costs() -> tuple[type[RouteCost], ...]:
+    """The registered routes, in the rows of the analysis's table."""
+    return tuple(sorted(_ROUTE_COSTS.values(), key=lambda cost: cost.row))
 
 
 class PrivateStep:

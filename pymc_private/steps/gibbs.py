@@ -46,6 +46,8 @@ from pymc_private.privatize import term_statistics
 from pymc_private.statistics import as_exact
 from pymc_private.steps.base import (
     PrivateStep,
+    RouteCost,
+    route_cost,
     tempered_epsilon,
 )
 from pymc_private.support import prior_parameter_graphs
@@ -413,6 +415,23 @@ def _forward_transform(model: pm.Model, rv: Variable, compile_kwargs: dict | Non
         on_unused_input="ignore",
         **(compile_kwargs or {}),
     )
+
+
+@route_cost
+class GibbsCost(RouteCost):
+    """One sweep of `PrivateGibbs` on raw data: ε = Σ_j 2L_j/T (`PrivateGibbs.cost` without
+    the blocks' allowances)."""
+
+    name = "gibbs"
+    formula = "Σ_j 2L_j/T"
+    source = "Foulds et al. 2016, §4.1"
+    row = 1
+
+    @classmethod
+    def epsilon(cls, analysis, temperature, blocks):
+        if blocks is None:
+            blocks = [[name] for name in analysis.block_lipschitz]
+        return PrivateGibbs.cost(analysis, blocks, temperature)
 
 
 # PyMC's own step assignment (plain `pm.sample`) finds PrivateGibbs for the conjugate variables

@@ -57,7 +57,7 @@ from pymc_private.record_likelihood import (
     record_log_likelihood,
     split_logp,
 )
-from pymc_private.steps.base import PrivateStep
+from pymc_private.steps.base import PrivateStep, RouteCost, route_cost, tempered_epsilon
 
 __all__ = [
     "LOG_LIKELIHOOD_ERROR",
@@ -786,3 +786,18 @@ def _compile_log_ratio_terms(
         function = compile([q1, q0, *data], ratios, **kwargs)
     function.trust_input = True
     return function
+
+
+@route_cost
+class MetropolisCost(RouteCost):
+    """One Barker step of `PrivateMetropolis`: ε = 2L/T in exact arithmetic
+    (`tempered_epsilon`), to which `PrivateMetropolis.cost` adds 8η/T and 2⁻⁴³."""
+
+    name = "metropolis"
+    formula = "2L/T"
+    source = "Barker acceptance; docs: Mechanisms and their costs"
+    row = 2
+
+    @classmethod
+    def epsilon(cls, analysis, temperature, blocks):
+        return tempered_epsilon(analysis.record_lipschitz, temperature)
