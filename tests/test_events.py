@@ -10,6 +10,7 @@ from dataclasses import FrozenInstanceError, dataclass, fields
 import numpy as np
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
+from scipy import stats
 
 import pymc_private as pmp
 from pymc_private.dp.composition import ACCOUNTANTS, accepts, compose, counts_of, groups_of
@@ -26,10 +27,11 @@ from pymc_private.dp.events import (
     unit_shift_epsilon,
     zcdp_epsilon,
 )
+from pymc_private.dp.mechanisms import numpy_discrete_gaussian
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedEventError
 
 SIGMA, SHIFTS, DELTA = 3.0, 4, 1e-6
-RHO = SHIFTS / (2 * SIGMA**2)
+RHO = math.nextafter(SHIFTS / (2 * SIGMA**2), math.inf)  # 2/9 rounded up, as OpenDP's map
 
 EVENTS = [
     PureEvent(0.5),
@@ -93,7 +95,10 @@ def test_events_state_their_epsilon_from_their_parameters_unless_given():
         (lambda: ZcdpEvent(-1.0, DELTA), "rho"),
         (lambda: UnitShiftGaussianEvent(0.0, 1, 0.1, DELTA), "sigma"),
         (lambda: UnitShiftGaussianEvent(1.0, True, 0.1, DELTA), "shifts"),
-        (lambda: UnitShiftGaussianEvent(1.0, 1, 0.5, 1e-12), "epsilon"),  # no profile there
+        # σ, ρ and ε are read by different accountants: each must describe the same noise
+        (lambda: UnitShiftGaussianEvent(100.0, 1, 0.5, DELTA), "rho must be K/"),
+        (lambda: UnitShiftGaussianEvent(1.0, 1, 1e-4, DELTA), "rho must be K/"),
+        (lambda: UnitShiftGaussianEvent(1.0, 1, 0.5, DELTA, 0.01), "for epsilon >= 4.49"),
         (lambda: SubsampledGaussianEvent(0.1, 2.0**-11), "noise_multiplier"),
         (lambda: PureEvent(math.nan), "Release epsilon"),
     ],
@@ -184,3 +189,24 @@ def test_an_event_of_an_unknown_type_is_refused_and_nothing_is_recorded(event, t
     with pytest.raises(UnsupportedEventError):
         pmp.PrivacyLedger.open(tmp_path / "l.jsonl").record(planted)
     assert isinstance(UnsupportedEventError("x"), pmp.PrivacyError)
+
+
+def test_a_unit_shift_event_below_the_profiles_delta_states_its_zcdp_epsilon():
+    """Below δ = 1e-10 the profile is not used: the event states the zCDP conversion of ρ
+    (finite), so a mechanism at such a δ has a cost before any noise is drawn."""
+    event = UnitShiftGaussianEvent(1.0, 1, 0.5, 1e-12)
+    assert event.epsilon == zcdp_epsilon(0.5, 1e-12)
+
+
+def test_the_numpy_discrete_gaussian_is_the_discrete_gaussian():
+    """secure=False draws N_ℤ(0, σ²) (Canonne, Kamath & Steinke 2020, Algorithm 3), whose
+    profile the event states, not rounded normals (whose divergence exceeds it at σ = 1)."""
+    draws = numpy_discrete_gaussian(np.random.default_rng(3), 1.0, (100_000,))
+    support = np.arange(-6, 7)
+    law = np.exp(-(support**2) / 2.0)
+    law /= law.sum()
+    counts = np.array([(draws == k).sum() for k in support])
+    chi2 = ((counts - law * draws.size) ** 2 / (law * draws.size)).sum()
+    assert stats.chi2.sf(chi2, support.size - 1) > 1e-3
+    rounded = stats.norm.cdf(0.5) - stats.norm.cdf(-0.5)  # P(rint(N(0, 1)) = 0) = 0.383
+    assert abs(counts[6] / draws.size - law[6]) < 0.005 < abs(law[6] - rounded)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import ClassVar
 
@@ -261,16 +262,35 @@ class UnitShiftGaussianEvent(PrivacyEvent):
             )
         object.__setattr__(self, "sigma", float(self.sigma))
         object.__setattr__(self, "rho", _checked_rho(self.rho))
+        # The accountants read σ (the profile), ρ (the Rényi curve) and ε (the sum) apart and
+        # report the smallest figure, so the three must describe one noise: ρ is K/(2σ²) up to
+        # rounding (OpenDP's map rounds up, a float quotient may be an ulp below), and is
+        # stored as at least the exact K/(2σ²) rounded up.
+        least = Fraction(self.shifts) / (2 * Fraction(self.sigma) ** 2)
+        if (
+            not least * (1 - Fraction(1, 10**12))
+            <= Fraction(self.rho)
+            <= least * (1 + Fraction(1, 10**6))
+        ):
+            raise InvalidPrivacyParameterError(
+                f"A unit-shift Gaussian release's rho must be K/(2 sigma^2) = {float(least)!r} "
+                f"(rounded up), got rho={self.rho!r} for sigma={self.sigma!r}, K={self.shifts}."
+            )
+        object.__setattr__(self, "rho", max(self.rho, _rounded_up(least)))
         delta = _checked_own_delta(
             self.delta,
             "unit-shift Gaussian release",
             "epsilon=unit_shift_epsilon(sigma, shifts, delta)",
         )
         object.__setattr__(self, "delta", delta)
-        if self.epsilon is None:
-            epsilon = unit_shift_epsilon(self.sigma, self.shifts, delta)
-        else:
-            epsilon = self.epsilon
+        least_epsilon = self.epsilon_at(delta)
+        epsilon = least_epsilon if self.epsilon is None else self.epsilon
+        if not epsilon >= least_epsilon:
+            raise InvalidPrivacyParameterError(
+                f"A unit-shift Gaussian release of sigma={self.sigma!r}, K={self.shifts} is "
+                f"(epsilon, delta)-DP at delta={delta!r} for epsilon >= {least_epsilon!r} "
+                f"only; got epsilon={self.epsilon!r}."
+            )
         object.__setattr__(self, "epsilon", _checked_epsilon(epsilon))
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
@@ -601,9 +621,19 @@ _UNIT_SHIFT_MIN_DELTA = 1e-10
 _UNIT_SHIFT_FFT_ERROR_PER_SHIFT = 1e-15
 # The PLD's loss grid: pessimistic rounding to multiples of this (dp-accounting's default).
 _UNIT_SHIFT_PLD_GRID = 1e-4
+# One unit shift's privacy loss spans (2⌈11.6σ⌉ + 1)/(2σ²) ≤ 23.2/σ + 1/σ²; wider than
+# this (4·10⁶ grid steps, σ below about 0.08) the PLD would not fit in memory, and the
+# profile is not used (+∞, so the zCDP route serves).
+_UNIT_SHIFT_MAX_LOSS = 4e6 * _UNIT_SHIFT_PLD_GRID
 # `unit_shift_scale` stops its bisection when the bracket is this narrow (relative): the
 # scale it returns is then at most this fraction above the smallest one the PLD allows.
 _UNIT_SHIFT_SCALE_TOLERANCE = 1e-3
+
+
+def _rounded_up(exact: Fraction) -> float:
+    """The smallest float ≥ ``exact``."""
+    value = float(exact)
+    return value if Fraction(value) >= exact else math.nextafter(value, math.inf)
 
 
 @lru_cache(maxsize=1024)
@@ -646,7 +676,7 @@ def unit_shift_epsilon(sigma: float, shifts: int, delta: float) -> float:
         raise InvalidPrivacyParameterError(
             f"A Gaussian release is (ε, δ)-DP only for δ in (0, 1); got delta={delta!r}."
         )
-    if delta < _UNIT_SHIFT_MIN_DELTA:
+    if delta < _UNIT_SHIFT_MIN_DELTA or (23.2 / sigma + sigma**-2) > _UNIT_SHIFT_MAX_LOSS:
         return math.inf
     loss = privacy_loss_distribution.from_discrete_gaussian_mechanism(
         sigma, sensitivity=1, value_discretization_interval=_UNIT_SHIFT_PLD_GRID
