@@ -16,6 +16,7 @@ observed variable, reaching anything but the observed likelihoods
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from collections.abc import Iterable, Sequence
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import pymc as pm
 
 from pymc_private.data import PrivateDataSpec, check_private_data, private_data
+from pymc_private.dp.events import subsampled_gaussian_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.graph_reader import GraphReader
 from pymc_private.leak_guard import check_initial_values, refuse_private_paths
@@ -42,6 +44,20 @@ _ROUTE_FORMULAS = {
     "metropolis": ("2L/T", "Barker acceptance; docs: Mechanisms and their costs"),
     "privatize": ("0 per draw", "the ε of one Laplace release on s(D), Zhang et al. 2016, Alg. 1"),
 }
+
+
+@functools.cache
+def _subsampled_note() -> str:
+    """The routes table's footer: a subsampled chain's cost depends on σT/c and its length,
+    not on L, with one example computed (the RDP bound of 3000 events (q, z = σqT/c) at
+    q = 0.05, σT/c = 320)."""
+    example = subsampled_gaussian_epsilon(0.05, 16.0, 1e-6, count=3000)
+    return (
+        "metropolis with clip=c, sampling_rate=q, noise_scale=σ is charged per chain, not by "
+        f"L: its ε depends on σT/c and the length (σT/c = 320, q = 0.05: ε ≤ {example:.2f} "
+        "for 3000 steps at δ = 1e-6); pmp.PrivateMetropolis.chain_epsilon(steps, clip=c, "
+        "sampling_rate=q, noise_scale=σ) gives any setting's before the data"
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -305,7 +321,12 @@ class PrivacyAnalysis:
                 stats,
                 stats_footer,
             ),
-            ("ε per draw at T = 1", ["route", "formula", "ε", "source"], routes, ""),
+            (
+                "ε per draw at T = 1",
+                ["route", "formula", "ε", "source"],
+                routes,
+                _subsampled_note(),
+            ),
         ]
 
     def __repr__(self) -> str:
