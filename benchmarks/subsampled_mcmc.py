@@ -34,6 +34,16 @@ released draw with the proposal scale its sds, shrunk by the step's ``max_step_s
 (c/k)·|N(0, 1)| for |x_j| ≤ 1. c is the largest that fits ε ≤ 2 for the warm start and the
 chain together. ``--tune`` also adapts the scale under that cap.
 
+``--control-variate`` (issue 26, third round) runs after that warm start (``--warm=ε₀``) a
+chain on the residuals of a public quadratic proxy (`control_variate`: the proxy's sum is a
+function of the released XᵀX and Xᵀy, a public `pm.Potential`; each record keeps only
+βu + κu²/2 − softplus(u), u = x·w): full-data Barker with the largest clip that fits, and the
+subsampled Gaussian test at q = 1, 0.3, 0.1 with the clip the proxy's residuals need (their
+99.9 % quantile, computed from public bounds and released draws) and the smallest σ that fits;
+the proposal is the proxy posterior's sds × 2.38/√d, fixed (``--step=k`` divides it). It prints
+ESS per unit ε as a ratio to the Barker chain's. ``fair`` runs it on the real data of the GLM
+issue (an intercept and four covariates on [−1, 1], R = 6).
+
 Measured (2 cores shared with other jobs, ``secure=False``; every run ε ≈ 1.99 at δ = 1e-6)
 --------------------------------------------------------------------------------------------
 n = 10⁵ (NUTS: mean (0.9825, −0.4922), sd (0.0121, 0.0117); Laplace within 0.03 sd of it).

@@ -503,3 +503,42 @@ def test_analyze_shows_the_subsampled_chain_cost_before_any_data():
     assert pmp.PrivateMetropolis.chain_epsilon(
         3000, clip=1 / 320, sampling_rate=0.05, noise_scale=1.0, secure=False
     ) == pytest.approx(example, rel=0.05)
+
+
+def test_a_public_proxy_leaves_the_step_only_the_residual_ratios():
+    """The control variate of benchmarks/subsampled_mcmc.py: a released quadratic proxy as a
+    public `pm.Potential` (in the prior ratio) and per-record residuals as the observed
+    `pm.CustomDist` (the ratios the step clips and sums)."""
+    rng = np.random.default_rng(4)
+    x = np.column_stack([np.ones(40), rng.uniform(-1, 1, size=40)])
+    y = (rng.random(40) < 0.5).astype(int)
+    beta, kappa, gram, cross = 0.5, 0.23, x.T @ x + 1.0, x.T @ y - 0.5  # released, say
+
+    def residual(value, u):
+        return beta * u + kappa * u**2 / 2 - pm.math.log1pexp(u)
+
+    with pm.Model():
+        x_obs = pmp.PrivateData("x_obs", x, bounds=([1, -1], [1, 1]))
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(0, 1))
+        w = pm.Normal("w", 0, 2, shape=2)
+        pm.Potential("proxy", w @ (cross - beta * gram[:, 0]) - kappa / 2 * w @ gram @ w)
+        pm.CustomDist("y", x_obs @ w, logp=residual, observed=y_obs)
+        step = pmp.PrivateMetropolis(
+            clip=0.01,
+            sampling_rate=0.5,
+            noise_scale=1.0,
+            secure=False,
+            compile_kwargs={"mode": "FAST_COMPILE"},  # no C compiler: one evaluation
+        )
+    w0, w1 = np.array([0.1, 0.4]), np.array([0.11, 0.39])
+    prior_ratio, ratios = step._log_ratio_terms(w1, w0)
+
+    def g(u):
+        return np.logaddexp(0, u) - beta * u - kappa * u**2 / 2
+
+    def proxy(w):
+        return w @ (cross - beta * gram[:, 0]) - kappa / 2 * w @ gram @ w - w @ w / 8
+
+    np.testing.assert_allclose(ratios, g(x @ w0) - g(x @ w1), rtol=1e-9, atol=1e-15)
+    assert float(prior_ratio) == pytest.approx(proxy(w1) - proxy(w0), rel=1e-9)
+    assert np.abs(ratios).max() < 0.05 * np.abs(x @ (w1 - w0)).max()
