@@ -97,9 +97,10 @@ warm start is 8.2 sd off in b₁, c is the same 0.0113, and the same ‖s‖₂ 
 posterior sd per coordinate: means (−0.06, 0.16, 0.15) sd from the reference, R-hat 1.097,
 ESS 20 (10 per unit ε), acceptance 0.28, in 373 s (every record's ratio is computed). With
 ``--step=1.5`` the cap no longer binds (the warm start's sds, ‖s‖₂ = 0.0062 < c/1.5): means
-(0.15, 0.31, 0.05) sd, R-hat 1.089, ESS 22, in 389 s. R-hat < 1.05 is not reached at n ≤ 10⁶
-within ε ≤ 2 (one seed each; the acceptance 0.28 above the 0.13 of q = 1 is the subsample's
-variance, which the penalty does not correct).
+(0.15, 0.31, 0.05) sd, R-hat 1.089, ESS 22, in 389 s. Without the proxy of
+``--control-variate``, R-hat < 1.05 is not reached at n ≤ 10⁶ within ε ≤ 2 (one seed each;
+the acceptance 0.28 above the 0.13 of q = 1 is the subsample's variance, which the penalty
+does not correct).
 
 ``--control-variate --warm=1`` (ε₀ = 1, the chain the rest of ε ≤ 2; every run's total
 1.993–1.999 at δ = 1e-6; one seed each; the table per n is in docs/costs.md,
@@ -121,7 +122,7 @@ to the full-data Barker chain's on the same proxy:
   R-hat 1.13, means 1.2–3.9 sd off.
 
 Without the proxy the full-data Barker chain gave 1.7 effective draws per unit ε at n = 10⁵
-(started at the reference); with it, 32–57 at every n ≥ 10⁴.
+(started at the reference); with it, 28–95 (Barker 32–57) at every n ≥ 10⁴.
 """
 
 from __future__ import annotations
