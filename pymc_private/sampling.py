@@ -493,6 +493,7 @@ def _subsampled_advice(
     advice = (
         f"With {chains} chains and tune={tune}, at most {max(0, low - tune)} draws per chain fit"
     )
+    advice += _rate_advice(planned, fits)
     factor = 2.0
     while not fits(scaled(factor)) and factor < 2.0**20:
         factor *= 2
@@ -509,6 +510,39 @@ def _subsampled_advice(
         f"at least {high_factor:.4g} (their noise multiplier z = σ·qT/c: a larger q raises z "
         "too, which helps most where z is below about 1)"
     )
+
+
+def _rate_advice(planned: list[Release], fits) -> str:
+    """Which sampling rate fits at the same σ, T and c, when every subsampled step has one q:
+    z = σq'T/c grows with q' (`pymc_private.dp.subsampling`) and the total falls with it, so
+    the smallest q in (q', 1] that fits is bisected on log q to 10 %."""
+    rates = {r.sampling_rate for r in planned if r.sampling_rate is not None}
+    if len(rates) != 1 or rates == {1.0}:
+        return ""
+    (rate,) = rates
+
+    def at(new_rate: float) -> list[Release]:
+        return [
+            r
+            if r.sampling_rate is None
+            else replace(
+                r,
+                sampling_rate=new_rate,
+                noise_multiplier=r.noise_multiplier * new_rate / rate,
+                epsilon=subsampled_gaussian_epsilon(
+                    new_rate, r.noise_multiplier * new_rate / rate, r.delta
+                ),
+            )
+            for r in planned
+        ]
+
+    if not fits(at(1.0)):
+        return f"; no sampling_rate in ({rate:.4g}, 1] fits at the same noise_scale, T and clip"
+    low, high = rate, 1.0
+    while high / low > 1.1:  # each try computes a Rényi curve (~0.5 s)
+        middle = math.sqrt(low * high)
+        low, high = (low, middle) if fits(at(middle)) else (middle, high)
+    return f"; or sampling_rate ≥ {high:.4g} at the same noise_scale, T and clip"
 
 
 def _released(

@@ -29,6 +29,7 @@ from pymc_private.dp.events import (
 from pymc_private.dp.subsampling import SubsampledGaussianTest, exact_sampling_rate
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 from pymc_private.release import ledger_of
+from pymc_private.sampling import _rate_advice
 
 
 def _core(test: SubsampledGaussianTest):
@@ -398,3 +399,124 @@ def test_a_released_warm_start_and_the_chain_share_one_ledger_and_budget():
                 budget=pmp.Budget((alone + both.epsilon) / 2, delta=1e-6),
             )
     assert pmp.ledger_for(model).releases == warm_start  # refused before any step ran
+
+
+@pytest.fixture(scope="module")
+def rate_model():
+    """Its own data set (ledger), and a step whose q = 0.01 leaves z = σq'T/c = 0.4."""
+    values = np.random.default_rng(2).uniform(-1, 1, size=30)
+    with pm.Model() as model:
+        y_obs = pmp.PrivateData("y_obs", values, bounds=(-1, 1))
+        mu = pm.Normal("mu", 0, 2)
+        pm.Normal("y", mu, 1.0, observed=y_obs)
+    step = pmp.PrivateMetropolis(
+        [mu], clip=0.1, sampling_rate=0.01, noise_scale=4.0, secure=False, model=model
+    )
+    return model, step
+
+
+def test_budget_refusal_names_the_sampling_rate_that_fits(rate_model):
+    """30 draws + 10 tuning × 2 chains at q = 0.01 cost ε ≈ 425 (δ = 1e-6), 2.15 at q = 1;
+    ε falls with q (z grows): the refusal names the smallest q that fits at the same σ, T and
+    c (to 10 %), or that none does."""
+    model, step = rate_model
+
+    with model, pytest.raises(BudgetExceededError) as refused:
+        pmp.sample(30, tune=10, chains=2, step=step, budget=pmp.Budget(3.0, delta=1e-6))
+
+    def total(q: float) -> float:
+        return pmp.PrivateMetropolis.chain_epsilon(
+            80, clip=0.1, sampling_rate=q, noise_scale=4.0, secure=False
+        )
+
+    rate = float(str(refused.value).split("sampling_rate ≥ ")[1].split(" ")[0])
+    assert 0.01 < rate < 1 and total(rate) <= 3.0 < total(rate / 1.1)
+    planned = [step.planned_release(40, chain) for chain in range(2)]
+    none = _rate_advice(planned, lambda releases: False)  # as at a budget of 2 (2.15 at q = 1)
+    assert "no sampling_rate in (0.01, 1] fits" in none
+    assert not pmp.ledger_for(model).releases
+
+
+def test_chain_epsilon_is_what_the_ledger_charges_for_the_chain(rate_model):
+    _, step = rate_model
+    planned = step.planned_release(40, 0)
+    charged = pmp.PrivacyLedger([planned, planned]).composition(1e-6).epsilon
+    chain = pmp.PrivateMetropolis.chain_epsilon(
+        80, clip=0.1, sampling_rate=0.01, noise_scale=4.0, secure=False
+    )
+    assert chain == pytest.approx(charged, rel=1e-6)
+    barker = pmp.PrivateMetropolis.chain_epsilon(80, clip=0.1, temperature=2.0, delta=0.0)
+    assert barker == pytest.approx(80 * pmp.PrivateMetropolis.cost(0.1, 2.0), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"steps": 0},
+        {"steps": True},
+        {"steps": 1.5},
+        {"sampling_rate": 0.0},
+        {"sampling_rate": 1.5},
+        {"noise_scale": -1.0},
+        {"clip": math.nan},
+        {"temperature": 0.5},
+    ],
+)
+def test_chain_epsilon_refuses_invalid_settings(kwargs):
+    settings = {"steps": 10, "clip": 0.1, "sampling_rate": 0.1, "noise_scale": 1.0, **kwargs}
+    steps = settings.pop("steps")
+    with pytest.raises(InvalidPrivacyParameterError):
+        pmp.PrivateMetropolis.chain_epsilon(steps, **settings)
+
+
+def test_analyze_shows_the_subsampled_chain_cost_before_any_data():
+    with pm.Model() as model:
+        y_obs = pmp.PrivateData("y_obs", np.zeros(4), bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 2, lower=-3, upper=3)
+        pm.Normal("y", mu, 1.0, observed=y_obs)
+    shown = repr(pmp.analyze(model))
+    example = subsampled_gaussian_epsilon(0.05, 16.0, 1e-6, count=3000)
+    assert f"q = 0.05: ε ≤ {example:.2f} for 3000 steps" in shown
+    assert "pmp.PrivateMetropolis.chain_epsilon" in shown
+    assert pmp.PrivateMetropolis.chain_epsilon(
+        3000, clip=1 / 320, sampling_rate=0.05, noise_scale=1.0, secure=False
+    ) == pytest.approx(example, rel=0.05)
+
+
+def test_a_public_proxy_leaves_the_step_only_the_residual_ratios():
+    """The control variate of benchmarks/subsampled_mcmc.py: a released quadratic proxy as a
+    public `pm.Potential` (in the prior ratio) and per-record residuals as the observed
+    `pm.CustomDist` (the ratios the step clips and sums)."""
+    rng = np.random.default_rng(4)
+    x = np.column_stack([np.ones(40), rng.uniform(-1, 1, size=40)])
+    y = (rng.random(40) < 0.5).astype(int)
+    beta, kappa, gram, cross = 0.5, 0.23, x.T @ x + 1.0, x.T @ y - 0.5  # released, say
+
+    def residual(value, u):
+        return beta * u + kappa * u**2 / 2 - pm.math.log1pexp(u)
+
+    with pm.Model():
+        x_obs = pmp.PrivateData("x_obs", x, bounds=([1, -1], [1, 1]))
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(0, 1))
+        w = pm.Normal("w", 0, 2, shape=2)
+        pm.Potential("proxy", w @ (cross - beta * gram[:, 0]) - kappa / 2 * w @ gram @ w)
+        pm.CustomDist("y", x_obs @ w, logp=residual, observed=y_obs)
+        step = pmp.PrivateMetropolis(
+            clip=0.01,
+            sampling_rate=0.5,
+            noise_scale=1.0,
+            secure=False,
+            compile_kwargs={"mode": "FAST_COMPILE"},  # no C compiler: one evaluation
+        )
+    w0, w1 = np.array([0.1, 0.4]), np.array([0.11, 0.39])
+    prior_ratio, ratios = step._log_ratio_terms(w1, w0)
+
+    def g(u):
+        return np.logaddexp(0, u) - beta * u - kappa * u**2 / 2
+
+    def proxy(w):
+        return w @ (cross - beta * gram[:, 0]) - kappa / 2 * w @ gram @ w - w @ w / 8
+
+    np.testing.assert_allclose(ratios, g(x @ w0) - g(x @ w1), rtol=1e-9, atol=1e-15)
+    assert float(prior_ratio) == pytest.approx(proxy(w1) - proxy(w0), rel=1e-9)
+    assert np.abs(ratios).max() < 0.05 * np.abs(x @ (w1 - w0)).max()

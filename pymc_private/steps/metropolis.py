@@ -34,6 +34,7 @@ from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of, in_memory_values
 from pymc_private.dp.checks import checked_secure, checked_temperature
 from pymc_private.dp.events import Release
+from pymc_private.dp.ledger import PrivacyLedger
 from pymc_private.dp.mechanisms import (
     LOG_ODDS_BOUND,
     barker_epsilon,
@@ -536,6 +537,44 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             η of assumption (A) (0 with ``clip``).
         """
         return barker_epsilon(sensitivity, temperature, log_likelihood_error)
+
+    @staticmethod
+    def chain_epsilon(
+        steps: int,
+        *,
+        clip: float,
+        sampling_rate: float | None = None,
+        noise_scale: float = 1.0,
+        temperature: float = 1.0,
+        delta: float = 1e-6,
+        secure: bool = True,
+    ) -> float:
+        """The ε at ``delta`` of ``steps`` steps of ``PrivateMetropolis(clip=c, ...)`` (every
+        chain's tuning and draws together), from public quantities only, before any model or
+        data: the ledger's composition of what `pmp.sample` would record. With
+        ``sampling_rate=q`` that is ``steps`` subsampled Gaussian events (q', z = σq'T/c,
+        :ref:`costs-subsampled-metropolis`), whose total depends on σT/c and the length far
+        more than on q (a larger q raises z, which helps most where z is below about 1);
+        without it, ``steps`` pure releases of 2c/T + 2⁻⁴³. ``secure`` as in the step (the
+        secure noise's z comes from OpenDP's map). Invalid arguments raise the step's
+        `InvalidPrivacyParameterError`."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise InvalidPrivacyParameterError(
+                f"steps must be a positive integer (chains × (tune + draws)), got {steps!r}."
+            )
+        temperature = checked_temperature(temperature, "(2L + 8η)/T + 2⁻⁴³ per step")
+        clip = _checked_clip(clip)
+        rate = _checked_sampling_rate(sampling_rate, noise_scale, clip)
+        if rate is None:
+            release = Release(
+                "clipped_barker_metropolis", barker_epsilon(clip, temperature), count=steps
+            )
+        else:
+            test = SubsampledGaussianTest(
+                rate, clip, temperature, float(noise_scale), checked_secure(secure)
+            )
+            release = test.release("subsampled_gaussian_metropolis", steps)
+        return PrivacyLedger([release]).composition(delta).epsilon
 
     def _log_ratio_terms(self, q1: np.ndarray, q0: np.ndarray) -> list[np.ndarray]:
         """[prior ratio, record ratios] of the move from ``q0`` to ``q1`` on the private data
