@@ -516,23 +516,21 @@ def _rate_advice(planned: list[Release], fits) -> str:
     """Which sampling rate fits at the same σ, T and c, when every subsampled step has one q:
     z = σq'T/c grows with q' (`pymc_private.dp.subsampling`) and the total falls with it, so
     the smallest q in (q', 1] that fits is bisected on log q to 10 %."""
-    rates = {r.sampling_rate for r in planned if r.sampling_rate is not None}
+    rates = {r.event.sampling_rate for r in planned if isinstance(r.event, SubsampledGaussianEvent)}
     if len(rates) != 1 or rates == {1.0}:
         return ""
     (rate,) = rates
 
     def at(new_rate: float) -> list[Release]:
         return [
-            r
-            if r.sampling_rate is None
-            else replace(
+            replace(
                 r,
-                sampling_rate=new_rate,
-                noise_multiplier=r.noise_multiplier * new_rate / rate,
-                epsilon=subsampled_gaussian_epsilon(
-                    new_rate, r.noise_multiplier * new_rate / rate, r.delta
+                event=SubsampledGaussianEvent(
+                    new_rate, r.event.noise_multiplier * new_rate / rate, r.delta
                 ),
             )
+            if isinstance(r.event, SubsampledGaussianEvent)
+            else r
             for r in planned
         ]
 

@@ -33,7 +33,7 @@ from pymc_private.analysis import analyze
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of, in_memory_values
 from pymc_private.dp.checks import checked_secure, checked_temperature
-from pymc_private.dp.events import Release
+from pymc_private.dp.events import PureEvent, Release
 from pymc_private.dp.ledger import PrivacyLedger
 from pymc_private.dp.mechanisms import (
     LOG_ODDS_BOUND,
@@ -567,7 +567,9 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         rate = _checked_sampling_rate(sampling_rate, noise_scale, clip)
         if rate is None:
             release = Release(
-                "clipped_barker_metropolis", barker_epsilon(clip, temperature), count=steps
+                "clipped_barker_metropolis",
+                PureEvent(barker_epsilon(clip, temperature)),
+                count=steps,
             )
         else:
             test = SubsampledGaussianTest(
