@@ -85,7 +85,8 @@ from fractions import Fraction
 import numpy as np
 
 from pymc_private.conjugate import ConjugateFamily
-from pymc_private.dp.mechanisms import ceil_float, exact_choice
+from pymc_private.dp.measurements import ceil_float
+from pymc_private.dp.mechanisms import exact_choice
 from pymc_private.errors import UnsupportedModelError, with_article
 from pymc_private.statistics import as_exact
 from pymc_private.support import ParameterSupport

@@ -33,7 +33,7 @@ from pymc_private.conditionals import ConjugateBlock, grid_block, raw_statistics
 from pymc_private.dp.budget import Budget, checked_budget
 from pymc_private.dp.checks import checked_cells, checked_epsilon, checked_rng, checked_secure
 from pymc_private.dp.events import PureEvent, Release
-from pymc_private.dp.mechanisms import ceil_float
+from pymc_private.dp.measurements import ceil_float
 from pymc_private.dp.session import releasing
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.exact import DEFAULT_CELLS, GridBlock

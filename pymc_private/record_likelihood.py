@@ -22,8 +22,8 @@ from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 
 from pymc_private.data import private_data
+from pymc_private.dp.barker import barker_epsilon
 from pymc_private.dp.events import subsampled_gaussian_epsilon
-from pymc_private.dp.mechanisms import barker_epsilon
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.leak_guard import shape_is_public
 
@@ -43,7 +43,7 @@ def clipped_route_note(model: pm.Model) -> str:
     That route needs no bound of L: it needs every free variable continuous and each record's
     log-likelihood on its own (`record_log_likelihood`), which the model's graph decides
     (never its data), so whether the sentence is there reveals nothing private. Its cost is
-    `pymc_private.dp.mechanisms.barker_epsilon` of c at temperature T (what
+    `pymc_private.dp.barker.barker_epsilon` of c at temperature T (what
     `PrivateMetropolis.cost` charges), named in words and at c = T = 1; and the chain cost of
     its Poisson-subsampled variant (`pymc_private.dp.events.subsampled_gaussian_epsilon`) at
     σT/c = 320, a public example.

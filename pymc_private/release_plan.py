@@ -34,7 +34,8 @@ from pymc_private.analysis import PrivacyAnalysis
 from pymc_private.data import exact_statistics, in_memory_values
 from pymc_private.dp import mechanisms
 from pymc_private.dp.events import Release, ZcdpEvent, unit_shift_scale, zcdp_rho
-from pymc_private.dp.mechanisms import RandomState, ceil_float, ceil_sqrt
+from pymc_private.dp.measurements import ceil_float
+from pymc_private.dp.mechanisms import RandomState, ceil_sqrt
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.noise_aware import NoiseLaw
 from pymc_private.records import Placeholder, Source, statistics_pass

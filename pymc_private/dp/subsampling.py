@@ -15,7 +15,7 @@ exact probability of the sampler: a record is kept when a uniform 53-bit integer
 
     Λ̂ = RN(clamp(p + (g/τ)·Σ_{i∈S} m_i, −B, B)),   τ = fl(q'·T),
 
-`pymc_private.dp.mechanisms.barker_log_odds` on the subsample's ratios at temperature τ:
+`pymc_private.dp.barker.barker_log_odds` on the subsample's ratios at temperature τ:
 m_i = rint(clip(r_i, −c, c)/g) ∈ [−2⁵², 2⁵²] on the grid g = c·2⁻⁵², summed exactly. Record j
 adds g·m_j/τ ∈ [−c/τ, c/τ] to the exact value when it is sampled and nothing otherwise; the
 clamp is 1-Lipschitz and the one rounding moves a value of [−B, B] by at most uB = 2⁻⁴⁴. So
@@ -71,9 +71,9 @@ from functools import cached_property
 
 import numpy as np
 
+from pymc_private.dp.barker import ROUNDING_ALLOWANCE, barker_log_odds
 from pymc_private.dp.events import STEP_DELTA, Release, SubsampledGaussianEvent
 from pymc_private.dp.measurements import ceil_float, opendp_gaussian_at
-from pymc_private.dp.mechanisms import ROUNDING_ALLOWANCE, barker_log_odds
 
 __all__ = ["SubsampledGaussianTest", "exact_sampling_rate"]
 

@@ -32,16 +32,12 @@ from pytensor.graph.traversal import graph_inputs
 from pymc_private.analysis import analyze
 from pymc_private.compiling import compiling
 from pymc_private.data import check_private_data, datasets_of, in_memory_values
+from pymc_private.dp.barker import LOG_ODDS_BOUND, barker_epsilon, barker_log_odds
 from pymc_private.dp.checks import checked_secure, checked_temperature
 from pymc_private.dp.events import PureEvent, Release
 from pymc_private.dp.ledger import PrivacyLedger
-from pymc_private.dp.mechanisms import (
-    LOG_ODDS_BOUND,
-    barker_epsilon,
-    barker_log_odds,
-    ceil_float,
-    exact_choice,
-)
+from pymc_private.dp.measurements import ceil_float
+from pymc_private.dp.mechanisms import exact_choice
 from pymc_private.dp.session import PrivatePayload
 from pymc_private.dp.subsampling import SubsampledGaussianTest, exact_sampling_rate
 from pymc_private.errors import (
