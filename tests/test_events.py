@@ -15,6 +15,7 @@ from scipy import stats
 import pymc_private as pmp
 from pymc_private.dp.composition import ACCOUNTANTS, accepts, compose, counts_of, groups_of
 from pymc_private.dp.events import (
+    JOURNAL_EVENTS,
     STEP_DELTA,
     PrivacyEvent,
     PureEvent,
@@ -210,3 +211,22 @@ def test_the_numpy_discrete_gaussian_is_the_discrete_gaussian():
     assert stats.chi2.sf(chi2, support.size - 1) > 1e-3
     rounded = stats.norm.cdf(0.5) - stats.norm.cdf(-0.5)  # P(rint(N(0, 1)) = 0) = 0.383
     assert abs(counts[6] / draws.size - law[6]) < 0.005 < abs(law[6] - rounded)
+
+
+def test_a_journal_line_is_read_as_the_event_whose_own_fields_it_holds():
+    """`Release.from_dict` finds the event type by its journal fields: each type's
+    `fields` are its `journal_fields`, and a line whose fields are no type's is refused."""
+    events = (
+        PureEvent(0.5),
+        ZcdpEvent(0.02, DELTA),
+        UnitShiftGaussianEvent(SIGMA, SHIFTS, RHO, DELTA),
+        SubsampledGaussianEvent(0.01, 2.0),
+    )
+    assert {type(event) for event in events} == set(JOURNAL_EVENTS)
+    for event in events:
+        assert frozenset(event.fields()) == type(event).journal_fields
+        release = Release("m", event, count=3)
+        assert Release.from_dict(release.to_dict()) == release
+    mixed = Release("m", SubsampledGaussianEvent(0.01, 2.0)).to_dict() | {"rho": 0.1}
+    with pytest.raises(InvalidPrivacyParameterError, match="of no event type"):
+        Release.from_dict(mixed)

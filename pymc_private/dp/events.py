@@ -106,6 +106,8 @@ class PrivacyEvent:
     """
 
     neighbouring: ClassVar[str] = "replace-one"
+    journal_fields: ClassVar[frozenset[str]] = frozenset()
+    """The names of `fields`: what identifies the event's type in a journal line."""
     rdp_only: ClassVar[bool] = True
     epsilon: float
     delta: float
@@ -208,6 +210,8 @@ class ZcdpEvent(PrivacyEvent):
     adds α·ρ (and no δ_i) and holds at every δ > 0. No finite ε holds at δ = 0.
     """
 
+    journal_fields: ClassVar[frozenset[str]] = frozenset({"rho"})
+
     rho: float
     delta: float
     epsilon: float | None = None
@@ -242,6 +246,8 @@ class UnitShiftGaussianEvent(PrivacyEvent):
     OpenDP's privacy map gives it at Δ₂ = √K (Canonne, Kamath & Steinke 2020, Theorem 4):
     its Rényi curve α·ρ, which the RDP accountant adds as for a `ZcdpEvent`.
     """
+
+    journal_fields: ClassVar[frozenset[str]] = frozenset({"rho", "sigma", "shifts"})
 
     sigma: float
     shifts: int
@@ -339,6 +345,8 @@ class SubsampledGaussianEvent(PrivacyEvent):
     that pair is not proved here to dominate every replaced pair of terms in [−Δ, Δ], so the
     PLD route refuses this event (`pymc_private.dp.composition`).
     """
+
+    journal_fields: ClassVar[frozenset[str]] = frozenset({"sampling_rate", "noise_multiplier"})
 
     sampling_rate: float
     noise_multiplier: float
@@ -475,26 +483,25 @@ class Release:
 
     @classmethod
     def from_dict(cls, data: dict) -> Release:
-        """The release of `to_dict`'s output, its event read from the fields it holds."""
+        """The release of `to_dict`'s output: its event is the type of `JOURNAL_EVENTS`
+        whose own fields (`PrivacyEvent.fields`) are the ones it holds (a ``rho`` of None
+        counts as absent), built from them and its ε and δ."""
         fields = dict(data)
         epsilon, delta = fields.pop("epsilon", None), fields.pop("delta", 0.0)
-        rho = fields.pop("rho", None)
-        subsampled = fields.pop("sampling_rate", None), fields.pop("noise_multiplier", None)
-        unit_shift = fields.pop("sigma", None), fields.pop("shifts", None)
-        if subsampled != (None, None):
-            if rho is not None:
-                raise InvalidPrivacyParameterError(
-                    "A subsampled Gaussian release states its own (epsilon, delta) with no rho; "
-                    f"got rho={rho!r}."
-                )
-            event = SubsampledGaussianEvent(*subsampled, delta, epsilon)
-        elif unit_shift != (None, None):
-            event = UnitShiftGaussianEvent(*unit_shift, rho, delta, epsilon)
-        elif rho is not None:
-            event = ZcdpEvent(rho, delta, epsilon)
-        else:
-            event = PureEvent(epsilon, delta)
-        return cls(event=event, **fields)
+        names = {name for kind in JOURNAL_EVENTS for name in kind.journal_fields}
+        own = {name: fields.pop(name) for name in sorted(names) if name in fields}
+        own = {name: value for name, value in own.items() if value is not None}
+        for kind in JOURNAL_EVENTS:
+            if kind.journal_fields == frozenset(own):
+                return cls(event=kind(epsilon=epsilon, delta=delta, **own), **fields)
+        raise InvalidPrivacyParameterError(
+            f"A release with the event fields {sorted(own)} is of no event type this version "
+            f"reads ({', '.join(kind.__name__ for kind in JOURNAL_EVENTS)})."
+        )
+
+
+JOURNAL_EVENTS = (PureEvent, ZcdpEvent, UnitShiftGaussianEvent, SubsampledGaussianEvent)
+"""The event types a journal line is read as (`Release.from_dict`), by their own fields."""
 
 
 @lru_cache(maxsize=256)
