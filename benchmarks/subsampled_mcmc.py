@@ -346,6 +346,23 @@ def gaussian_total(q: float, sigma: float, clip: float, before: tuple = ()) -> f
     return composed(test.release("subsampled_gaussian_metropolis", STEPS), before)
 
 
+def timed_chains(step, initvals) -> tuple:
+    """`CHAINS` chains of `TUNE` + `DRAWS` steps of ``step`` under `BUDGET`, and the seconds
+    they took."""
+    started = time.perf_counter()
+    idata = pmp.sample(
+        DRAWS,
+        tune=TUNE,
+        chains=CHAINS,
+        step=step,
+        random_seed=2,
+        budget=BUDGET,
+        progressbar=False,
+        initvals=initvals,
+    )
+    return idata, time.perf_counter() - started
+
+
 def summarise(name: str, idata, epsilon: float, reference: dict, seconds: float) -> float:
     mean = idata.posterior["b"].mean(("chain", "draw")).values
     shift = (mean - reference["mean"]) / reference["sd"]
@@ -396,19 +413,9 @@ def run_control_variates(x: np.ndarray, y: np.ndarray, model: pm.Model, referenc
             step = pmp.PrivateMetropolis(
                 clip=clip, proposal_scale=proxy["scale"], tune=False, secure=False, **kwargs
             )
-            started = time.perf_counter()
-            idata = pmp.sample(
-                DRAWS,
-                tune=TUNE,
-                chains=CHAINS,
-                step=step,
-                random_seed=2,
-                budget=BUDGET,
-                progressbar=False,
-                initvals=start["starts"],
-            )
+            idata, seconds = timed_chains(step, start["starts"])
         epsilon = pmp.privacy_report(idata).ledger.composition(1e-6).epsilon
-        efficiency[name] = summarise(name, idata, epsilon, reference, time.perf_counter() - started)
+        efficiency[name] = summarise(name, idata, epsilon, reference, seconds)
     if "barker cv" in efficiency:
         for name, value in efficiency.items():
             print(f"{name}: ESS/ε = {value / efficiency['barker cv']:.2f} × full-data Barker's")
@@ -457,21 +464,11 @@ def main() -> None:
                 secure=False,
                 **kwargs,
             )
-            started = time.perf_counter()
-            idata = pmp.sample(
-                DRAWS,
-                tune=TUNE,
-                chains=CHAINS,
-                step=step,
-                random_seed=2,
-                budget=BUDGET,
-                progressbar=False,
-                initvals=initvals,
-            )
+            idata, seconds = timed_chains(step, initvals)
         epsilon = pmp.privacy_report(idata).ledger.composition(1e-6).epsilon
         scale = step.proposal_dist.s * step.scaling
         print(f"{name}: clip c = {clip:.4g}, proposal scale {np.round(scale, 4)} at the start")
-        summarise(name, idata, epsilon, reference, time.perf_counter() - started)
+        summarise(name, idata, epsilon, reference, seconds)
 
 
 if __name__ == "__main__":
