@@ -281,11 +281,12 @@ def privatize(
 @route_cost
 class PrivatizeCost(RouteCost):
     """The pay-once route: 0 per draw, every draw on the privatised model being
-    post-processing of the one release `privatize` records (Laplace noise of scale Δ₁/ε)."""
+    post-processing of the one release `privatize` records (Laplace noise of scale Δ₁/ε, or
+    Gaussian noise at δ > 0)."""
 
     name = "privatize"
     formula = "0 per draw"
-    source = "the ε of one Laplace release on s(D), Zhang et al. 2016, Alg. 1"
+    source = "the (ε, δ) of one release of s(D), paid once (Zhang et al. 2016, Alg. 1)"
     row = 3
 
     @classmethod

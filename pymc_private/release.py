@@ -95,6 +95,17 @@ _WHY = {
 }
 
 
+_POST_PROCESSING = (
+    "Selecting, thinning or concatenating released draws is post-processing and costs "
+    "nothing, but this check cannot tell it from other changes: release the fit as a private "
+    "route returned it, or check the change yourself."
+)
+_NOT_PUBLIC = (
+    "an attribute that is not public: its value was not checked by a private route; delete "
+    "it before releasing."
+)
+
+
 def _digest(group: xr.Dataset, attrs: dict | None = None, names=PUBLIC_ATTRS) -> str:
     """SHA-256 of a group's variables and coordinates (names, dims, dtypes, values) and of
     the values of its attributes ``names`` (from ``attrs``, the group's own by default), in a
@@ -174,6 +185,11 @@ def separate_latents(idata: az.InferenceData, names: list[str]) -> az.InferenceD
 
 def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
     """The ledger `pmp.sample` attached to an InferenceData (also after `to_netcdf`)."""
+    if not isinstance(idata, az.InferenceData):
+        raise TypeError(
+            f"ledger_of takes the arviz.InferenceData pmp.sample returned, got "
+            f"{type(idata).__name__}."
+        )
     if LEDGER_ATTR not in idata.attrs:
         raise UnsupportedModelError(
             "This InferenceData carries no privacy ledger: it was not returned by pmp.sample."
@@ -250,10 +266,14 @@ def check_release(idata: az.InferenceData | pd.DataFrame) -> ReleaseCheck:
             continue
         if seal_value != _digest(group):
             findings.append(
-                (name, "changed since a private route sealed it (values, variables or coords).")
+                (
+                    name,
+                    "changed since a private route sealed it (values, variables, coords or "
+                    f"public attributes). {_POST_PROCESSING}",
+                )
             )
         for key in sorted(set(group.attrs) - {SEAL_ATTR, *PUBLIC_ATTRS}):
-            findings.append((f"{name}.attrs[{key!r}]", "an attribute that is not public."))
+            findings.append((f"{name}.attrs[{key!r}]", _NOT_PUBLIC))
     root_seal = idata.attrs.get(SEAL_ATTR)
     if root_seal is None and LEDGER_ATTR in idata.attrs:
         findings.append(("attrs", "a privacy ledger that no private route sealed."))
@@ -262,7 +282,7 @@ def check_release(idata: az.InferenceData | pd.DataFrame) -> ReleaseCheck:
             ("attrs", "the ledger or a public attribute changed since a private route sealed it.")
         )
     for key in sorted(set(idata.attrs) - {SEAL_ATTR, LEDGER_ATTR, *PUBLIC_ATTRS}):
-        findings.append((f"attrs[{key!r}]", "an attribute that is not public."))
+        findings.append((f"attrs[{key!r}]", _NOT_PUBLIC))
     return ReleaseCheck(tuple(findings))
 
 
@@ -276,7 +296,7 @@ def _check_frame(frame: pd.DataFrame) -> ReleaseCheck:
     else:
         findings = []
     for key in sorted(set(frame.attrs) - {SEAL_ATTR, LEDGER_ATTR, POSTERIOR_DRAW_ATTR}, key=str):
-        findings.append((f"attrs[{key!r}]", "an attribute that is not public."))
+        findings.append((f"attrs[{key!r}]", _NOT_PUBLIC))
     return ReleaseCheck(tuple(findings))
 
 

@@ -123,7 +123,9 @@ def plot_privacy(
     ax: plt.Axes | None = None,
     points: int = 25,
 ) -> plt.Axes:
-    """Cumulative ε against the iteration index: each chain, and the total, plain and at δ.
+    """Cumulative ε against the iteration index: each chain's plain sum, the plain sum of
+    all, and the ledger's composition at δ (much below the plain sum for long chains of
+    Gaussian or subsampled steps, whose own ε each holds only at its own δ).
 
     Chains are releases from the same data, so the total composes every chain's draws (and
     whatever was released outside sampling, e.g. privatised statistics, which is the
@@ -186,8 +188,8 @@ def _plot_per_draw(ax, earlier, timelines, length, offset, delta, points) -> Non
         style = _CHAIN_STYLES[k % len(_CHAIN_STYLES)]
         ax.plot(steps, offset + spent, lw=width, ls=style, alpha=0.8, label=f"chain {chain}")
     total = offset + sum(cumulative.values(), np.zeros(length + 1))
-    ax.plot(steps, total, color="k", lw=2, label="total")
-    ax.plot(grid, composed, color="C3", lw=2, ls="--", label=f"total at δ = {delta:g}")
+    ax.plot(steps, total, color="k", lw=2, label="plain sum of ε")
+    ax.plot(grid, composed, color="C3", lw=2, ls="--", label=f"composed at δ = {delta:g}")
     ax.set_xlabel("iteration (tuning included)")
 
 

@@ -301,11 +301,17 @@ def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
     summaries = ["az.summary(idata)"]
     if {worst_rhat, worst_ess} & set(latent.data_vars):
         summaries.append(f"az.summary(idata.{LATENT_GROUP}) for the latent group sizes")
+    found = []
+    if not rhat <= 1.01:  # NaN too: a chain that never moved
+        found.append(f"R-hat up to {rhat:.3f} (`{worst_rhat}`), above PyMC's 1.01")
+    if ess < 100 * chains:
+        found.append(
+            f"bulk effective sample size down to {ess:.0f} (`{worst_ess}`), below PyMC's "
+            f"{100 * chains}"
+        )
     warnings.warn(
-        f"The {chains} released chains of {draws} draws have not mixed: R-hat up to "
-        f"{rhat:.3f} (`{worst_rhat}`), bulk effective sample size down to {ess:.0f} "
-        f"(`{worst_ess}`) (PyMC's thresholds: 1.01 and {100 * chains}). {advice} See "
-        f"{' and '.join(summaries)}.",
+        f"The {chains} released chains of {draws} draws have not mixed: {' and '.join(found)}. "
+        f"{advice} See {' and '.join(summaries)}.",
         ConvergenceWarning,
         stacklevel=3,
     )
@@ -436,11 +442,7 @@ def _check_budget(
         if per_draw == 0:
             raise
         iterations = budget.affordable_count(ledger, per_draw, per_count=chains)
-        affordable = max(0, iterations - tune)
-        advice = (
-            f"With {chains} chains and tune={tune}, at most {counted(affordable, 'draw')} per "
-            "chain fit"
-        )
+        advice = _length_advice(chains, tune, iterations)
         remaining = budget.remaining(ledger)
         if remaining > 0:
             # Dividing every step's per-draw ε by `factor` makes the planned spend fit by
@@ -455,6 +457,19 @@ def _check_budget(
                 else f"; or multiply every step's temperature by at least {factor:.4g}"
             )
         raise BudgetExceededError(f"{refusal} {advice}.") from None
+
+
+def _length_advice(chains: int, tune: int, iterations: int) -> str:
+    """How long the chains may be when ``iterations`` per chain (tuning included) fit."""
+    if iterations < tune:
+        return (
+            f"With {chains} chains, tuning alone does not fit: at most "
+            f"{counted(iterations, 'iteration')} per chain, tuning included (tune={tune})"
+        )
+    return (
+        f"With {chains} chains and tune={tune}, at most {counted(iterations - tune, 'draw')} per "
+        "chain fit"
+    )
 
 
 def _subsampled_advice(
@@ -490,10 +505,7 @@ def _subsampled_advice(
         low, high = (
             (middle, high) if fits([replace(r, count=middle) for r in planned]) else (low, middle)
         )
-    advice = (
-        f"With {chains} chains and tune={tune}, at most {max(0, low - tune)} draws per chain fit"
-    )
-    advice += _rate_advice(planned, fits)
+    advice = _length_advice(chains, tune, low) + _rate_advice(planned, fits)
     factor = 2.0
     while not fits(scaled(factor)) and factor < 2.0**20:
         factor *= 2

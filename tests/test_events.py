@@ -230,3 +230,8 @@ def test_a_journal_line_is_read_as_the_event_whose_own_fields_it_holds():
     mixed = Release("m", SubsampledGaussianEvent(0.01, 2.0)).to_dict() | {"rho": 0.1}
     with pytest.raises(InvalidPrivacyParameterError, match="of no event type"):
         Release.from_dict(mixed)
+
+
+def test_a_release_says_whether_its_noise_was_secure_with_a_boolean():
+    with pytest.raises(TypeError, match="secure must be True or False"):
+        Release("laplace", PureEvent(0.5), secure="yes")

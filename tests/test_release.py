@@ -86,6 +86,19 @@ def test_a_changed_sealed_group_is_caught(regression):
     assert dict(pmp.check_release(changed).findings)["posterior"].startswith("changed")
 
 
+def test_post_processing_and_own_attributes_are_named_with_what_to_do(regression):
+    """Thinning released draws or adding an attribute is not what a private route sealed:
+    the findings say what it is and what to do."""
+    _, idata = regression
+    thinned = idata.sel(draw=slice(0, 100))
+    assert "post-processing" in dict(pmp.check_release(thinned).findings)["posterior"]
+    noted = copy.deepcopy(idata)
+    noted.attrs["analyst"] = "me"
+    assert "delete it" in dict(pmp.check_release(noted).findings)["attrs['analyst']"]
+    with pytest.raises(TypeError, match=r"the arviz\.InferenceData"):
+        pmp.ledger_of({})
+
+
 def test_public_attributes_and_the_ledger_are_sealed_with_their_values(regression, tmp_path):
     """A value written into a public attribute (or an edited ledger) is not what the private
     route released: the seal covers the attributes' values, also after ``to_netcdf``."""

@@ -201,7 +201,7 @@ def test_plot_follows_chains_across_calls():
     final = {line.get_label(): line.get_ydata()[-1] for line in ax.get_lines()}
     assert final["chain 0"] == pytest.approx(0.5 + 2.0 + 2.0)
     assert final["chain 1"] == pytest.approx(0.5 + 2.0)
-    assert final["total"] == pytest.approx(ledger.epsilon())
+    assert final["plain sum of ε"] == pytest.approx(ledger.epsilon())
     assert len(ax.get_lines()[0].get_xdata()) == 31
 
 

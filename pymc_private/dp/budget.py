@@ -123,7 +123,13 @@ class Budget:
         total = compose(groups, self.delta)
         if total.epsilon > self.epsilon:
             spent = ledger.composition(self.delta)
-            planned_sum = rounded(exact_sum(groups_of(counts_of(items))))
+            planned_groups = groups_of(counts_of(items))
+            planned_sum = rounded(exact_sum(planned_groups))
+            count_hint = (
+                ""
+                if has_rdp_only(planned_groups)  # affordable_count plans pure releases only
+                else "; Budget.affordable_count says how many releases fit"
+            )
             raise BudgetExceededError(
                 f"Planned spend ε = {six_digits(planned_sum)} "
                 f"({counted(sum(r.count for r in items), 'release')}) on top of "
@@ -131,8 +137,7 @@ class Budget:
                 f"ε = {six_digits(total.epsilon)} at δ = {six_digits(self.delta)} "
                 f"({total.method}), over the budget ε = {six_digits(self.epsilon)}. Nothing was "
                 "recorded. Plan fewer releases (draws × chains), a smaller per-release ε (a "
-                "higher temperature), or a larger budget; Budget.affordable_count says how many "
-                "releases fit." + self._delta_hint(groups)
+                f"higher temperature), or a larger budget{count_hint}." + self._delta_hint(groups)
             )
         return total
 

@@ -443,6 +443,8 @@ class Release:
             raise InvalidPrivacyParameterError(
                 f"Release count must be a positive integer, got {self.count!r}."
             )
+        if not isinstance(self.secure, bool):
+            raise TypeError(f"Release secure must be True or False, got {self.secure!r}.")
 
     @property
     def epsilon(self) -> float:

@@ -32,6 +32,7 @@ from pymc_private.dp.composition import (
     add_releases,
     compose,
     groups_of,
+    has_rdp_only,
     leaked_delta,
     rounded,
     six_digits,
@@ -615,7 +616,9 @@ class PrivacyLedger:
         per-release ε and δ, the total ``count`` and the ``subtotal`` Σ ε of the group. Total
         rows (``kind="total"``) give the composed ε in ``subtotal`` with its ``delta`` and
         ``method``: the plain sum (at δ = 0, or at the unavoidable δ when some release has
-        δ_i > 0), and the composition at ``delta`` when it is given and gives a smaller ε.
+        δ_i > 0), and the composition at ``delta`` when it is given and gives a smaller ε;
+        with Gaussian or subsampled releases and ``delta`` given, the composition at
+        ``delta`` alone.
         """
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         for release in self.releases:
@@ -639,11 +642,16 @@ class PrivacyLedger:
             row["subtotal"] += Fraction(release.epsilon) * release.count
         table = [{**row, "subtotal": rounded(row["subtotal"])} for row in rows.values()]
         groups = self._groups()
-        totals = [compose(groups, leaked_delta(groups))]
-        if delta is not None:
-            composed = self.composition(delta)
-            if composed.epsilon < totals[0].epsilon:
-                totals.append(composed)
+        if delta is not None and has_rdp_only(groups):
+            # No plain (ε, 0) form: the figure at the releases' own δ would only stand beside
+            # the one asked for, a different ε at a different δ.
+            totals = [self.composition(delta)]
+        else:
+            totals = [compose(groups, leaked_delta(groups))]
+            if delta is not None:
+                composed = self.composition(delta)
+                if composed.epsilon < totals[0].epsilon:
+                    totals.append(composed)
         for total in totals:
             table.append(
                 {
