@@ -71,13 +71,11 @@ def gaussian_measurement(kind: str, sensitivity: float, rho: float):
     Returns ``(measurement, scale, mapped_rho)``; the map is monotone decreasing in the
     scale, so a few `math.nextafter` steps reach it.
     """
-    atom = atom_domain(T="i64") if kind == "int" else atom_domain(T=float, nan=False)
-    space = vector_domain(atom), l2_distance(T=float)
     scale = sensitivity / math.sqrt(2.0 * rho)
-    measurement = measurements.make_gaussian(*space, scale=scale)
+    measurement = opendp_gaussian_at(kind, scale)
     while measurement.map(sensitivity) > rho:
         scale = math.nextafter(scale, math.inf)
-        measurement = measurements.make_gaussian(*space, scale=scale)
+        measurement = opendp_gaussian_at(kind, scale)
     return measurement, scale, float(measurement.map(sensitivity))
 
 
