@@ -43,11 +43,12 @@ def _subsampled_note() -> str:
     """The routes table's footer: a subsampled chain's cost depends on σT/c and its length,
     not on L, with one example computed (the RDP bound of 3000 events (q, z = σqT/c) at
     q = 0.05, σT/c = 320)."""
-    example = subsampled_gaussian_epsilon(0.05, 16.0, 1e-6, count=3000)
+    example = subsampled_gaussian_epsilon(0.05, 0.05 * 320.0, 1e-6, count=3000)
     return (
-        "metropolis with clip=c, sampling_rate=q, noise_scale=σ is charged per chain, not by "
-        f"L: its ε depends on σT/c and the length (σT/c = 320, q = 0.05: ε ≤ {example:.2f} "
-        "for 3000 steps at δ = 1e-6); pmp.PrivateMetropolis.chain_epsilon(steps, clip=c, "
+        "metropolis with clip=c, sampling_rate=q, noise_scale=σ is charged by its length, all "
+        f"chains' steps together, not by L: its ε depends on σT/c and the length (σT/c = 320, "
+        f"q = 0.05: ε ≤ {example:.2f} for 3000 steps in all at δ = 1e-6); "
+        "pmp.PrivateMetropolis.chain_epsilon(steps, clip=c, "
         "sampling_rate=q, noise_scale=σ) gives any setting's before the data"
     )
 

@@ -22,12 +22,9 @@ import numpy as np
 import pymc as pm
 import pytensor.scalar as ps
 import pytensor.scalar.math as psm
-import pytensor.tensor as pt
 from pymc.pytensorf import constant_fold
-from pytensor import graph_replace
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
@@ -51,9 +48,9 @@ from pymc_private.statistics import (
     Interval,
     read_only,
 )
-from pymc_private.support import parameter_support
+from pymc_private.support import parameter_support, public_shape
 
-__all__ = ["GraphReader", "interval_of", "public_shape"]
+__all__ = ["GraphReader", "interval_of"]
 
 
 def interval_of(model: pm.Model, variable: Variable, where: str) -> Interval:
@@ -618,27 +615,6 @@ def _public_array(variable: Variable) -> np.ndarray:
     if isinstance(variable, SharedVariable):
         return np.asarray(variable.get_value())
     return np.asarray(constant_fold([variable])[0])
-
-
-def public_shape(variable: Variable) -> tuple[int, ...]:
-    """A variable's shape from static types, constants and shared dimension lengths (shapes
-    are public: n is public in bounded DP)."""
-    if all(length is not None for length in variable.type.shape):
-        return tuple(int(length) for length in variable.type.shape)
-    [folded] = constant_fold([variable.shape], raise_not_constant=False)
-    if isinstance(folded, Variable):
-        shared = {
-            v: pt.constant(v.get_value())
-            for v in graph_inputs([folded])
-            if isinstance(v, SharedVariable)
-        }
-        [folded] = constant_fold([graph_replace(folded, shared)], raise_not_constant=False)
-    if isinstance(folded, Variable):
-        raise UnsupportedModelError(
-            f"The shape of `{variable}` is not fixed by constants or model dimensions; give "
-            "the parameters a fixed `shape` or `dims`."
-        )
-    return tuple(int(length) for length in np.asarray(folded))
 
 
 def _mul(a: Interval, b: Interval) -> Interval:

@@ -541,7 +541,7 @@ def _positive_semidefinite_gram(analysis: PrivacyAnalysis, out: dict) -> None:
             floor = cross @ np.linalg.pinv(term.covariate_gram) @ cross
             name = specs[SUM_SQUARES].name
             out[name] = np.asarray(max(float(out[name]), floor))
-        if "gram" not in specs:
+        if GRAM not in specs:
             continue
         gram = complete_statistic(specs[GRAM], out[specs[GRAM].name], None)
         p = gram.shape[0]
@@ -567,7 +567,7 @@ def _group_rows(term, specs, out: dict, width: int) -> tuple[np.ndarray, np.ndar
     """The per-group rows u_g = (Σ_g x[, Σ_g y]) of varying intercepts that border the
     ``width``-wide joint Gram matrix, and the public n_g (none: an empty G = 0 block). The
     released sums of an empty group are set to their exact value, 0 (n_g is public)."""
-    if "group_gram" not in specs:
+    if GROUP_GRAM not in specs:
         return np.zeros((0, width)), np.zeros(0)
     sizes = np.asarray(term.public_totals(), dtype=np.float64)
     for kind in (GROUP_GRAM, GROUP_CROSS):

@@ -299,7 +299,10 @@ def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
             "sample more (larger draws= and tune=) until the chains agree."
         )
     summaries = ["az.summary(idata)"]
-    if {worst_rhat, worst_ess} & set(latent.data_vars):
+    named = ({worst_rhat} if not rhat <= 1.01 else set()) | (
+        {worst_ess} if ess < 100 * chains else set()
+    )
+    if named & set(latent.data_vars):
         summaries.append(f"az.summary(idata.{LATENT_GROUP}) for the latent group sizes")
     found = []
     if not rhat <= 1.01:  # NaN too: a chain that never moved
@@ -459,6 +462,24 @@ def _check_budget(
         raise BudgetExceededError(f"{refusal} {advice}.") from None
 
 
+def _subsampled_as(
+    planned: list[Release], factor: float, rate: float | None = None
+) -> list[Release]:
+    """``planned`` with every subsampled step's noise multiplier z times ``factor`` (and its
+    sampling rate ``rate``, when given); other releases as they are."""
+    return [
+        replace(
+            r,
+            event=SubsampledGaussianEvent(
+                rate or r.event.sampling_rate, r.event.noise_multiplier * factor, r.delta
+            ),
+        )
+        if isinstance(r.event, SubsampledGaussianEvent)
+        else r
+        for r in planned
+    ]
+
+
 def _length_advice(chains: int, tune: int, iterations: int) -> str:
     """How long the chains may be when ``iterations`` per chain (tuning included) fit."""
     if iterations < tune:
@@ -487,17 +508,7 @@ def _subsampled_advice(
         return True
 
     def scaled(factor: float) -> list[Release]:
-        return [
-            replace(
-                r,
-                event=SubsampledGaussianEvent(
-                    r.event.sampling_rate, r.event.noise_multiplier * factor, r.delta
-                ),
-            )
-            if isinstance(r.event, SubsampledGaussianEvent)
-            else r
-            for r in planned
-        ]
+        return _subsampled_as(planned, factor)
 
     low, high = 0, planned[0].count
     while high - low > 1:
@@ -534,17 +545,7 @@ def _rate_advice(planned: list[Release], fits) -> str:
     (rate,) = rates
 
     def at(new_rate: float) -> list[Release]:
-        return [
-            replace(
-                r,
-                event=SubsampledGaussianEvent(
-                    new_rate, r.event.noise_multiplier * new_rate / rate, r.delta
-                ),
-            )
-            if isinstance(r.event, SubsampledGaussianEvent)
-            else r
-            for r in planned
-        ]
+        return _subsampled_as(planned, new_rate / rate, new_rate)
 
     if not fits(at(1.0)):
         return f"; no sampling_rate in ({rate:.4g}, 1] fits at the same noise_scale, T and clip"

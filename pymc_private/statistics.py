@@ -127,7 +127,6 @@ class ElementDomain:
 _GRID_LEVELS = 2**25
 _STATISTIC_CAPACITY = 2**62
 _SENSITIVITY_CAPACITY = 2**52
-# Records per block of a float32 count: every partial sum stays an integer below 2²⁴.
 # A float grid must resolve the declared range into at least this many steps.
 _MIN_GRID_STEPS = 2**10
 

@@ -31,7 +31,7 @@ from pytensor.tensor.variable import TensorVariable
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.priors import TruncatedDirichletRV, TruncatedMvNormalRV
 
-__all__ = ["ParameterSupport", "parameter_support", "prior_parameter_graphs"]
+__all__ = ["ParameterSupport", "parameter_support", "prior_parameter_graphs", "public_shape"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,7 +111,7 @@ def _constant_value(variable: Variable) -> np.ndarray | None:
     return None if isinstance(folded, Variable) else np.asarray(folded, dtype=float)
 
 
-def _public_shape(rv: TensorVariable) -> tuple[int, ...]:
+def public_shape(rv: TensorVariable) -> tuple[int, ...]:
     """The shape of ``rv``: static, or folded from constants and model dimension lengths.
 
     Shapes are public (n is public under bounded DP), so shared dimension lengths may be
@@ -129,8 +129,8 @@ def _public_shape(rv: TensorVariable) -> tuple[int, ...]:
         [folded] = constant_fold([graph_replace(folded, shared)], raise_not_constant=False)
     if isinstance(folded, Variable):
         raise UnsupportedModelError(
-            f"The shape of `{rv.name}` is not fixed by constants or model dimensions; give "
-            f"it a fixed `shape` or `dims`."
+            f"The shape of `{rv.name or rv}` is not fixed by constants or model dimensions; "
+            "give it a fixed `shape` or `dims`."
         )
     return tuple(int(length) for length in np.asarray(folded))
 
@@ -206,7 +206,7 @@ def _scalar_support(
             raise _not_public(rv, family)
         lower = np.maximum(lower, truncation_lower)
         upper = np.minimum(upper, truncation_upper)
-    shape = _public_shape(rv)
+    shape = public_shape(rv)
     return ParameterSupport(
         family=family,
         params={
@@ -287,7 +287,7 @@ def prior_parameter_graphs(rv: TensorVariable) -> dict[str, Variable] | None:
 
 def _simplex_support(rv: TensorVariable, op: RandomVariable, node) -> ParameterSupport:
     params = op.dist_params(node)
-    shape = _public_shape(rv)
+    shape = public_shape(rv)
     a = _constant_value(params[0])
     if isinstance(op, TruncatedDirichletRV):
         min_prob_value = _constant_value(params[1])
@@ -308,7 +308,7 @@ def _simplex_support(rv: TensorVariable, op: RandomVariable, node) -> ParameterS
 
 def _vector_support(rv: TensorVariable, op: RandomVariable, node) -> ParameterSupport:
     params = op.dist_params(node)
-    shape = _public_shape(rv)
+    shape = public_shape(rv)
     mu = _constant_value(params[0])
     cov = _constant_value(params[1])
     if isinstance(op, TruncatedMvNormalRV):

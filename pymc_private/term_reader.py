@@ -23,7 +23,7 @@ from pytensor.graph.basic import Constant, Variable
 
 from pymc_private.data import PrivateDataSpec, check_integer_values
 from pymc_private.errors import UnboundedSensitivityError, UnsupportedModelError, with_article
-from pymc_private.graph_reader import GraphReader, public_shape
+from pymc_private.graph_reader import GraphReader
 from pymc_private.leak_guard import strip_casts
 from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.statistics import (
@@ -34,6 +34,7 @@ from pymc_private.statistics import (
     data_grid,
     read_only,
 )
+from pymc_private.support import public_shape
 from pymc_private.supported import FAMILIES, find_family
 
 __all__ = ["TermReader"]

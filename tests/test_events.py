@@ -79,7 +79,11 @@ def _fields(event: PrivacyEvent) -> dict:
 
 def test_events_state_their_epsilon_from_their_parameters_unless_given():
     assert ZcdpEvent(0.02, DELTA).epsilon == zcdp_epsilon(0.02, DELTA)
-    assert ZcdpEvent(0.02, DELTA, 0.5).epsilon == 0.5  # a joint release may state less
+    assert ZcdpEvent(0.02, DELTA, 2.0).epsilon == 2.0  # a larger ε may be stated, not less:
+    with pytest.raises(InvalidPrivacyParameterError, match="for epsilon >= "):
+        ZcdpEvent(0.02, DELTA, 0.5)
+    with pytest.raises(InvalidPrivacyParameterError, match="for epsilon >= "):
+        SubsampledGaussianEvent(0.5, 0.5, DELTA, 1e-6)
     unit_shift = UnitShiftGaussianEvent(SIGMA, SHIFTS, RHO, DELTA)
     assert unit_shift.epsilon == unit_shift_epsilon(SIGMA, SHIFTS, DELTA)
     assert unit_shift.epsilon < zcdp_epsilon(RHO, DELTA)  # the exact profile beats zCDP
@@ -128,13 +132,20 @@ def test_a_unit_shift_release_adds_its_sigma_and_shifts_and_reads_back_exactly(t
     data = json.loads(json.dumps(release.to_dict()))
     assert (data["sigma"], data["shifts"], data["rho"]) == (SIGMA, SHIFTS, RHO)
     assert Release.from_dict(data) == release
-    # An earlier version wrote the same release without them: it reads as a zCDP event stating
-    # the same (ε, δ) and ρ, composed as before; the typed event composes at least as tightly.
-    earlier = Release.from_dict({k: v for k, v in data.items() if k not in ("sigma", "shifts")})
-    assert earlier.event == ZcdpEvent(RHO, DELTA, release.epsilon)
-    typed, untyped = pmp.PrivacyLedger([release]), pmp.PrivacyLedger([earlier])
-    assert typed.composition(DELTA) == untyped.composition(DELTA)
-    assert typed.composition(1e-3).epsilon < untyped.composition(1e-3).epsilon
+    # An earlier version wrote the same release without them (ρ, Δ₂ = √K and the profile's
+    # ε, below the zCDP conversion): σ and K are recovered from ρ and Δ₂, and the line reads
+    # as the same unit-shift event, its ε to rounding; one stating less is refused.
+    earlier_line = {k: v for k, v in data.items() if k not in ("sigma", "shifts")}
+    earlier_line["sensitivity"] = math.sqrt(SHIFTS)
+    earlier = Release.from_dict(earlier_line)
+    assert type(earlier.event) is UnitShiftGaussianEvent and earlier.event.shifts == SHIFTS
+    assert earlier.epsilon == pytest.approx(release.epsilon, rel=1e-4)
+    with pytest.raises(InvalidPrivacyParameterError, match="below its noise's"):
+        Release.from_dict(earlier_line | {"epsilon": 0.9 * release.epsilon})
+    # secure=False drew rounded normals then, which are ρ-zCDP but not the profile's noise
+    assert Release.from_dict(earlier_line | {"secure": False}).event == ZcdpEvent(RHO, DELTA)
+    with pytest.raises(InvalidPrivacyParameterError, match="not a unit-shift release"):
+        Release.from_dict(earlier_line | {"sensitivity": None})
     path = tmp_path / "ledger.jsonl"
     pmp.PrivacyLedger.open(path, budget=pmp.Budget(5.0, DELTA)).record(release)
     assert pmp.PrivacyLedger.open(path).releases == (release,)
@@ -156,7 +167,7 @@ def test_unit_shift_releases_of_one_sigma_compose_by_their_exact_profile():
     dp-accounting's own figure for that pair (the profile pays its truncation and FFT
     margins on top)."""
     event = UnitShiftGaussianEvent(SIGMA, SHIFTS, RHO, DELTA)
-    same_as_zcdp = ZcdpEvent(RHO, DELTA, event.epsilon)  # what an earlier journal reads as
+    same_as_zcdp = ZcdpEvent(RHO, DELTA)  # its noise as a zCDP release, composed by ρ
     for count, delta in ((1, 1e-3), (1, 1e-9), (3, DELTA), (3, 1e-4)):
         total = pmp.PrivacyLedger([Release("dg", event, count=count)]).composition(delta)
         assert total.method == "profile"

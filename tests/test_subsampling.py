@@ -143,14 +143,14 @@ def test_ledger_total_matches_dp_accounting_on_the_same_events(q, z):
 def test_subsampled_steps_compose_with_pure_and_zcdp_releases_by_their_curves():
     step = Release("subsampled_gaussian_metropolis", SubsampledGaussianEvent(0.1, 4.0), count=500)
     laplace = Release("laplace", PureEvent(0.3))
-    gaussian = Release("gaussian", ZcdpEvent(0.01, 1e-7, 0.5))
+    gaussian = Release("gaussian", ZcdpEvent(0.01, 1e-7))
     ledger = pmp.PrivacyLedger([step, laplace, gaussian])
     total = ledger.composition(1e-6)
     orders = SUBSAMPLED_RDP_ORDERS
     curve = (
         500 * SubsampledGaussianEvent(0.1, 4.0).rdp(orders)
         + PureEvent(0.3).rdp(orders)
-        + ZcdpEvent(0.01, 1e-7, 0.5).rdp(orders)
+        + ZcdpEvent(0.01, 1e-7).rdp(orders)
     )
     expected = rdp_privacy_accountant.compute_epsilon(orders, curve, 1e-6)[0]
     assert total.method == "rdp" and total.epsilon == pytest.approx(expected, rel=1e-9)
@@ -162,7 +162,7 @@ def test_subsampled_steps_compose_with_pure_and_zcdp_releases_by_their_curves():
 def test_a_subsampled_release_survives_json_and_the_journal_file(tmp_path):
     release = Release(
         "subsampled_gaussian_metropolis",
-        SubsampledGaussianEvent(0.02, 3.0, STEP_DELTA, 0.5),
+        SubsampledGaussianEvent(0.02, 3.0, STEP_DELTA),
         count=7,
     )
     ledger = pmp.PrivacyLedger([release])

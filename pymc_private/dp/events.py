@@ -40,6 +40,7 @@ from dp_accounting.pld import privacy_loss_distribution
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.special import expit
 
+from pymc_private.dp.measurements import ceil_float
 from pymc_private.errors import InvalidPrivacyParameterError
 
 __all__ = [
@@ -82,6 +83,19 @@ SUBSAMPLED_RDP_ORDERS = np.concatenate(
 STEP_DELTA = 1e-10
 """δ_i at which a `SubsampledGaussianEvent` release states its own (ε_i, δ_i) (the plain sum
 reads it; the ledger composes the event's Rényi curve)."""
+
+
+def _stated(stated: float | None, least: float, what: str) -> float:
+    """The ε an event states at its δ: ``least``, its own bound there, unless a larger ε is
+    given. A smaller one is refused: the plain sum reads it, and every accountant's figure
+    must describe the same noise."""
+    epsilon = least if stated is None else stated
+    if not epsilon >= least:
+        raise InvalidPrivacyParameterError(
+            f"A release of {what} is (epsilon, delta)-DP at its delta for epsilon >= "
+            f"{least!r} only; got epsilon={stated!r}."
+        )
+    return _checked_epsilon(epsilon)
 
 
 class PrivacyEvent:
@@ -203,8 +217,8 @@ def _checked_own_delta(delta, what: str, use: str) -> float:
 class ZcdpEvent(PrivacyEvent):
     """A ρ-zCDP release: Rényi DP α·ρ at every order α > 1 (Bun & Steinke 2016, Def. 1.1),
     e.g. the (discrete) Gaussian mechanism with ρ = Δ₂²/(2σ²) (Canonne, Kamath & Steinke
-    2020, Theorem 4), stating its own (ε, δ): ``epsilon`` = `zcdp_epsilon` (ρ, δ) unless
-    given (a joint release may state less, from a tighter bound).
+    2020, Theorem 4), stating its own (ε, δ): ``epsilon`` = `zcdp_epsilon` (ρ, δ), or a
+    larger ε if given (never a smaller one: the plain sum reads it).
 
     The plain sum reads that (ε, δ), which holds wherever δ ≥ 1 − Π(1 − δ_i); the RDP route
     adds α·ρ (and no δ_i) and holds at every δ > 0. No finite ε holds at δ = 0.
@@ -222,8 +236,8 @@ class ZcdpEvent(PrivacyEvent):
             self.delta, "zCDP release (rho given)", "epsilon=zcdp_epsilon(rho, delta)"
         )
         object.__setattr__(self, "delta", delta)
-        epsilon = zcdp_epsilon(self.rho, delta) if self.epsilon is None else self.epsilon
-        object.__setattr__(self, "epsilon", _checked_epsilon(epsilon))
+        least = zcdp_epsilon(self.rho, delta)
+        object.__setattr__(self, "epsilon", _stated(self.epsilon, least, f"rho={self.rho!r}"))
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
         """The Rényi DP curve at ``orders``: α·ρ."""
@@ -282,22 +296,15 @@ class UnitShiftGaussianEvent(PrivacyEvent):
                 f"A unit-shift Gaussian release's rho must be K/(2 sigma^2) = {float(least)!r} "
                 f"(rounded up), got rho={self.rho!r} for sigma={self.sigma!r}, K={self.shifts}."
             )
-        object.__setattr__(self, "rho", max(self.rho, _rounded_up(least)))
+        object.__setattr__(self, "rho", max(self.rho, ceil_float(least)))
         delta = _checked_own_delta(
             self.delta,
             "unit-shift Gaussian release",
             "epsilon=unit_shift_epsilon(sigma, shifts, delta)",
         )
         object.__setattr__(self, "delta", delta)
-        least_epsilon = self.epsilon_at(delta)
-        epsilon = least_epsilon if self.epsilon is None else self.epsilon
-        if not epsilon >= least_epsilon:
-            raise InvalidPrivacyParameterError(
-                f"A unit-shift Gaussian release of sigma={self.sigma!r}, K={self.shifts} is "
-                f"(epsilon, delta)-DP at delta={delta!r} for epsilon >= {least_epsilon!r} "
-                f"only; got epsilon={self.epsilon!r}."
-            )
-        object.__setattr__(self, "epsilon", _checked_epsilon(epsilon))
+        what = f"sigma={self.sigma!r}, K={self.shifts}"
+        object.__setattr__(self, "epsilon", _stated(self.epsilon, self.epsilon_at(delta), what))
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
         """The Rényi DP curve at ``orders``: α·ρ."""
@@ -363,11 +370,9 @@ class SubsampledGaussianEvent(PrivacyEvent):
             "epsilon=subsampled_gaussian_epsilon(q, z, delta)",
         )
         object.__setattr__(self, "delta", delta)
-        if self.epsilon is None:
-            epsilon = subsampled_gaussian_epsilon(self.sampling_rate, self.noise_multiplier, delta)
-        else:
-            epsilon = self.epsilon
-        object.__setattr__(self, "epsilon", _checked_epsilon(epsilon))
+        least = subsampled_gaussian_epsilon(self.sampling_rate, self.noise_multiplier, delta)
+        what = f"q={self.sampling_rate!r}, z={self.noise_multiplier!r}"
+        object.__setattr__(self, "epsilon", _stated(self.epsilon, least, what))
 
     @property
     def add_remove_event(self) -> dp_event.PoissonSampledDpEvent:
@@ -493,6 +498,14 @@ class Release:
         names = {name for kind in JOURNAL_EVENTS for name in kind.journal_fields}
         own = {name: fields.pop(name) for name in sorted(names) if name in fields}
         own = {name: value for name, value in own.items() if value is not None}
+        rho = own.get("rho")
+        if set(own) == {"rho"} and epsilon is not None and epsilon < zcdp_epsilon(rho, delta):
+            event = (
+                _earlier_unit_shift(rho, delta, epsilon, fields.get("sensitivity"))
+                if fields.get("secure", True)
+                else ZcdpEvent(rho, delta)  # rounded normals then: ρ-zCDP, not the profile
+            )
+            return cls(event=event, **fields)
         for kind in JOURNAL_EVENTS:
             if kind.journal_fields == frozenset(own):
                 return cls(event=kind(epsilon=epsilon, delta=delta, **own), **fields)
@@ -500,6 +513,34 @@ class Release:
             f"A release with the event fields {sorted(own)} is of no event type this version "
             f"reads ({', '.join(kind.__name__ for kind in JOURNAL_EVENTS)})."
         )
+
+
+def _earlier_unit_shift(rho: float, delta: float, epsilon: float, sensitivity) -> PrivacyEvent:
+    """A unit-shift release as journals before `UnitShiftGaussianEvent` wrote it: ρ, the
+    sensitivity Δ₂ = `ceil_sqrt` (K) and the exact profile's ε (below the zCDP conversion),
+    without σ and K. They are recovered, K = round(Δ₂²) and σ = Δ₂/√(2ρ) (ρ is OpenDP's map,
+    rounded up, so this σ is at most the one drawn with, up to rounding). The line reads as
+    that event, charged its own ε at the recovered σ (a sound figure for the noise drawn),
+    when the ε it states is within 10⁻³ of it (the profile's loss grid makes ulps of σ move
+    it by about 10⁻⁵); a line stating less is refused."""
+    if (
+        isinstance(sensitivity, bool)
+        or not isinstance(sensitivity, int | float)
+        or not sensitivity >= 1
+    ):
+        raise InvalidPrivacyParameterError(
+            f"A zCDP release states epsilon={epsilon!r} below the conversion of its "
+            f"rho={rho!r}, and is not a unit-shift release (sensitivity={sensitivity!r})."
+        )
+    event = UnitShiftGaussianEvent(
+        sensitivity / math.sqrt(2.0 * rho), round(sensitivity**2), rho, delta
+    )
+    if not event.epsilon <= epsilon * (1 + 1e-3):
+        raise InvalidPrivacyParameterError(
+            f"A unit-shift release states epsilon={epsilon!r}, below its noise's "
+            f"{event.epsilon!r} at delta={delta!r}."
+        )
+    return event
 
 
 JOURNAL_EVENTS = (PureEvent, ZcdpEvent, UnitShiftGaussianEvent, SubsampledGaussianEvent)
@@ -637,12 +678,6 @@ _UNIT_SHIFT_MAX_LOSS = 4e6 * _UNIT_SHIFT_PLD_GRID
 # `unit_shift_scale` stops its bisection when the bracket is this narrow (relative): the
 # scale it returns is then at most this fraction above the smallest one the PLD allows.
 _UNIT_SHIFT_SCALE_TOLERANCE = 1e-3
-
-
-def _rounded_up(exact: Fraction) -> float:
-    """The smallest float ≥ ``exact``."""
-    value = float(exact)
-    return value if Fraction(value) >= exact else math.nextafter(value, math.inf)
 
 
 @lru_cache(maxsize=1024)

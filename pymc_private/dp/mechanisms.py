@@ -647,7 +647,9 @@ class UnitShiftGaussianMechanism(Mechanism):
     @property
     def note(self) -> str:
         source = (
-            "OpenDP make_gaussian (int), exact sampler" if self.secure else "numpy normal rounded"
+            "OpenDP make_gaussian (int), exact sampler"
+            if self.secure
+            else "numpy discrete Gaussian (CKS 2020, Algorithm 3)"
         )
         return (
             f"{source}, scale={self.sigma!r}: one record moves at most {self.shifts} cells by 1; "

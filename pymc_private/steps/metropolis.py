@@ -560,6 +560,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             )
         temperature = checked_temperature(temperature, "(2L + 8η)/T + 2⁻⁴³ per step")
         clip = _checked_clip(clip)
+        secure = checked_secure(secure)
         rate = _checked_sampling_rate(sampling_rate, noise_scale, clip)
         if rate is None:
             release = Release(
@@ -568,9 +569,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
                 count=steps,
             )
         else:
-            test = SubsampledGaussianTest(
-                rate, clip, temperature, float(noise_scale), checked_secure(secure)
-            )
+            test = SubsampledGaussianTest(rate, clip, temperature, float(noise_scale), secure)
             release = test.release("subsampled_gaussian_metropolis", steps)
         return PrivacyLedger([release]).composition(delta).epsilon
 
