@@ -237,10 +237,6 @@ class PosteriorSamplingCost(RouteCost):
     source = "Dimitrakakis et al. 2017, Theorem 8"
     row = 0
 
-    @classmethod
-    def epsilon(cls, analysis, temperature, blocks):
-        return tempered_epsilon(analysis.record_lipschitz, temperature)
-
 
 def _independent_draws(
     analysis: PrivacyAnalysis,

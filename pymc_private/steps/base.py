@@ -81,8 +81,10 @@ class RouteCost:
         cls, analysis: PrivacyAnalysis, temperature: float, blocks: Sequence[Sequence] | None
     ) -> float:
         """The ε of one draw at temperature T ≥ 1 (already checked); ``blocks``: the Gibbs
-        blocks, None for one block per free variable."""
-        raise NotImplementedError
+        blocks, None for one block per free variable. By default 2L/T, `tempered_epsilon`
+        of the record's L: one exact draw or Barker choice whose log-weights one record
+        moves by at most 2L/T."""
+        return tempered_epsilon(analysis.record_lipschitz, temperature)
 
 
 _ROUTE_COSTS: dict[str, type[RouteCost]] = {}

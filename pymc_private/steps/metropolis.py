@@ -54,7 +54,7 @@ from pymc_private.record_likelihood import (
     record_log_likelihood,
     split_logp,
 )
-from pymc_private.steps.base import PrivateStep, RouteCost, route_cost, tempered_epsilon
+from pymc_private.steps.base import PrivateStep, RouteCost, route_cost
 
 __all__ = [
     "LOG_LIKELIHOOD_ERROR",
@@ -833,7 +833,3 @@ class MetropolisCost(RouteCost):
     formula = "2L/T"
     source = "Barker acceptance; docs: Mechanisms and their costs"
     row = 2
-
-    @classmethod
-    def epsilon(cls, analysis, temperature, blocks):
-        return tempered_epsilon(analysis.record_lipschitz, temperature)
