@@ -310,24 +310,24 @@ def control_model(x: np.ndarray, y: np.ndarray, proxy: dict) -> pm.Model:
     return model
 
 
-def largest_clip(total) -> float:
-    """The largest clip c (to 1 %) whose run (warm start included) composes to ε ≤ 2 at
-    δ = 1e-6."""
-    low, high = 1e-6, 1.0
+def _fitting(total, low: float, high: float, *, grows: bool) -> float:
+    """The largest value in [low, high] (to 1 %) whose run (warm start included) composes to
+    ε ≤ 2 at δ = 1e-6 when ``total`` grows with the value, the smallest when it falls."""
     while high / low > 1.01:
         middle = (low * high) ** 0.5
-        low, high = (middle, high) if total(middle) <= 2.0 else (low, middle)
-    return low
+        fits = total(middle) <= 2.0
+        low, high = (middle, high) if fits == grows else (low, middle)
+    return low if grows else high
+
+
+def largest_clip(total) -> float:
+    """The largest clip c (to 1 %) that fits ε ≤ 2 (`_fitting`)."""
+    return _fitting(total, 1e-6, 1.0, grows=True)
 
 
 def smallest_noise(total) -> float:
-    """The smallest σ (to 1 %) whose run (warm start included) composes to ε ≤ 2 at
-    δ = 1e-6."""
-    low, high = 1e-3, 100.0
-    while high / low > 1.01:
-        middle = (low * high) ** 0.5
-        low, high = (low, middle) if total(middle) <= 2.0 else (middle, high)
-    return high
+    """The smallest σ (to 1 %) that fits ε ≤ 2 (`_fitting`)."""
+    return _fitting(total, 1e-3, 100.0, grows=False)
 
 
 def composed(chain: pmp.Release, before: tuple) -> float:

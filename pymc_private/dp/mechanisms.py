@@ -439,6 +439,7 @@ class LaplaceMechanism(Mechanism):
     secure: bool = True
     name: ClassVar[str] = "laplace"
     _kind: ClassVar[str] = "float"
+    _values: ClassVar[str] = "values"
 
     def __post_init__(self) -> None:
         epsilon, sensitivity, secure = checked_mechanism_arguments(
@@ -474,15 +475,21 @@ class LaplaceMechanism(Mechanism):
     def __call__(
         self, values, *, rng: RandomState = None, statistic: str | None = None
     ) -> tuple[np.ndarray, Release]:
-        """``values`` plus the noise, in their shape (float64), and the release."""
+        """``values`` plus the noise, in their shape (float64; int64 for the discrete
+        mechanism), and the release."""
         check_noise_rng(rng)
-        values = checked_values("values", values, integer=False).astype(np.float64)
+        dtype = np.int64 if self._integer else np.float64
+        values = checked_values(self._values, values, integer=self._integer).astype(dtype)
         measurement, scale, _ = self._noise
         if self.secure:
-            noisy = np.asarray(measurement(values.ravel().tolist()), dtype=values.dtype)
+            noisy = np.asarray(measurement(values.ravel().tolist()), dtype=dtype)
         else:
-            noisy = np.random.default_rng(rng).laplace(loc=values, scale=scale)
-        return np.asarray(noisy, dtype=np.float64).reshape(values.shape), self.release(statistic)
+            noisy = self._numpy_noisy(np.random.default_rng(rng), values, scale)
+        return noisy.reshape(values.shape), self.release(statistic)
+
+    @staticmethod
+    def _numpy_noisy(generator: np.random.Generator, values: np.ndarray, scale: float):
+        return np.asarray(generator.laplace(loc=values, scale=scale), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -494,6 +501,7 @@ class DiscreteLaplaceMechanism(LaplaceMechanism):
 
     name: ClassVar[str] = "discrete_laplace"
     _kind: ClassVar[str] = "int"
+    _values: ClassVar[str] = "counts"
 
     @property
     def note(self) -> str:
@@ -502,24 +510,9 @@ class DiscreteLaplaceMechanism(LaplaceMechanism):
             return f"OpenDP make_laplace (integer), scale={scale!r}, exact CKS20 sampler"
         return f"numpy difference of geometrics, scale={scale!r}"
 
-    def __call__(
-        self, counts, *, rng: RandomState = None, statistic: str | None = None
-    ) -> tuple[np.ndarray, Release]:
-        """``counts`` plus the noise, in their shape (int64), and the release."""
-        check_noise_rng(rng)
-        counts = checked_values("counts", counts, integer=True).astype(np.int64)
-        measurement, scale, _ = self._noise
-        if self.secure:
-            noisy = np.asarray(measurement(counts.ravel().tolist()), dtype=counts.dtype)
-            noisy = noisy.reshape(counts.shape)
-        else:
-            generator = np.random.default_rng(rng)
-            success = -math.expm1(-1.0 / scale)
-            noise = generator.geometric(success, size=counts.shape) - generator.geometric(
-                success, size=counts.shape
-            )
-            noisy = (counts + noise).astype(np.int64)
-        return noisy, self.release(statistic)
+    @staticmethod
+    def _numpy_noisy(generator: np.random.Generator, values: np.ndarray, scale: float):
+        return (values + numpy_discrete_laplace(generator, scale, values.shape)).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -685,6 +678,14 @@ class UnitShiftGaussianMechanism(Mechanism):
         return noisy, release
 
 
+def numpy_discrete_laplace(generator: np.random.Generator, scale: float, shape) -> np.ndarray:
+    """Draws of the discrete Laplace law P(y) ∝ e^{−|y|/scale} on numpy's floating-point
+    generator (not secure): the difference of two geometric counts of success probability
+    1 − e^{−1/scale}."""
+    success = -math.expm1(-1.0 / scale)
+    return generator.geometric(success, size=shape) - generator.geometric(success, size=shape)
+
+
 def numpy_discrete_gaussian(generator: np.random.Generator, sigma: float, shape) -> np.ndarray:
     """Draws of N_ℤ(0, σ²) by Canonne, Kamath & Steinke 2020, Algorithm 3, on numpy's
     floating-point generator (not secure): Y from the discrete Laplace of scale t = ⌊σ⌋ + 1
@@ -692,13 +693,10 @@ def numpy_discrete_gaussian(generator: np.random.Generator, sigma: float, shape)
     probability exp(−(|Y| − σ²/t)²/(2σ²)), until every draw is kept."""
     size = math.prod(shape)
     scale = math.floor(sigma) + 1
-    success = -math.expm1(-1.0 / scale)
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)
     while pending.size:
-        draws = generator.geometric(success, pending.size) - generator.geometric(
-            success, pending.size
-        )
+        draws = numpy_discrete_laplace(generator, scale, pending.size)
         kept = generator.random(pending.size) < np.exp(
             -((np.abs(draws) - sigma**2 / scale) ** 2) / (2.0 * sigma**2)
         )
