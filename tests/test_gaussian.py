@@ -35,7 +35,12 @@ from pymc_private.dp.events import (
     zcdp_epsilon,
     zcdp_rho,
 )
-from pymc_private.dp.mechanisms import ceil_sqrt, discrete_gaussian, gaussian
+from pymc_private.dp.mechanisms import (
+    UnitShiftGaussianMechanism,
+    ceil_sqrt,
+    discrete_gaussian,
+    gaussian,
+)
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.priors import (
@@ -185,17 +190,48 @@ def test_unit_shift_profile_at_small_delta_pays_a_margin_for_the_fft_error(sigma
 
 
 def _unit_shift_mechanism(shifts: int, scale_factor: float, epsilon: float):
-    """The privatize release of K count cells, on the pair that moves every cell by 1,
-    seen through the sum of the cells (the pair's likelihood ratio depends on nothing else);
-    ``scale_factor`` < 1 under-noises it."""
+    """The privatize release of K count cells (`UnitShiftGaussianMechanism` as it runs with
+    numpy noise), on the pair that moves every cell by 1, seen through the sum of the cells
+    (the pair's likelihood ratio depends on nothing else); ``scale_factor`` < 1 under-noises
+    it."""
     sigma = unit_shift_scale(epsilon, AUDIT_DELTA, shifts)
+    drawn = UnitShiftGaussianMechanism(scale_factor * sigma, shifts, AUDIT_DELTA, secure=False)
 
     def mechanism(which, rng, size):
         counts = np.full((size, shifts), 5 + which, dtype=np.int64)
-        noise = np.rint(rng.normal(0.0, scale_factor * sigma, counts.shape)).astype(np.int64)
-        return (counts + noise).sum(axis=1)
+        noisy, _ = drawn({"counts": counts}, rng=rng)
+        return noisy["counts"].sum(axis=1)
 
     return mechanism, unit_shift_epsilon(sigma, shifts, AUDIT_DELTA)
+
+
+def test_audit_two_unit_shift_releases_against_the_profile_accountant():
+    """Two releases of one count (σ = 0.5, K = 1) on the worst pair 0 against 1, composed by
+    the ledger's exact profile (`composition` 'profile'), audited with the likelihood-ratio
+    event of the pair at that ε; the same mechanism at half the noise is caught. (Rounded
+    normals, which secure=False drew before, gave ε ≥ 4.77 against the 3.99 recorded.)"""
+    sigma, delta = 0.5, 0.182
+    claimed = UnitShiftGaussianMechanism(sigma, 1, 1e-6, secure=False)
+    total = PrivacyLedger([claimed.release(), claimed.release()]).composition(delta)
+    assert total.method == "profile"
+    support = np.arange(-30, 31)
+    law = np.exp(-(support**2) / (2 * sigma**2))
+    law /= law.sum()
+    pair = np.outer(law, law) > math.exp(total.epsilon) * np.outer(np.roll(law, 1), np.roll(law, 1))
+    event = {(int(a), int(b)) for a, b in zip(*np.nonzero(pair), strict=True)}
+
+    def runs(drawn):
+        def mechanism(which, rng, size):
+            noisy, _ = drawn({"c": np.full((size, 2), which)}, rng=rng)
+            return noisy["c"]
+
+        return mechanism
+
+    audit = dict(n=200_000, vectorized=True, delta=delta, random_seed=11)
+    audit["event"] = lambda o: (int(o[0]) + 30, int(o[1]) + 30) in event
+    assert epsilon_lower_bound(runs(claimed), 0, 1, **audit).epsilon_lower_bound <= total.epsilon
+    half = UnitShiftGaussianMechanism(sigma / 2, 1, 1e-6, secure=False)
+    assert epsilon_lower_bound(runs(half), 0, 1, **audit).epsilon_lower_bound > total.epsilon
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
