@@ -85,6 +85,9 @@ class LikelihoodTerm:
         XᵀX of public covariates (`ParameterTerm.covariate_values`) on their grid, in natural
         units from the exact integer MᵀM: public, so not released, and read by a regression's
         posterior in place of a released Gram matrix. None for `PrivateData` covariates.
+    covariate_rows
+        The public covariates on their grid, q·M (one row per record, read-only): what the
+        released Xᵀy is computed from, gridded once. None for `PrivateData` covariates.
     per_record_constants
         The constant (public) parameters that take a value per record: the node then has no
         sufficient statistics.
@@ -104,6 +107,7 @@ class LikelihoodTerm:
     grid: DataGrid | None = None
     covariate_grid: DataGrid | None = None
     covariate_gram: np.ndarray | None = None
+    covariate_rows: np.ndarray | None = None
     per_record_constants: tuple[str, ...] = ()
 
     @property

@@ -566,9 +566,7 @@ class _GeneralizedLinear:
         """Public covariates: the sums over records are taken exactly, on the gridded rows
         V = q·M the released Xᵀy is computed from: E[Xᵀy | w] = Vᵀλ(Vw) and Cov[Xᵀy | w] =
         Vᵀ diag(λ′(Vw)) V (no law of x is assumed, and there is no Gram noise)."""
-        grid = term.covariate_grid
-        rows = grid.quantize(term.parameters[self.linear_parameter].covariate_values)
-        rows = rows.astype(np.float64) * grid.quantum
+        rows = term.covariate_rows
         if isinstance(w, pt.TensorVariable):
             level, slope = self._mean_and_slope(pt.dot(rows, w))
             return pt.dot(level, rows), pt.dot(rows.T * slope, rows)

@@ -127,11 +127,12 @@ class TermReader(GraphReader):
                 index = self.specs[group_by]
                 group_domain = ElementDomain(float(index.lower), float(index.upper), True)
         linear = [p for p in parameters.values() if p.covariates is not None]
-        covariate_grid = covariate_gram = None
+        covariate_grid = covariate_gram = covariate_rows = None
         if linear and linear[0].covariate_values is not None:
             covariate_grid = _public_grid(linear[0].covariate_values, spec.n)
             m = covariate_grid.quantize(linear[0].covariate_values)
             covariate_gram = read_only((m.T @ m).astype(np.float64) * covariate_grid.quantum**2)
+            covariate_rows = read_only(m.astype(np.float64) * covariate_grid.quantum)
         elif linear:
             covariate_grid = _grid(self.specs[linear[0].covariates])
         term = LikelihoodTerm(
@@ -150,6 +151,7 @@ class TermReader(GraphReader):
             grid=_grid(spec, integer=spec.integer or support.integer),
             covariate_grid=covariate_grid,
             covariate_gram=covariate_gram,
+            covariate_rows=covariate_rows,
             per_record_constants=per_record,
         )
         if not math.isfinite(term.lipschitz()):
