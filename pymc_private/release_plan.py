@@ -382,11 +382,10 @@ class UnitShiftPlan:
     noise at ε = 1, δ = 10⁻⁶.
 
     ``secure=True`` draws with OpenDP's ``make_gaussian`` on integer vectors at scale σ (the
-    exact sampler of Canonne, Kamath & Steinke 2020); ``secure=False`` rounds numpy normals of
-    sd σ, marked not secure: the rounded continuous Gaussian is not the discrete one, and its
-    profile is not proved here (it stayed below δ in every case computed in review; the
-    unrounded continuous Gaussian at σ does not), so only the secure release carries the
-    claim.
+    exact sampler of Canonne, Kamath & Steinke 2020); ``secure=False`` runs the same
+    algorithm on numpy's floating-point generator (`UnitShiftGaussianMechanism`), marked not
+    secure. Rounded normals, which it drew before, are not the discrete Gaussian and exceed
+    its profile at small σ.
 
     Attributes
     ----------
