@@ -134,7 +134,9 @@ ACCOUNTANTS: dict[str, tuple[type[PrivacyEvent], ...]] = {
 bound may differ). The plain sum reads every event's own (ε_i, δ_i); the PLD a randomized-
 response worst case of a pure event's (ε_i, δ_i) only (a dominating pair of the others' is not
 used here); the profile the unit-shift discrete Gaussian's exact privacy profile, of events
-of one σ; the RDP accountant every event's Rényi curve and the δ it pays apart."""
+of one σ; the RDP accountant every event's Rényi curve and the δ it pays apart. The sum and
+the RDP accountant read every type a ledger takes (`refuse_unknown` refuses the rest before
+any composition), so `compose` asks `accepts` of the PLD and the profile only."""
 
 
 class Composition(NamedTuple):
@@ -231,9 +233,10 @@ def accepts(accountant: str, groups: Groups) -> bool:
 
 
 def refuse_unknown(groups: Groups) -> None:
-    """Raise `UnsupportedEventError` when an event of ``groups`` is of a type no accountant
-    reads: a ledger records no such release and a budget checks none."""
-    known = {kind for kinds in ACCOUNTANTS.values() for kind in kinds}
+    """Raise `UnsupportedEventError` when an event of ``groups`` is of a type that the plain
+    sum and the RDP accountant do not both read (every composition asks both): a ledger
+    records no such release and a budget checks none."""
+    known = set(ACCOUNTANTS["sum"]) & set(ACCOUNTANTS["rdp"])
     unknown = sorted({type(event).__name__ for event, _ in groups if type(event) not in known})
     if unknown:
         raise UnsupportedEventError(
@@ -438,16 +441,14 @@ def compose(groups: Groups, delta: float) -> Composition:
         # The sum and the PLD read each release's (ε_i, δ_i): valid from their leaked δ on.
         if delta == 0:
             return Composition(math.inf, 0.0, "rdp")
-        rdp = Composition(
-            _rdp_epsilon(groups, delta) if accepts("rdp", groups) else math.inf, delta, "rdp"
-        )
+        rdp = Composition(_rdp_epsilon(groups, delta), delta, "rdp")
         profile = _unit_shift_profile_epsilon(groups, delta) if accepts("profile", groups) else None
         accountant = (
             rdp
             if profile is None or rdp.epsilon <= profile
             else Composition(profile, delta, "profile")
         )
-        if delta < leaked_delta(groups) or not accepts("sum", groups):
+        if delta < leaked_delta(groups):
             return accountant
         plain = Composition(rounded(exact_sum(groups)), delta, "sum")
         if accountant.epsilon < plain.epsilon * (1 - _REPORTING_RESOLUTION):
