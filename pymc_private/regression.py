@@ -410,7 +410,7 @@ class NormalLinearRegression(_Normal):
     )
 
     def accepts(self, parameters):
-        return parameters["mu"].covariates is not None and parameters["mu"].link == self.linear_link
+        return _reads_linear_predictor(self, parameters)
 
     def _sigma_known(self, term) -> bool:
         return term.parameters["sigma"].constant is not None
@@ -523,6 +523,13 @@ def _gaussian_logp(residual, cov):
     return -0.5 * (z * z).sum(axis=-1) - 0.5 * log_det - 0.5 * p * math.log(2 * math.pi)
 
 
+def _reads_linear_predictor(family: LikelihoodFamily, parameters) -> bool:
+    """Whether the family's linear parameter is X @ w (covariates read) through its link:
+    what the regression objects handle."""
+    parameter = parameters[family.linear_parameter]
+    return parameter.covariates is not None and parameter.link == family.linear_link
+
+
 class _GeneralizedLinear:
     """A GLM with canonical link, mixed into the family of its response: the release and
     the posterior of the module docstring ("Generalized linear models").
@@ -531,8 +538,7 @@ class _GeneralizedLinear:
     conjugate_priors = MappingProxyType({})
 
     def accepts(self, parameters):
-        parameter = parameters[self.linear_parameter]
-        return parameter.covariates is not None and parameter.link == self.linear_link
+        return _reads_linear_predictor(self, parameters)
 
     def statistics(self, term):
         specs = _regression_moments(self, term)
