@@ -59,7 +59,7 @@ import json
 import os
 import uuid
 from contextlib import contextmanager, suppress
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pymc_private.dp import session
@@ -267,7 +267,7 @@ class Journal:
         path = os.path.abspath(os.fspath(path))
         if create is not None and not os.path.exists(path):
             fields = {"format": FORMAT, "version": VERSION, "file": uuid.uuid4().hex}
-            fields["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            fields["created"] = datetime.now(UTC).isoformat(timespec="seconds")
             with suppress(FileExistsError):
                 _created(path, {**create, **fields})
         with session.releasing(), _reading(path) as descriptor:
@@ -503,7 +503,7 @@ def replace(path: str, header: dict, entries: list[dict], backup: str) -> None:
     folder, name = os.path.split(path)
     temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.new")
     fields = {"format": FORMAT, "version": VERSION, "file": uuid.uuid4().hex}
-    fields["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    fields["created"] = datetime.now(UTC).isoformat(timespec="seconds")
     chain, lines = b"", []
     for entry in [{**header, **fields}, *entries]:
         line, chain = _line(entry, chain)

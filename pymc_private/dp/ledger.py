@@ -19,7 +19,7 @@ import uuid
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
@@ -64,7 +64,7 @@ _LOG = logging.getLogger("pymc_private")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class _Book:
