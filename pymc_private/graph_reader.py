@@ -24,13 +24,12 @@ import pytensor.scalar as ps
 import pytensor.scalar.math as psm
 from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
 from pytensor.tensor.special import Softmax
-from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
-from pytensor.tensor.type_other import NoneTypeT
+from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, indices_from_subtensor
 
 from pymc_private.data import PrivateDataSpec, private_data
 from pymc_private.errors import (
@@ -143,10 +142,10 @@ class GraphReader:
             return self.bound(owner.inputs[0])
         if isinstance(op, DimShuffle):
             return self._dimshuffle(owner)
-        if isinstance(op, AdvancedSubtensor | AdvancedSubtensor1):
+        if isinstance(op, AdvancedSubtensor):
             return self._advanced_index(owner)
         if isinstance(op, Subtensor):
-            for index in owner.inputs[1:]:
+            for index in owner.inputs[1:]:  # its scalar indices and slice bounds
                 if self._depends_on_private(index):
                     raise self._unsupported("an index computed from private data")
             base = self.bound(owner.inputs[0])
@@ -236,13 +235,15 @@ class GraphReader:
         structure, grouped by the index. Every private index, wherever it appears, is checked
         against the public length of the axis it indexes (`_private_indices`)."""
         base = self.bound(node.inputs[0])
-        private = self._private_indices(node, base)
+        indices = _indices(node)
+        private = self._private_indices(node.inputs[0], indices, base)
         if not private:
-            return self._public_groups(node, base) or base.unstructured(base.interval)
+            return self._public_groups(indices, base) or base.unstructured(base.interval)
         names = _union((spec.name,) for _, spec in private)
-        first, *rest = node.inputs[1:]
+        first, *rest = indices
         rows = (
             len(private) == 1
+            and not isinstance(first, slice)
             and self._private_index(first) is not None
             and all(_is_full_slice(index) for index in rest)
         )
@@ -252,13 +253,15 @@ class GraphReader:
                 return replace(base, private=_union((base.private, names)), group_by=group_by)
         return _Bound(interval=base.interval, free=base.free, private=_union((base.private, names)))
 
-    def _public_groups(self, node, base: _Bound) -> _Bound | None:
+    def _public_groups(self, indices: tuple, base: _Bound) -> _Bound | None:
         """``theta[g]`` with ``g`` a public index, one integer per record (a numpy array, or
         ``pm.Data`` that is not `PrivateData`): the parameter keeps its structure, grouped by
         ``g``, whose values the analysis reads once and keeps (`ParameterTerm.group_values`).
         A public index is not part of the record, so neighbours share it
         (:ref:`privacy-model-public-inputs`). None for any other indexing."""
-        first, *rest = node.inputs[1:]
+        first, *rest = indices
+        if isinstance(first, slice):
+            return None
         index = strip_casts(first)
         if not (isinstance(index, SharedVariable) or only_constants(index)):
             return None
@@ -283,15 +286,21 @@ class GraphReader:
             name = f"index of {base.free_variable} #{digest}"
         return replace(base, group_by=name, group_values=values)
 
-    def _private_indices(self, node, base: _Bound) -> list[tuple[int, PrivateDataSpec]]:
-        """The `PrivateData` indices of an advanced-indexing node with the axis each indexes,
-        after refusing indices computed from private data and checking each private index's
-        declared bounds against its axis (`_check_group_index`)."""
-        indexed = node.inputs[0]
+    def _private_indices(
+        self, indexed: Variable, indices: tuple, base: _Bound
+    ) -> list[tuple[int, PrivateDataSpec]]:
+        """The `PrivateData` indices of an advanced-indexing node (``indexed[indices]``) with
+        the axis each indexes, after refusing indices and slice bounds computed from private
+        data and checking each private index's declared bounds against its axis
+        (`_check_group_index`)."""
         private = []
         axis = 0
-        for index in node.inputs[1:]:
-            if isinstance(index.type, NoneTypeT):
+        for index in indices:
+            if isinstance(index, slice):
+                bounds = [b for b in (index.start, index.stop, index.step) if b is not None]
+                if any(self._depends_on_private(b) for b in bounds):
+                    raise self._unsupported("an index computed from private data")
+                axis += 1
                 continue
             spec = self._private_index(index)
             if spec is not None:
@@ -303,9 +312,6 @@ class GraphReader:
                 raise self._observed_variable(strip_casts(index))
             if self._depends_on_private(index):
                 raise self._unsupported("an index computed from private data")
-            if _is_slice(index):
-                axis += 1
-                continue
             axis += index.ndim if index.dtype == "bool" else 1
         return private
 
@@ -337,7 +343,8 @@ class GraphReader:
             else "the axis is empty, so nothing can be indexed: give it at least one entry"
         )
         raise DataBoundsError(
-            f"PrivateData `{spec.name}` indexes axis {axis} (length {length}) of {what} in the "
+            f"PrivateData `{spec.name}` indexes axis {_source_axis(indexed, axis)} (length "
+            f"{length}) of {what} in the "
             f"parameters of `{self.node}`, but its declared bounds [{lower}, {upper}] reach "
             f"outside [0, {length - 1}]: a negative index would silently read another entry "
             f"and one beyond the axis would fail for some records only; {fix}."
@@ -423,11 +430,12 @@ class GraphReader:
 
         attained at z = (a, b, …, b) and (b, a, …, a). A Categorical on it then has
         L = ln(upper/lower) (`Categorical.log_likelihood_range`), the largest change of
-        log softmax(z)_k between any two records and categories. K is the static length of
-        the softmax axis (all entries with axis=None), a public shape."""
+        log softmax(z)_k between any two records and categories. K is the number of entries
+        along the softmax's axes (PyTensor keeps them as a tuple; all axes with None), from
+        their static lengths, a public shape."""
         (z,) = node.inputs
-        axis = node.op.axis
-        shape = z.type.shape if axis is None else (z.type.shape[axis],)
+        axes = range(z.type.ndim) if node.op.axis is None else node.op.axis
+        shape = tuple(z.type.shape[axis] for axis in axes)
         if any(length is None for length in shape):
             raise self._unsupported("a softmax over an axis whose length is not fixed")
         others = math.prod(shape) - 1
@@ -585,18 +593,32 @@ def _is_point(bound: _Bound, value: float) -> bool:
     return bound.interval.lower == bound.interval.upper == value and not bound.free
 
 
-def _is_slice(variable: Variable) -> bool:
-    return type(variable.type).__name__ == "SliceType"
+def _indices(node) -> tuple:
+    """The index of an advanced-indexing node, one entry per indexed axis: an index tensor,
+    or a Python slice whose bounds are scalar variables or None (PyTensor keeps the slices'
+    layout in the op's ``idx_list`` and their bounds among the node's inputs)."""
+    return indices_from_subtensor(node.inputs[1:], node.op.idx_list)
 
 
-def _is_full_slice(variable: Variable) -> bool:
-    if not _is_slice(variable):
-        return False
-    if isinstance(variable, Constant):
-        value = variable.data
-        return value.start is None and value.stop is None and value.step is None
-    owner = variable.owner
-    return owner is not None and all(isinstance(i.type, NoneTypeT) for i in owner.inputs)
+def _source_axis(indexed: Variable, axis: int) -> int:
+    """The axis of the user's variable that ``axis`` of ``indexed`` is, through the broadcast
+    axes PyTensor adds before indexing (``mu[None, :, g]`` indexes ``mu`` expanded on the
+    left; its axis 2 is axis 1 of ``mu``)."""
+    while indexed.owner is not None and isinstance(indexed.owner.op, DimShuffle):
+        source = indexed.owner.op.new_order[axis]
+        if source == "x":
+            break
+        indexed, axis = indexed.owner.inputs[0], source
+    return axis
+
+
+def _is_full_slice(index) -> bool:
+    return (
+        isinstance(index, slice)
+        and index.start is None
+        and index.stop is None
+        and index.step is None
+    )
 
 
 def _public_name(variable: Variable, values: np.ndarray) -> str:

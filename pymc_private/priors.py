@@ -174,6 +174,7 @@ def _interior_op(rv: TensorVariable) -> TensorVariable:
     interior_op = _InteriorTruncatedRV(
         inputs=op.inner_inputs,
         outputs=op.inner_outputs,
+        fgraph=op.fgraph,  # the same (immutable) inner graph
         base_rv_op=op.base_rv_op,
         max_n_steps=op.max_n_steps,
         ndim_supp=0,

@@ -31,7 +31,7 @@ from pymc.model.fgraph import (
     model_potential,
 )
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_private.analysis import PrivacyAnalysis, analyze
@@ -618,9 +618,7 @@ def _model_on_statistics(
         data = pytensor.shared(np.array(value), name=name)
         tag_released(data, privatisation)
         fgraph.add_input(data)
-        named = model_named(data)
-        named.name = name
-        fgraph.add_output(named)
+        fgraph.add_output(model_named(data, name))
         released[name] = data
     for term in [] if privatisation.noise_aware else analysis.terms:
         full, totals = term_statistics(analysis, released, term.node)
@@ -631,8 +629,9 @@ def _model_on_statistics(
             {kind: pt.cast(value, "float64") for kind, value in full.items()},
             pt.cast(totals, "float64"),
         )
-        potential = model_potential(pt.as_tensor_variable(logp, dtype="float64"))
-        potential.name = f"{term.node}{POTENTIAL_SUFFIX}"
+        potential = model_potential(
+            pt.as_tensor_variable(logp, dtype="float64"), f"{term.node}{POTENTIAL_SUFFIX}"
+        )
         fgraph.add_output(potential)
 
     private = set(analysis.private_data)
@@ -714,7 +713,7 @@ def _drop_private_dims(fgraph, model: pm.Model, private: set[str]) -> None:
     used = set()
     for node in fgraph.apply_nodes:
         if isinstance(node.op, ModelVar):
-            used.update(str(dim.data) for dim in node.inputs[1:] if isinstance(dim, Constant))
+            used.update(node.op.dims)
     private_vars = [v for v in model.data_vars if v.name in private]
     for dim, length in list(fgraph._dim_lengths.items()):
         reads_private = isinstance(length, Variable) and any(

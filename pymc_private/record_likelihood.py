@@ -9,7 +9,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.mixture import MixtureRV
 from pymc.logprob.utils import CheckParameterValue
-from pytensor.graph.basic import Constant, Variable
+from pymc.vartypes import discrete_types
+from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between
 from pytensor.tensor.basic import Join
@@ -19,7 +20,7 @@ from pytensor.tensor.math import Dot
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.special import LogSoftmax, Softmax
-from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
+from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, indices_from_subtensor
 
 from pymc_private.data import private_data
 from pymc_private.dp.barker import barker_epsilon
@@ -82,7 +83,7 @@ def checked_vars(model: pm.Model, vars) -> list[Variable]:
                 f"PrivateMetropolis samples free random variables only; `{name}` is not one "
                 "of this model (observed variables, data and Deterministics are not sampled)."
             )
-        if var.dtype in pm.discrete_types:
+        if var.dtype in discrete_types:
             raise UnsupportedModelError(
                 f"PrivateMetropolis proposes a Gaussian random walk and cannot sample the "
                 f"discrete variable `{model.values_to_rvs[var].name}`; use pmp.PrivateGibbs."
@@ -237,28 +238,32 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
         return op.new_order[:1] == (0,)
     if isinstance(op, Join):
         # Pieces joined along an axis other than the records' put row i next to row i.
-        axis = var.owner.inputs[0]
-        return isinstance(axis, Constant) and int(axis.data) % var.ndim != 0
+        return op.axis != 0
     if isinstance(op, Softmax | LogSoftmax):
-        return op.axis is not None and op.axis % var.ndim != 0
+        return op.axis is not None and 0 not in op.axis
     if isinstance(op, CAReduce):
         return op.axis is not None and 0 not in op.axis
     if isinstance(op, Subtensor):
         leading = op.idx_list[0] if op.idx_list else slice(None)
         return first and leading == slice(None) and not any(inputs[1:])
-    if isinstance(op, AdvancedSubtensor1 | AdvancedSubtensor):
-        # public[index, ...] with a record-aligned first index: the indices broadcast
-        # together, so none may have more axes than it, nor an aligned one fewer.
-        leading, *others = var.owner.inputs[1:]
-        return (
-            not first
-            and inputs[1]
-            and all(
-                getattr(index, "ndim", 0) <= leading.ndim
-                and (not aligned or index.ndim == leading.ndim)
-                for index, aligned in zip(others, inputs[2:], strict=True)
-            )
-        )
+    if isinstance(op, AdvancedSubtensor):
+        # public[index, ...] with a record-aligned integer first index: the indices broadcast
+        # together, so none may have more axes than it, nor an aligned one fewer. A boolean
+        # index selects a number of rows read from its values, which moves every record.
+        aligned = dict(zip(var.owner.inputs, inputs, strict=True))
+        leading, *others = indices_from_subtensor(var.owner.inputs[1:], op.idx_list)
+        if first or isinstance(leading, slice) or not aligned[leading]:
+            return False
+        for index in [leading, *others]:
+            if isinstance(index, slice):
+                bounds = (index.start, index.stop, index.step)
+                if any(aligned[bound] for bound in bounds if bound is not None):
+                    return False
+            elif index.dtype == "bool" or not (
+                index.ndim <= leading.ndim and (not aligned[index] or index.ndim == leading.ndim)
+            ):
+                return False
+        return True
     if isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
         # private @ public: row i of the product is row i of the private factor times it.
         x, w = var.owner.inputs

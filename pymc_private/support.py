@@ -20,9 +20,9 @@ import pytensor.tensor as pt
 from pymc.distributions.continuous import TruncatedNormalRV
 from pymc.distributions.truncated import TruncatedRV
 from pymc.pytensorf import constant_fold
-from pytensor import graph_replace
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
+from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as ptr
 from pytensor.tensor.random.op import RandomVariable
