@@ -69,7 +69,7 @@ MODELS = {
 
 def sweeps_per_second(step: PrivateGibbs, model: pm.Model) -> float:
     point = model.initial_point()
-    step.set_rng(np.random.default_rng(4))
+    step.setup_chain(np.random.default_rng(4), tune=0, draws=0)
     step.step(point)
     start = time.perf_counter()
     for _ in range(SWEEPS):

@@ -342,7 +342,7 @@ def test_the_suggested_precision_form_runs_on_every_route_it_names():
     point = model.initial_point()
     with model:
         for step in (PrivateGibbs(secure=False), PrivateMetropolis(secure=False)):
-            step.set_rng(np.random.default_rng(5))
+            step.setup_chain(np.random.default_rng(5), tune=0, draws=0)
             new_point, _ = step.step(point)
             assert np.isfinite(new_point["tau_interval__"])
     private = privatize(model, 1.0, noise_aware=False, secure=False, random_seed=6)

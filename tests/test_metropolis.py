@@ -323,7 +323,7 @@ def test_tuning_reaches_the_barker_scale_from_far_away(model, esjd_optimal_scale
     optimum = esjd_optimal_scale
     assert 2.5 < optimum < 5.0  # inside the quadrature's range of scales
     step = PrivateMetropolis(proposal_scale=start, secure=False, model=model)
-    step.set_rng(np.random.default_rng(1))
+    step.setup_chain(np.random.default_rng(1), tune=500, draws=400)
     point = model.initial_point()
     for _ in range(500):
         point, _ = step.step(point)
@@ -423,7 +423,7 @@ def test_float_acceptance_had_an_impossible_rejection_that_exact_acceptance_make
 
     monkeypatch.setattr(metropolis_module, "exact_choice", recording_choice)
     for step in edge_steps.values():
-        step.set_rng(np.random.default_rng(0))
+        step.setup_chain(np.random.default_rng(0), tune=0, draws=0)
         step.step({"theta_interval__": np.array(-U0)})
     assert calls == [([lam[1], 0.0], True), ([lam[0], 0.0], True)]
     for sign in (1.0, -1.0):  # accept: log σ(Λ) = −log(1 + e^−Λ); reject: log σ(−Λ)
@@ -454,7 +454,7 @@ def _audit_steps(**step_kwargs):
 
     def one_step(labels, rng):
         step = steps[tuple(labels)]
-        step.set_rng(rng)
+        step.setup_chain(rng, tune=0, draws=0)
         point, _ = step.step({"theta_interval__": np.array(-U0)})
         return float(point["theta_interval__"])
 
@@ -610,7 +610,7 @@ def test_the_decision_reads_the_step_generator_only_when_not_secure(
     for step in steps.values():
         step.proposal_dist = metropolis_module.GaussianRandomWalk(np.ones(1))
         try:
-            step.set_rng(np.random.default_rng(8))
+            step.setup_chain(np.random.default_rng(8), tune=0, draws=0)
             point, path = {"theta_interval__": np.array(-U0)}, []
             for _ in range(30):
                 point, _ = step.step(point)
@@ -886,7 +886,7 @@ def test_logistic_regression_runs_through_pmp_sample_at_two_bx_r_over_t():
     draws = idata.posterior["w"].values.reshape(-1, 3)
     assert np.all(np.linalg.norm(draws, axis=1) <= radius)
     assert 0.05 < float(idata.sample_stats["accepted"].mean()) < 0.95
-    assert set(idata.groups()) == {"posterior", "sample_stats"}
+    assert set(idata.children) == {"posterior", "sample_stats"}
 
 
 def test_clip_samples_a_model_whose_lipschitz_constant_is_infinite():
@@ -984,7 +984,7 @@ def test_plain_pm_sample_and_standalone_step(model, plumbing_step):
     point = model.initial_point()
     results = []
     for _ in range(2):
-        plumbing_step.set_rng(np.random.default_rng(0))
+        plumbing_step.setup_chain(np.random.default_rng(0), tune=0, draws=0)
         new_point, stats_list = plumbing_step.step(point)
         results.append(new_point["theta_interval__"])
     assert results[0] == results[1]
@@ -993,7 +993,7 @@ def test_plain_pm_sample_and_standalone_step(model, plumbing_step):
 
 def test_released_inference_data_works_with_arviz_and_netcdf(model, plumbing_step, tmp_path):
     idata = _sample(model, plumbing_step, cores=1)
-    assert set(idata.groups()) == {"posterior", "sample_stats"}
+    assert set(idata.children) == {"posterior", "sample_stats"}
     assert set(idata.sample_stats.data_vars) == {"privacy_epsilon", "accepted"}
     assert "theta" in az.summary(idata).index
     axes = az.plot_trace(idata, var_names=["theta"])
@@ -1004,7 +1004,7 @@ def test_released_inference_data_works_with_arviz_and_netcdf(model, plumbing_ste
     loaded = az.from_netcdf(path)
     np.testing.assert_array_equal(loaded.posterior["theta"], idata.posterior["theta"])
     assert ledger_of(loaded).epsilon() == ledger_of(idata).epsilon()
-    assert not {"observed_data", "constant_data", "log_likelihood"} & set(loaded.groups())
+    assert not {"observed_data", "constant_data", "log_likelihood"} & set(loaded.children)
 
 
 # --- bad models and bad parameters ----------------------------------------------------------

@@ -65,7 +65,7 @@ def test_privatised_model_extended_with_raw_data_pays_per_draw(labels):
         pmp.sample(20, step=step, chains=1, budget=pmp.Budget(0.1), progressbar=False)
     with private:
         idata = pmp.sample(20, step=step, chains=1, cores=1, progressbar=False)
-    assert "lp" not in idata.sample_stats and "observed_data" not in idata.groups()
+    assert "lp" not in idata.sample_stats and "observed_data" not in idata.children
     per_draw = step.privacy_epsilon_per_draw
     assert per_draw == pytest.approx(2 * np.log((1 - A) / A) / 10.0, rel=1e-8)
     assert ledger.epsilon() == pytest.approx(0.1 + 20 * per_draw)
@@ -276,13 +276,13 @@ def test_a_pickled_raw_data_step_holds_no_raw_data(normal_records, kind):
         else:
             step = pmp.PrivateMetropolis(temperature=5.0, secure=False)
     if kind == "metropolis_used":
-        step.set_rng(np.random.default_rng(0))
+        step.setup_chain(np.random.default_rng(0), tune=0, draws=0)
         step.step(model.initial_point())
     payload = cloudpickle.dumps(step)
     assert sum(value.tobytes() in payload for value in x) == 0
     copy = pickle.loads(payload)
-    step.set_rng(np.random.default_rng(1))
-    copy.set_rng(np.random.default_rng(1))
+    step.setup_chain(np.random.default_rng(1), tune=0, draws=0)
+    copy.setup_chain(np.random.default_rng(1), tune=0, draws=0)
     point = model.initial_point()
     assert step.step(point)[0]["mu_interval__"] == copy.step(point)[0]["mu_interval__"]
 

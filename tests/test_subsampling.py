@@ -351,7 +351,7 @@ def test_tuning_never_grows_the_scale_past_max_step_size(mean_model):
     assert steps[5e-4].scaling == pytest.approx(0.5)
     largest = {}
     for limit, step in steps.items():
-        step.set_rng(np.random.default_rng(5))
+        step.setup_chain(np.random.default_rng(5), tune=0, draws=0)
         state, scalings = model.initial_point(), []
         for _ in range(60):
             state, _ = step.step(state)

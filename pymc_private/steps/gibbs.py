@@ -20,6 +20,7 @@ import pymc as pm
 from pymc.blocking import StatsType
 from pymc.initial_point import PointType
 from pymc.pytensorf import compile as compile_pytensor
+from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
@@ -130,7 +131,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     model
         The model (default: the context model).
     rng
-        Seed or generator; ``pm.sample`` replaces it per chain (`set_rng`).
+        Seed or generator; ``pm.sample`` replaces it per chain (`setup_chain`).
     initial_point, compile_kwargs, blocked
         As in PyMC's step methods (``blocked`` is accepted for PyMC; blocks are always one
         per variable).
@@ -166,8 +167,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
     block whose truncated conditional has almost no mass where rejection proposes (none of
     1000 proposals accepted) moves instead by Markov moves from its current value that leave
     the conditional invariant, so sampling never stops after ε was spent. This step is
-    registered in ``pm.STEP_METHODS`` and claims (IDEAL competence) the conjugate variables
-    of privatised models only.
+    registered in ``pymc.step_methods.STEP_METHODS`` and claims (IDEAL competence) the
+    conjugate variables of privatised models only.
 
     *On a model with raw* `PrivateData`: per sweep
 
@@ -436,5 +437,5 @@ class GibbsCost(RouteCost):
 
 # PyMC's own step assignment (plain `pm.sample`) finds PrivateGibbs for the conjugate variables
 # of a privatised model (`competence`): importing this module registers it.
-if PrivateGibbs not in pm.STEP_METHODS:
-    pm.STEP_METHODS.append(PrivateGibbs)
+if PrivateGibbs not in STEP_METHODS:
+    STEP_METHODS.append(PrivateGibbs)

@@ -20,7 +20,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
 from pymc.initial_point import PointType
-from pymc.pytensorf import compile, floatX, join_nonshared_inputs
+from pymc.pytensorf import compile, floatX, join_nonshared_inputs, make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
@@ -378,9 +378,10 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     private decision itself, a function of the released chain). Never the acceptance
     probability, Λ or the model log-density: those are computed from raw data.
 
-    This step is not registered in ``pm.STEP_METHODS``: a private step is chosen explicitly
-    on raw data (``pmp.sample`` refuses non-private steps, and PyMC must never assign this
-    one to variables of a public model, nor a public one to a private model).
+    This step is not registered in ``pymc.step_methods.STEP_METHODS``: a private step is
+    chosen explicitly on raw data (``pmp.sample`` refuses non-private steps, and PyMC must
+    never assign this one to variables of a public model, nor a public one to a private
+    model).
     """
 
     name = "private_metropolis"
@@ -485,7 +486,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.adaptive = bool(tune)
         self.tuning_steps = 0
 
-        shared = pm.make_shared_replacements(initial_point, vars, model)
+        shared = make_shared_replacements(initial_point, vars, model)
         # The private data are inputs of the graph, not constants in it or shared variables:
         # their values (checked above) travel as a `PrivatePayload`, so neither the graph
         # nor the compiled function holds raw data when the step is pickled.
@@ -594,14 +595,15 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             "_log_ratio_graph": None,
         }
 
-    def set_rng(self, rng) -> None:
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
         """Seed the step for a new chain, which starts from the public starting scale.
 
-        PyMC seeds every chain through ``set_rng`` (``cores=1`` or not), so a step reused
-        across ``pm.sample`` calls gives the same proposals for the same seed (and, with
-        ``secure=False``, the same chains).
+        PyMC sets up every chain through ``setup_chain`` (``cores=1`` or not), so a step
+        reused across ``pm.sample`` calls gives the same proposals for the same seed (and,
+        with ``secure=False``, the same chains). Tuning stops when PyMC calls
+        ``stop_tuning``, after ``tune`` iterations.
         """
-        super().set_rng(rng)
+        super().setup_chain(rng, tune, draws)
         self.scaling = min(1.0, self.max_scaling)
         self.tuning_steps = 0
         self.tune = self.adaptive
