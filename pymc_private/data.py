@@ -198,9 +198,9 @@ def PrivateData(
         again with the sufficient statistics when a route reads them (`pmp.privatize`,
         `pmp.sample_posterior`, `pmp.PrivateGibbs`, `pmp.private_map`), which refuses the
         data if its records changed since; only statistics come back. The model's graph
-        then holds a placeholder of the data's shape that takes no memory (NaN, or the
-        dtype's least integer, so that a sampler that reads it by mistake fails at its
-        first evaluation), and routes that read records one by one
+        then holds a placeholder of the data's shape that takes no memory (NaN, or an
+        integer below the declared bounds, so that a sampler that reads it by mistake fails
+        at its first evaluation), and routes that read records one by one
         (`pmp.PrivateMetropolis`, ``release="fourier"``) refuse it.
     bounds
         ``(lower, upper)``: scalars or arrays broadcastable to one record's shape
@@ -264,7 +264,7 @@ def PrivateData(
     check = RecordCheck(name, lower, upper, dtype, out_of_bounds, dims)
     if is_dask(array):
         found = statistics_pass([], {name: Source(array, check)}).findings[name]
-        stored = placeholder(check.dtype, array.shape)
+        stored = placeholder(check, array.shape)
     else:
         stored, found = check.checked(array, missing)
         check.refuse(found)

@@ -360,14 +360,29 @@ class Placeholder(SharedRecords):
     pickles rebuild without materialising it (so copies and pickles stay out of memory)."""
 
     def __reduce__(self):
-        return (placeholder, (self.dtype.str, self.shape))
+        fill = self.reshape(-1)[0] if self.size else 0
+        return (_placeholder_of, (self.dtype.str, self.shape, fill))
 
 
-def placeholder(dtype, shape: tuple[int, ...]) -> Placeholder:
-    """The `Placeholder` of records of ``dtype`` and ``shape``: NaN, or the dtype's least
-    integer, values outside every declared bound."""
-    dtype = np.dtype(dtype)
-    fill = np.nan if dtype.kind == "f" else np.iinfo(dtype).min
+def placeholder(check: RecordCheck, shape: tuple[int, ...]) -> Placeholder:
+    """The `Placeholder` of records of ``shape`` declared by ``check``: a value outside every
+    declared bound, NaN for float records, one below the least lower bound for integer ones
+    (one above the greatest upper bound when that does not fit the dtype).
+
+    An integer placeholder read by mistake must not be an index out of its axis: PyTensor's
+    Numba backend does not check indices, and reads whatever memory such an index points
+    at. One below a lower bound of 0 or more (an index's declaration) is −1, the last entry,
+    or a valid entry below the declared ones: memory of the array itself."""
+    if check.dtype.kind == "f":
+        fill = np.nan
+    else:
+        limits = np.iinfo(check.dtype)
+        least = int(np.min(check.lower, initial=0))
+        fill = least - 1 if least > limits.min else int(np.max(check.upper, initial=0)) + 1
+    return _placeholder_of(check.dtype.str, shape, fill)
+
+
+def _placeholder_of(dtype: str, shape: tuple[int, ...], fill) -> Placeholder:
     return np.broadcast_to(np.array(fill, dtype=dtype), shape).view(Placeholder)
 
 
