@@ -1,7 +1,8 @@
 """Where the package compiles PyTensor graphs, and PyTensor's BLAS warning there.
 
-The first graph with a matrix product that PyTensor compiles in a process makes it probe for
-a BLAS library; on pip installs, which link none, it warns (a `UserWarning`) that operations
+The first graph with a matrix product that PyTensor compiles with its C backend in a process
+(modes ``CVM`` and ``C``; its default backend, Numba, does not probe) makes it probe for a
+BLAS library; on pip installs, which link none, it warns (a `UserWarning`) that operations
 "will be severely degraded". For the package's graphs that is a matter of speed only (numpy's
 BLAS serves the compiled products), which the small graphs of private models barely feel, and
 a user who asked for draws has nothing to act on. The package's own calls that compile

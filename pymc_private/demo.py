@@ -36,8 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import arviz as az
+import matplotlib
 import numpy as np
 import pymc as pm
+import xarray as xr
 from matplotlib.figure import Figure
 from scipy import stats
 from sklearn.datasets import load_breast_cancer
@@ -262,8 +264,8 @@ def _accuracy(pi: np.ndarray, theta: np.ndarray, data: DemoData) -> float:
     return float(np.mean(predicted == data.y_test))
 
 
-def _posterior_arrays(idata: az.InferenceData) -> tuple[np.ndarray, np.ndarray]:
-    posterior = idata.posterior
+def _posterior_arrays(idata: xr.DataTree) -> tuple[np.ndarray, np.ndarray]:
+    posterior = idata["posterior"].to_dataset()
     pi = posterior["pi"].stack(sample=("chain", "draw")).transpose("sample").to_numpy()
     theta = (
         posterior["theta"]
@@ -302,7 +304,7 @@ class DemoResult:
     rows: tuple[UtilityRow, ...]
     majority_accuracy: float
     report_epsilon: float
-    idata: az.InferenceData
+    idata: xr.DataTree
     plot_path: Path
     seconds: float
 
@@ -326,7 +328,7 @@ def plot_utility(rows: Sequence[UtilityRow], majority_accuracy: float, path: str
     backend alone.
     """
     eps = [row.epsilon for row in rows]
-    with az.style.context("arviz-darkgrid"):
+    with matplotlib.style.context("arviz-darkgrid"):
         fig = Figure(figsize=(6, 4))
         ax = fig.subplots()
         ax.errorbar(

@@ -21,6 +21,7 @@ from typing import Any
 import arviz as az
 import numpy as np
 import pymc as pm
+import xarray as xr
 
 from pymc_private.analysis import PrivacyAnalysis, analyze
 from pymc_private.conditionals import (
@@ -62,7 +63,7 @@ def sample_posterior(
     budget: Budget | None = None,
     secure: bool = True,
     random_seed: int | np.random.Generator | None = None,
-) -> az.InferenceData:
+) -> xr.DataTree:
     r"""``n`` independent draws from the (tempered) posterior: BAPS.
 
     On raw data the draws cost ε = n · (2L/T + a) in all, checked against ``budget`` before
@@ -94,7 +95,7 @@ def sample_posterior(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior`` with one chain of ``n`` draws of every free variable (and the model's
         Deterministics), ``sample_stats["privacy_epsilon"]`` (2L/T + a per draw), the ledger as
         JSON in ``attrs["privacy_ledger"]`` (`pmp.sampling.ledger_of`), and nothing else
@@ -362,11 +363,11 @@ def inference_data(
     epsilon: float,
     ledger: PrivacyLedger,
     attrs: Mapping[str, Any],
-) -> az.InferenceData:
-    """The InferenceData of independent draws (dims chain, draw, ...) that cost ``epsilon``
+) -> xr.DataTree:
+    """The DataTree of independent draws (dims chain, draw, ...) that cost ``epsilon``
     each: the model's coords, dims and Deterministics, ``sample_stats["privacy_epsilon"]``,
     the ledger as JSON and ``attrs``; sealed."""
-    coords = {name: values for name, values in model.coords.items() if values is not None}
+    coords = {name: list(values) for name, values in model.coords.items() if values is not None}
     dims = {
         name: list(model.named_vars_to_dims[name])
         for name in posterior
@@ -374,15 +375,17 @@ def inference_data(
     }
     chains, draws = next(iter(posterior.values())).shape[:2]
     idata = az.from_dict(
-        posterior=posterior,
-        sample_stats={"privacy_epsilon": np.full((chains, draws), epsilon)},
+        {
+            "posterior": posterior,
+            "sample_stats": {"privacy_epsilon": np.full((chains, draws), epsilon)},
+        },
         coords=coords,
         dims=dims,
-        attrs={"inference_library": "pymc_private", **attrs, LEDGER_ATTR: ledger.to_json()},
+        attrs={"/": {"inference_library": "pymc_private", **attrs, LEDGER_ATTR: ledger.to_json()}},
     )
     if model.deterministics:
-        idata.posterior = pm.compute_deterministics(
-            idata.posterior, model=model, merge_dataset=True, progressbar=False
+        idata["posterior"] = pm.compute_deterministics(
+            idata["posterior"].to_dataset(), model=model, merge_dataset=True, progressbar=False
         )
     return seal(idata)
 
@@ -453,7 +456,7 @@ class PosteriorSampleResponder:
     Parameters
     ----------
     samples
-        Θ̂: an InferenceData from `sample_posterior` (every chain and draw of its posterior),
+        Θ̂: a DataTree from `sample_posterior` (every chain and draw of its posterior),
         or a mapping from variable names to arrays whose axis 0 indexes the N samples.
     utility
         ``utility(theta, query, response) -> float`` in [0, 1]: u_θ(q, r), with ``theta`` a
@@ -463,7 +466,7 @@ class PosteriorSampleResponder:
 
     def __init__(
         self,
-        samples: az.InferenceData | Mapping[str, Any],
+        samples: xr.DataTree | Mapping[str, Any],
         utility: Callable[[Mapping[str, np.ndarray], Any, Any], float],
     ) -> None:
         if not callable(utility):
@@ -502,18 +505,18 @@ class PosteriorSampleResponder:
         return psaqr_utility_bound(self.n_samples, delta, n_responses=n_responses)
 
 
-def _sample_set(samples: az.InferenceData | Mapping[str, Any]) -> tuple[dict, ...]:
+def _sample_set(samples: xr.DataTree | Mapping[str, Any]) -> tuple[dict, ...]:
     """Θ̂ as a tuple of {name: value} dicts, one per sample."""
-    if isinstance(samples, az.InferenceData):
-        if "posterior" not in samples.groups():
+    if isinstance(samples, xr.DataTree):
+        if "posterior" not in samples.children:
             raise ValueError("samples has no posterior group; pass sample_posterior's output.")
-        stacked = samples.posterior.stack(__sample__=("chain", "draw"))
+        stacked = samples["posterior"].to_dataset().stack(__sample__=("chain", "draw"))
         arrays = {name: np.moveaxis(stacked[name].values, -1, 0) for name in stacked.data_vars}
     elif isinstance(samples, Mapping):
         arrays = {name: np.asarray(value) for name, value in samples.items()}
     else:
         raise TypeError(
-            "samples must be an InferenceData from sample_posterior or a mapping from names to "
+            "samples must be a DataTree from sample_posterior or a mapping from names to "
             f"arrays with the samples on axis 0, got {type(samples).__name__}."
         )
     sizes = {value.shape[0] if value.ndim else 0 for value in arrays.values()}

@@ -1,15 +1,16 @@
-"""What may leave the building: sealed InferenceData groups, the ledger they carry
-(`ledger_of`), `check_release`, and posterior predictive draws that read no raw data
-(`sample_posterior_predictive`).
+"""What may leave the building: sealed groups of a result (the `xarray.DataTree` PyMC and
+ArviZ use), the ledger they carry (`ledger_of`), `check_release`, and posterior predictive
+draws that read no raw data (`sample_posterior_predictive`).
 
 Every group a private route returns (`pmp.sample`, `pmp.sample_posterior`,
 `pmp.sample_posterior_predictive`) is *sealed*: its attributes hold a SHA-256 digest of its
 variables and coordinates (``privacy_release``). The digest is of values that are released
-anyway, so it reveals nothing more. `check_release` recomputes it for every group: a group
-without a seal (``observed_data``, ``log_likelihood`` or the ``posterior_predictive`` of
-``pm.sample_posterior_predictive`` on the original model, added by ``idata.extend``), a
-sealed group changed since, or an attribute outside the public ones is reported with the
-reason. The seal guards against accidents, not against a user who forges it.
+anyway, so it reveals nothing more. `check_release` recomputes it for every group of the
+tree, nested ones included: a group without a seal (``observed_data``, ``log_likelihood`` or
+the ``posterior_predictive`` of ``pm.sample_posterior_predictive`` on the original model,
+added by ``idata.update``), a sealed group changed since, data at the root of the tree
+(outside every group), or an attribute outside the public ones is reported with the reason.
+The seal guards against accidents, not against a user who forges it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import json
 from dataclasses import dataclass
 from typing import NoReturn
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pymc as pm
@@ -64,9 +64,12 @@ LATENT_GROUP = "latent_posterior"
 # `sampling_time`, a timing side channel of data-dependent rejection sampling) is dropped.
 PUBLIC_ATTRS = (
     "created_at",
-    "arviz_version",
+    "creation_library",
+    "creation_library_version",
+    "creation_library_language",
     "inference_library",
     "inference_library_version",
+    "sample_dims",
     "tuning_steps",
     "sampler",
     "temperature",
@@ -106,10 +109,11 @@ _NOT_PUBLIC = (
 )
 
 
-def _digest(group: xr.Dataset, attrs: dict | None = None, names=PUBLIC_ATTRS) -> str:
+def _digest(group: xr.DataTree | xr.Dataset, attrs: dict | None = None, names=PUBLIC_ATTRS) -> str:
     """SHA-256 of a group's variables and coordinates (names, dims, dtypes, values) and of
     the values of its attributes ``names`` (from ``attrs``, the group's own by default), in a
-    form that survives ``to_netcdf`` (numbers come back as numpy scalars, lists as arrays)."""
+    form that survives ``to_netcdf`` and ``to_zarr`` (numbers come back as numpy scalars,
+    lists as arrays)."""
     digest = hashlib.sha256()
     attrs = group.attrs if attrs is None else attrs
     for name in names:
@@ -128,24 +132,24 @@ def _digest(group: xr.Dataset, attrs: dict | None = None, names=PUBLIC_ATTRS) ->
     return digest.hexdigest()
 
 
-def seal(idata: az.InferenceData) -> az.InferenceData:
+def seal(idata: xr.DataTree) -> xr.DataTree:
     """Seal every group of ``idata`` (in place) as released by a private route; returns it.
 
-    Only the private routes call this, on what they release."""
-    for name in idata.groups():
-        group = idata[name]
+    Only the private routes call this, on what they release: trees whose root holds no data
+    and whose groups are its children."""
+    for group in idata.children.values():
         group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
         group.attrs[SEAL_ATTR] = _digest(group)
     idata.attrs[SEAL_ATTR] = _root_digest(idata)
     return idata
 
 
-def _root_digest(idata: az.InferenceData) -> str:
-    """SHA-256 of the values of an InferenceData's public attributes and its ledger."""
+def _root_digest(idata: xr.DataTree) -> str:
+    """SHA-256 of the values of a result's public attributes and its ledger."""
     return _digest(xr.Dataset(), idata.attrs, (LEDGER_ATTR, *PUBLIC_ATTRS))
 
 
-def sealed(group: xr.Dataset) -> bool:
+def sealed(group: xr.DataTree | xr.Dataset) -> bool:
     """Whether a group was sealed by a private route and is unchanged since."""
     return group.attrs.get(SEAL_ATTR) == _digest(group)
 
@@ -169,30 +173,31 @@ def seal_frame(frame: pd.DataFrame, ledger: str, draw: tuple[int, int]) -> pd.Da
     return frame
 
 
-def separate_latents(idata: az.InferenceData, names: list[str]) -> az.InferenceData:
+def separate_latents(idata: xr.DataTree, names: list[str]) -> xr.DataTree:
     """Move the variables ``names`` (latents of the noise-aware likelihood) from
     ``idata.posterior`` to its group ``latent_posterior`` (in place; returns ``idata``), so
     that az.summary and az.plot_trace show the variables the user declared."""
-    posterior = idata.posterior
+    posterior = idata["posterior"].to_dataset()
     names = [name for name in names if name in posterior]
     if names:
-        idata.add_groups({LATENT_GROUP: posterior[names]})
+        idata[LATENT_GROUP] = posterior[names]
         kept = posterior.drop_vars(names)
         used = {dim for variable in kept.data_vars.values() for dim in variable.dims}
-        idata.posterior = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
+        idata["posterior"] = kept.drop_vars(
+            [c for c in kept.coords if not set(kept[c].dims) <= used]
+        )
     return idata
 
 
-def ledger_of(idata: az.InferenceData) -> PrivacyLedger:
-    """The ledger `pmp.sample` attached to an InferenceData (also after `to_netcdf`)."""
-    if not isinstance(idata, az.InferenceData):
+def ledger_of(idata: xr.DataTree) -> PrivacyLedger:
+    """The ledger `pmp.sample` attached to its result (also after `to_netcdf`/`to_zarr`)."""
+    if not isinstance(idata, xr.DataTree):
         raise TypeError(
-            f"ledger_of takes the arviz.InferenceData pmp.sample returned, got "
-            f"{type(idata).__name__}."
+            f"ledger_of takes the xarray.DataTree pmp.sample returned, got {type(idata).__name__}."
         )
     if LEDGER_ATTR not in idata.attrs:
         raise UnsupportedModelError(
-            "This InferenceData carries no privacy ledger: it was not returned by pmp.sample."
+            "This DataTree carries no privacy ledger: it was not returned by pmp.sample."
         )
     return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])
 
@@ -233,32 +238,42 @@ class ReleaseCheck:
         return f"<p>{heading}</p><ul>{items}</ul>"
 
 
-def check_release(idata: az.InferenceData | pd.DataFrame) -> ReleaseCheck:
+def check_release(idata: xr.DataTree | pd.DataFrame) -> ReleaseCheck:
     """Whether ``idata`` may be released: which groups and attributes would leak, and why.
 
     A pandas DataFrame (a synthetic data set of `pmp.synthesize`) is releasable when it is
     sealed and unchanged since (its values, columns, dtypes and index), with no attribute but
     the seal, the ledger and the posterior draw it came from.
 
-    Releasable means every group was sealed by `pmp.sample`, `pmp.sample_posterior` or
-    `pmp.sample_posterior_predictive` and is unchanged since (also after ``to_netcdf``), and
+    Releasable means every group of the tree (nested ones included) was sealed by
+    `pmp.sample`, `pmp.sample_posterior` or `pmp.sample_posterior_predictive` and is unchanged
+    since (also after ``to_netcdf`` or ``to_zarr``), the root holds no data of its own, and
     every attribute is public (versions, settings, the privacy ledger). Reported otherwise:
     groups without a seal (``observed_data``, ``constant_data``, ``log_likelihood``, the
     ``posterior_predictive`` of ``pm.sample_posterior_predictive`` on the original model, a
-    posterior from ``pm.sample``), sealed groups whose values, variables, coordinates or
-    public attributes changed, a changed ledger, and other attributes (e.g.
-    ``sampling_time``, a timing side channel).
+    posterior from ``pm.sample``, a group nested in a sealed one), sealed groups whose values,
+    variables, coordinates or public attributes changed, variables or coordinates at the root,
+    a changed ledger, and other attributes (e.g. ``sampling_time``, a timing side channel).
     """
     if isinstance(idata, pd.DataFrame):
         return _check_frame(idata)
-    if not isinstance(idata, az.InferenceData):
+    if not isinstance(idata, xr.DataTree):
         raise TypeError(
-            "check_release takes an arviz.InferenceData or a pandas DataFrame, got "
-            f"{type(idata).__name__}."
+            "check_release takes an xarray.DataTree or a pandas DataFrame (what pmp.sample "
+            f"and pmp.synthesize return), got {type(idata).__name__}."
         )
     findings = []
-    for name in idata.groups():
-        group = idata[name]
+    root = sorted(str(name) for name in (*idata.data_vars, *idata.coords))
+    if root:
+        findings.append(
+            (
+                "/",
+                f"data at the root of the tree, outside every group ({', '.join(root)}): no "
+                "private route puts any there; what it was computed from is unknown.",
+            )
+        )
+    for group in idata.descendants:
+        name = group.path.lstrip("/")
         seal_value = group.attrs.get(SEAL_ATTR)
         if seal_value is None:
             why = _WHY.get(name, "added after the release: what it was computed from is unknown")
@@ -300,7 +315,7 @@ def _check_frame(frame: pd.DataFrame) -> ReleaseCheck:
     return ReleaseCheck(tuple(findings))
 
 
-def loo(data: az.InferenceData, *args, **kwargs) -> NoReturn:
+def loo(data: xr.DataTree, *args, **kwargs) -> NoReturn:
     """`az.loo` on a private fit: it cannot run, and this says why and what to run instead.
 
     PSIS-LOO (like WAIC and az.compare) reads log p(x_i | θ_s), the log-likelihood of every
@@ -336,7 +351,7 @@ def loo(data: az.InferenceData, *args, **kwargs) -> NoReturn:
 
 
 def sample_posterior_predictive(
-    idata: az.InferenceData,
+    idata: xr.DataTree,
     model: pm.Model | None = None,
     *,
     inputs: dict | None = None,
@@ -346,7 +361,7 @@ def sample_posterior_predictive(
     extend_inferencedata: bool = False,
     return_inferencedata: bool = True,
     **kwargs,
-) -> az.InferenceData | dict[str, np.ndarray]:
+) -> xr.DataTree | dict[str, np.ndarray]:
     """Posterior predictive draws of a private fit that read no raw data: post-processing,
     free of privacy cost. Takes `pm.sample_posterior_predictive`'s keywords.
 
@@ -384,7 +399,7 @@ def sample_posterior_predictive(
         PyMC's progress bar on the original model (off by default: the draws take seconds;
         the replicated releases of a privatised model are drawn in numpy, without one).
     extend_inferencedata
-        True: add the groups to ``idata`` (`InferenceData.extend`) and return it, as PyMC.
+        True: add the groups to ``idata`` (``idata.update``) and return it, as PyMC.
     return_inferencedata
         False: return the draws as a dict of arrays by name (chain, draw, ...), as PyMC.
     **kwargs
@@ -422,7 +437,7 @@ def sample_posterior_predictive(
         group = "posterior_predictive" if "posterior_predictive" in result else "predictions"
         return {name: values.values for name, values in result[group].data_vars.items()}
     if extend_inferencedata:
-        idata.extend(result)
+        idata.update(result.children)
         return idata
     return result
 
@@ -432,27 +447,27 @@ def sample_posterior_predictive(
 _PASSED_PREDICTIVE = {"sample_dims", "progressbar_theme", "compile_kwargs"}
 _REFUSED_PREDICTIVE = {
     "predictions": "the group is decided by the model (see the docstring).",
-    "idata_kwargs": "the InferenceData is built by pmp, without the observed data.",
+    "idata_kwargs": "the DataTree is built by pmp, without the observed data.",
     "trace": "pass the private fit as idata.",
 }
 
 
-def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> az.InferenceData:
+def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> xr.DataTree:
     """`sample_posterior_predictive` once its keywords are checked."""
     model = pm.modelcontext(model)
-    if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
-        raise UnsupportedModelError("idata must be an InferenceData with a posterior group.")
-    posterior = idata.posterior
-    if not sealed(posterior):
+    if not isinstance(idata, xr.DataTree) or "posterior" not in idata.children:
+        raise UnsupportedModelError("idata must be a DataTree with a posterior group.")
+    if not sealed(idata["posterior"]):
         raise UnsupportedModelError(
             "This posterior was not released by a private route (or changed since): its "
             "predictive draws would carry whatever it was computed from. Sample with "
             "pmp.sample or pmp.sample_posterior first."
         )
+    posterior = idata["posterior"].to_dataset()
     privatisation = privatised_route(model)
     if privatisation is not None:
-        if LATENT_GROUP in idata.groups():  # the latent group sizes replicate the counts
-            latent = idata[LATENT_GROUP]
+        if LATENT_GROUP in idata.children:  # the latent group sizes replicate the counts
+            latent = idata[LATENT_GROUP].to_dataset()
             if not sealed(latent):
                 raise UnsupportedModelError(
                     f"The group {LATENT_GROUP} was not released by a private route (or "
@@ -531,7 +546,7 @@ def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> az.I
                 for name in inputs
             }
         )
-    return seal(az.InferenceData(**groups))
+    return seal(xr.DataTree.from_dict(groups))
 
 
 def _replicated(posterior, model, privatisation, inputs, var_names, random_seed):
@@ -556,23 +571,25 @@ def _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
         )
     coords = {"chain": posterior.chain.values, "draw": posterior.draw.values}
     return seal(
-        az.InferenceData(
-            posterior_predictive=xr.Dataset(
-                {
-                    name: xr.DataArray(
-                        replicated[name],
-                        dims=["chain", "draw", *_dims(name, replicated[name].ndim - 2)],
-                        coords=coords,
-                    )
-                    for name in var_names
-                }
-            ),
-            observed_data=xr.Dataset(
-                {
-                    name: xr.DataArray(released[name], dims=_dims(name, released[name].ndim))
-                    for name in var_names
-                }
-            ),
+        xr.DataTree.from_dict(
+            {
+                "posterior_predictive": xr.Dataset(
+                    {
+                        name: xr.DataArray(
+                            replicated[name],
+                            dims=["chain", "draw", *_dims(name, replicated[name].ndim - 2)],
+                            coords=coords,
+                        )
+                        for name in var_names
+                    }
+                ),
+                "observed_data": xr.Dataset(
+                    {
+                        name: xr.DataArray(released[name], dims=_dims(name, released[name].ndim))
+                        for name in var_names
+                    }
+                ),
+            }
         )
     )
 

@@ -7,10 +7,11 @@ import dataclasses
 import html
 import math
 
-import arviz as az
+import arviz  # noqa: F401 (registers ArviZ's matplotlib styles, arviz-darkgrid among them)
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from pymc_private.dp.events import Release
 from pymc_private.errors import UnsupportedModelError
@@ -20,7 +21,7 @@ from pymc_private.release import ledger_of
 __all__ = ["PrivacyReport", "plot_ppc", "plot_privacy", "privacy_report"]
 
 
-def _ledger(source: az.InferenceData | PrivacyLedger) -> PrivacyLedger:
+def _ledger(source: xr.DataTree | PrivacyLedger) -> PrivacyLedger:
     return source if isinstance(source, PrivacyLedger) else ledger_of(source)
 
 
@@ -64,9 +65,7 @@ class PrivacyReport:
         return f"{self.ledger.render_html(self.delta)}<p>{html.escape(self.description)}</p>"
 
 
-def privacy_report(
-    source: az.InferenceData | PrivacyLedger, *, delta: float = 1e-6
-) -> PrivacyReport:
+def privacy_report(source: xr.DataTree | PrivacyLedger, *, delta: float = 1e-6) -> PrivacyReport:
     """The ledger of a private fit as a report: shown once in Jupyter, ``print``-able as text,
     its numbers in ``.table`` (`PrivacyReport`).
 
@@ -79,7 +78,7 @@ def privacy_report(
     Parameters
     ----------
     source
-        An InferenceData returned by `pmp.sample` (also after `to_netcdf`/`from_netcdf`), or
+        A DataTree returned by `pmp.sample` (also after `to_netcdf` and `xr.open_datatree`), or
         a `PrivacyLedger`.
     delta
         The δ at which to report the tighter (ε, δ) composition.
@@ -117,7 +116,7 @@ def _prefix(timeline: list[Release], k: int) -> list[Release]:
 
 
 def plot_privacy(
-    source: az.InferenceData | PrivacyLedger,
+    source: xr.DataTree | PrivacyLedger,
     *,
     delta: float = 1e-6,
     ax: plt.Axes | None = None,
@@ -135,7 +134,7 @@ def plot_privacy(
     Parameters
     ----------
     source
-        An InferenceData returned by `pmp.sample`, or its ledger.
+        A DataTree returned by `pmp.sample`, or its ledger.
     delta
         The δ of the tighter composed curve.
     ax
@@ -152,7 +151,7 @@ def plot_privacy(
     # session switches on interactive mode, which leaving the context would switch off again.
     # A constrained layout keeps the axis labels inside the figure when it is saved.
     figure = plt.figure(figsize=(7, 4), layout="constrained") if ax is None else None
-    with az.style.context("arviz-darkgrid"):
+    with plt.style.context("arviz-darkgrid"):
         if figure is not None:
             ax = figure.add_subplot()
         if not timelines:
@@ -197,8 +196,8 @@ def _plot_pay_once(ax, source, ledger, offset, delta) -> None:
     """A fit on privatised statistics: ε was spent once, before sampling; each draw is
     post-processing (ε = 0). Shown as a step at iteration 0 and a flat line over the draws."""
     draws = 1
-    if isinstance(source, az.InferenceData) and "posterior" in source.groups():
-        draws = int(source.posterior.sizes["draw"])
+    if isinstance(source, xr.DataTree) and "posterior" in source.children:
+        draws = int(source["posterior"].sizes["draw"])
     steps = np.array([-0.5, 0.0, draws])
     ax.step(steps, [0.0, offset, offset], where="post", color="k", lw=2, label="total")
     if ledger.releases:
@@ -216,7 +215,7 @@ def _plot_pay_once(ax, source, ledger, offset, delta) -> None:
 
 
 def plot_ppc(
-    ppc: az.InferenceData,
+    ppc: xr.DataTree,
     var_names: list[str] | None = None,
     *,
     bins: int = 30,
@@ -236,7 +235,7 @@ def plot_ppc(
     ppc
         What `pmp.sample_posterior_predictive` returned for a privatised model (its
         ``posterior_predictive`` beside the released ``observed_data``), alone or extended
-        into the fit's InferenceData.
+        into the fit's DataTree.
     var_names
         The released statistics to show (default: all).
     bins
@@ -250,16 +249,17 @@ def plot_ppc(
     numpy.ndarray
         The axes, one per panel (rows of four), unused ones hidden.
     """
-    groups = set(ppc.groups()) if isinstance(ppc, az.InferenceData) else set()
+    groups = set(ppc.children) if isinstance(ppc, xr.DataTree) else set()
     if not {"posterior_predictive", "observed_data"} <= groups:
         raise UnsupportedModelError(
             "plot_ppc takes what pmp.sample_posterior_predictive returns for a privatised "
             "model: replicated releases (posterior_predictive) beside the released ones "
             "(observed_data). For predictions at public inputs, plot idata.predictions."
         )
-    released = ppc.observed_data
+    released = ppc["observed_data"].to_dataset()
+    replicates = ppc["posterior_predictive"].to_dataset()
     names = list(released.data_vars) if var_names is None else list(var_names)
-    unknown = [n for n in names if n not in released or n not in ppc.posterior_predictive]
+    unknown = [n for n in names if n not in released or n not in replicates]
     if unknown:
         raise UnsupportedModelError(
             f"var_names must name released statistics ({sorted(released.data_vars)}); "
@@ -273,9 +273,9 @@ def plot_ppc(
     figure, axes = plt.subplots(
         rows, columns, figsize=(3.2 * columns, 2.5 * rows), layout="constrained", squeeze=False
     )
-    with az.style.context("arviz-darkgrid"):
+    with plt.style.context("arviz-darkgrid"):
         for ax, (name, index) in zip(axes.flat, shown, strict=False):
-            replicated = ppc.posterior_predictive[name].values[(Ellipsis, *index)].ravel()
+            replicated = replicates[name].values[(Ellipsis, *index)].ravel()
             value = float(released[name].values[index])
             ax.hist(replicated, bins=bins, color="C0", alpha=0.75)
             ax.axvline(value, color="C3", lw=2)

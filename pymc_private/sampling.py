@@ -66,8 +66,8 @@ def sample(
     progressbar: bool = True,
     model: pm.Model | None = None,
     **kwargs,
-) -> az.InferenceData:
-    """Sample a model privately and return an `InferenceData` that is safe to release.
+) -> xr.DataTree:
+    """Sample a model privately and return a `DataTree` (as `pm.sample`) that is safe to release.
 
     Two routes (:ref:`costs`), decided by what the model's graph reads
     (`pymc_private.leak_guard.reads_private_data`), not by which Python object it is:
@@ -203,8 +203,8 @@ def sample(
             _warn_unused(kwargs)
             idata = inference_data(model, batched, 0.0, ledger, attrs)
             if kwargs.get("var_names") is not None:
-                idata.posterior = idata.posterior[list(kwargs["var_names"])]
-            idata.add_groups(constant_data=_constant_data(privatisation))
+                idata["posterior"] = idata["posterior"].to_dataset()[list(kwargs["var_names"])]
+            idata["constant_data"] = _constant_data(privatisation)
             separate_latents(idata, latent_names(model, privatisation))
             if chained and kwargs.get("compute_convergence_checks", True):
                 _warn_unmixed(idata, per_draw=False)
@@ -224,7 +224,6 @@ def sample(
             random_seed=random_seed,
             progressbar=progressbar,
             model=model,
-            idata_kwargs={"log_likelihood": False},
             compute_convergence_checks=False,
             **kwargs,
         )
@@ -266,12 +265,12 @@ def _warn_unused(kwargs: dict) -> None:
         )
 
 
-def _warn_unmixed(idata: az.InferenceData, *, per_draw: bool) -> None:
+def _warn_unmixed(idata: xr.DataTree, *, per_draw: bool) -> None:
     """One `ConvergenceWarning` in place of PyMC's, computed from the released draws only
     (post-processing), with PyMC's thresholds: R-hat > 1.01, bulk ESS < 100 per chain. The
     latents of a noise-aware likelihood (``latent_posterior``) are checked too."""
-    posterior = idata.posterior
-    latent = idata[LATENT_GROUP] if LATENT_GROUP in idata.groups() else xr.Dataset()
+    posterior = idata["posterior"].to_dataset()
+    latent = idata[LATENT_GROUP].to_dataset() if LATENT_GROUP in idata.children else xr.Dataset()
     posterior = xr.merge([posterior, latent])
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
     if chains < 2 or draws < 4 or not posterior.data_vars:
@@ -328,8 +327,8 @@ def _prepaid_copy(step: PrivateStep) -> PrivateStep:
 
 _REFUSED_KWARGS = {
     "trace": "a custom trace backend may store the observed data; use the default.",
-    "return_inferencedata": "the released InferenceData is the only output pmp.sample gives.",
-    "idata_kwargs": "pmp.sample builds the InferenceData itself, without log_likelihood.",
+    "return_inferencedata": "the released DataTree is the only output pmp.sample gives.",
+    "idata_kwargs": "pmp.sample builds the DataTree itself, without log_likelihood.",
     "nuts_sampler": "external NUTS samplers bypass the private step methods.",
 }
 
@@ -557,15 +556,15 @@ def _rate_advice(planned: list[Release], fits) -> str:
 
 
 def _released(
-    idata: az.InferenceData,
+    idata: xr.DataTree,
     private_steps: list[PrivateStep],
     privatisation: Privatisation | None,
-) -> az.InferenceData:
+) -> xr.DataTree:
     """Keep what is public: draws, declared-safe stats, privatised statistics."""
-    groups = {"posterior": idata.posterior}
+    groups = {"posterior": idata["posterior"].to_dataset()}
     raw_route = any(s.touches_raw_data for s in private_steps) or privatisation is None
-    stats = idata.get("sample_stats")
-    if stats is not None:
+    if "sample_stats" in idata.children:
+        stats = idata["sample_stats"].to_dataset()
         if raw_route:
             safe = {name for s in private_steps for name in s.released_stats}
             stats = stats[[name for name in stats.data_vars if name in safe]]
@@ -579,7 +578,7 @@ def _released(
             stats = stats.drop_vars([d for d in unused if d in stats.coords])
         else:
             # No private step (NUTS on a privatised model): every draw is post-processing.
-            draws = idata.posterior.sizes
+            draws = groups["posterior"].sizes
             stats["privacy_epsilon"] = (
                 ("chain", "draw"),
                 np.zeros((draws["chain"], draws["draw"])),
@@ -588,7 +587,7 @@ def _released(
     if privatisation is not None:
         groups["constant_data"] = _constant_data(privatisation)
     # Copies: `seal` keeps only the public attributes of each group.
-    released = az.InferenceData(**{name: group.copy() for name, group in groups.items()})
+    released = xr.DataTree.from_dict({name: group.copy() for name, group in groups.items()})
     released.attrs = {key: idata.attrs[key] for key in PUBLIC_ATTRS if key in idata.attrs}
     return released
 

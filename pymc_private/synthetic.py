@@ -50,12 +50,12 @@ import numbers
 import warnings
 from dataclasses import dataclass
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+import xarray as xr
 from pymc.pytensorf import compile as compile_pytensor
 from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
@@ -84,7 +84,7 @@ MIXTURE_EXCESS_SHARE = 0.1
 
 
 def synthesize(
-    idata: az.InferenceData,
+    idata: xr.DataTree,
     model: pm.Model | None = None,
     *,
     m: int,
@@ -335,15 +335,15 @@ def _frame(model: pm.Model, records: dict[str, np.ndarray]) -> pd.DataFrame:
 def _noise_aware_posterior(idata):
     """The posterior of ``idata`` when it is the sealed posterior of a noise-aware privatised
     model; else the refusal that says what would be."""
-    if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
-        raise UnsupportedModelError("idata must be an InferenceData with a posterior group.")
-    if not sealed(idata.posterior) or LEDGER_ATTR not in idata.attrs:
+    if not isinstance(idata, xr.DataTree) or "posterior" not in idata.children:
+        raise UnsupportedModelError("idata must be a DataTree with a posterior group.")
+    if not sealed(idata["posterior"]) or LEDGER_ATTR not in idata.attrs:
         raise UnsupportedModelError(
             "This posterior was not released by pmp.sample (or changed since): synthetic data "
             "drawn from it would carry whatever it was computed from."
         )
     statistics = idata.get("constant_data")
-    if statistics is None or not sealed(statistics):
+    if not isinstance(statistics, xr.DataTree) or not sealed(statistics):
         raise UnsupportedModelError(
             "This posterior was not drawn from a privatised model: draws paid per draw on raw "
             "data (pmp.PrivateGibbs, pmp.PrivateMetropolis, pmp.sample_posterior) come from a "
@@ -356,7 +356,7 @@ def _noise_aware_posterior(idata):
             "noise_aware=False): its synthetic data would be as overconfident as it is. "
             "Synthesise from the noise-aware posterior, pmp.privatize's default."
         )
-    return idata.posterior
+    return idata["posterior"].to_dataset()
 
 
 def _positive_integer(name: str, value) -> None:

@@ -17,6 +17,7 @@ import matplotlib
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
@@ -599,16 +600,17 @@ def test_chains_cores_spawn_reproducible_and_arviz(private_nb):
     assert axes.shape == (1, 2)
 
 
-def _raw_data_in(idata: az.InferenceData, raw: np.ndarray) -> list[str]:
+def _raw_data_in(idata: xr.DataTree, raw: np.ndarray) -> list[str]:
     """Where raw values appear in ``idata``: any value of any variable or coord of any group
-    equal to a raw value strictly inside the bounds (-3, 3) (the clipped ones equal the
-    public bounds), or the sentinel's digits in the file's, a group's or a variable's attrs.
+    (every node of the tree, its root and nested groups included) equal to a raw value
+    strictly inside the bounds (-3, 3) (the clipped ones equal the public bounds), or the
+    sentinel's digits in the file's, a group's or a variable's attrs.
     """
     inner = raw[(raw > -3.0) & (raw < 3.0)]
     texts = {"attrs": str(dict(idata.attrs))}
     found = []
-    for group_name in idata.groups():
-        group = idata[group_name]
+    for group in idata.subtree:
+        group_name = group.path.lstrip("/")
         texts[f"{group_name}.attrs"] = str(dict(group.attrs))
         for name, array in {**group.data_vars, **group.coords}.items():
             texts[f"{group_name}/{name}.attrs"] = str(dict(array.attrs))
@@ -625,16 +627,16 @@ def test_netcdf_keeps_ledger_and_leaks_no_raw_data(normal_data, tmp_path, capsys
     )
     with private_normal:
         idata = sample(50, tune=10, chains=2, cores=1, random_seed=20, progressbar=False)
-    # Uncompressed, so that raw float64 bytes in the file would be found by a byte search
-    # (ArviZ compresses with zlib by default, hiding them from it).
+    # Uncompressed (xarray's default), so that raw float64 bytes in the file would be found
+    # by a byte search (zlib compression would hide them from it).
     path = tmp_path / "private.nc"
-    idata.to_netcdf(str(path), compress=False)
+    idata.to_netcdf(str(path))
     loaded = az.from_netcdf(path)
     ledger = ledger_of(loaded)
     assert {r.mechanism for r in ledger.releases} == {"discrete_laplace"}
     assert ledger.epsilon() == pytest.approx(1.0)
     assert "sum(x_obs)" in loaded.constant_data
-    assert "observed_data" not in loaded.groups()
+    assert "observed_data" not in loaded.children
     assert _raw_data_in(idata, normal_data) == []
     assert _raw_data_in(loaded, normal_data) == []
     # The ledger JSON (floats written in full by repr) and the printed report are plain
@@ -658,7 +660,7 @@ def test_netcdf_keeps_ledger_and_leaks_no_raw_data(normal_data, tmp_path, capsys
     assert "x_obs" not in idata.constant_data
     assert _raw_data_in(leaky, normal_data) == ["constant_data/x_obs"]
     control = tmp_path / "control.nc"
-    leaky.to_netcdf(str(control), compress=False)
+    leaky.to_netcdf(str(control))
     assert _raw_data_in(az.from_netcdf(control), normal_data) == ["constant_data/x_obs"]
     assert np.float64(SENTINEL).tobytes() in control.read_bytes()
     assert np.asarray(normal_data[:8]).tobytes() in control.read_bytes()

@@ -188,7 +188,7 @@ def test_every_route_runs_a_hierarchy_grouped_by_public_pm_data(hierarchical_pub
     assert [rv.name for rv in private.free_RVs] == ["mu"]  # no latent group sizes
     with private:
         fit = pmp.sample(100, tune=100, chains=1, progressbar=False, random_seed=4)
-    fit.extend(pmp.sample_posterior_predictive(fit, private, random_seed=5))
+    fit.update(pmp.sample_posterior_predictive(fit, private, random_seed=5))
     assert fit.posterior_predictive["sum(v_obs | g)"].shape == (1, 100, 5)
     assert "Releasable" in str(pmp.check_release(fit))
 
@@ -250,7 +250,7 @@ def test_set_data_predictions_at_public_covariates(public_covariates):
             pm.set_data({"X": X}, coords={"obs": np.arange(len(X))})
     assert by_inputs.predictions["y"].shape == (1, 20, 3)
     np.testing.assert_array_equal(by_inputs.predictions["y"], by_set_data.predictions["y"])
-    idata.extend(by_inputs)
+    idata.update(by_inputs)
     assert "Releasable" in str(pmp.check_release(idata))
 
 

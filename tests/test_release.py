@@ -1,8 +1,8 @@
 """`pmp.check_release` and `pmp.sample_posterior_predictive`: what a private fit may release.
 
 The ordinary follow-ups of a PyMC fit (``pm.sample_posterior_predictive`` on the original
-model, ``idata.extend``, a log-likelihood group, a timing attribute) put raw data or
-functions of single records back into an InferenceData; `check_release` names each, and
+model, ``idata.update``, a log-likelihood group, a timing attribute) put raw data or
+functions of single records back into a DataTree; `check_release` names each, and
 `sample_posterior_predictive` predicts at public inputs with no raw data left to read.
 """
 
@@ -58,13 +58,11 @@ def test_the_ordinary_follow_ups_are_caught_with_their_reasons(regression):
     idata = copy.deepcopy(idata)
     with model:
         raw = pm.sample_posterior_predictive(idata, progressbar=False)
-    assert "observed_data" in raw.groups()  # PyMC puts the raw y back
-    idata.extend(raw)
+    assert "observed_data" in raw.children  # PyMC puts the raw y back
+    idata.update(raw)
     draws = idata.posterior.sizes
-    idata.add_groups(
-        log_likelihood=xr.Dataset(
-            {"y": (("chain", "draw", "obs"), np.zeros((draws["chain"], draws["draw"], 3)))}
-        )
+    idata["log_likelihood"] = xr.Dataset(
+        {"y": (("chain", "draw", "obs"), np.zeros((draws["chain"], draws["draw"], 3)))}
     )
     idata.attrs["sampling_time"] = 12.5
     check = pmp.check_release(idata)
@@ -95,7 +93,7 @@ def test_post_processing_and_own_attributes_are_named_with_what_to_do(regression
     noted = copy.deepcopy(idata)
     noted.attrs["analyst"] = "me"
     assert "delete it" in dict(pmp.check_release(noted).findings)["attrs['analyst']"]
-    with pytest.raises(TypeError, match=r"the arviz\.InferenceData"):
+    with pytest.raises(TypeError, match=r"the xarray\.DataTree"):
         pmp.ledger_of({})
 
 
@@ -116,7 +114,7 @@ def test_predictions_at_public_inputs_are_sealed_and_follow_the_fit(regression):
     model, idata = regression
     new = np.array([[1.0, -1.0], [0.0, 0.0], [-0.5, 0.5]])
     pp = pmp.sample_posterior_predictive(idata, model, inputs={"x_obs": new}, random_seed=3)
-    assert set(pp.groups()) == {"predictions", "predictions_constant_data"}
+    assert set(pp.children) == {"predictions", "predictions_constant_data"}
     assert pmp.check_release(pp).releasable
     predictions = pp.predictions["y"]
     assert predictions.shape[-1] == 3
@@ -128,7 +126,7 @@ def test_predictions_at_public_inputs_are_sealed_and_follow_the_fit(regression):
     )
     np.testing.assert_array_equal(pp.predictions_constant_data["x_obs"].to_numpy(), new)
     combined = copy.deepcopy(idata)
-    combined.extend(pp)
+    combined.update(pp)
     assert pmp.check_release(combined).releasable
 
 
@@ -194,13 +192,15 @@ def privatised_fit():
 
 def test_replicated_statistics_check_the_fit_against_what_was_released(privatised_fit):
     """On a privatised model, predictive draws are replicated released statistics
-    s̃_rep = s_rep + fresh noise, s_rep ~ p(s | θ), beside the released s̃: az.plot_ppc and
-    posterior predictive p-values run on them, and the result stays releasable."""
+    s̃_rep = s_rep + fresh noise, s_rep ~ p(s | θ), beside the released s̃: ArviZ's
+    predictive checks and posterior predictive p-values run on them, and the result stays
+    releasable (a single released value has no density for az.plot_ppc_dist to pool: its
+    check is az.plot_ppc_tstat)."""
     private, idata = privatised_fit
     ppc = pmp.sample_posterior_predictive(idata, private, random_seed=1)
     (name,) = pmp.privatised_statistics(private)
     released = pmp.privatised_statistics(private)[name]
-    assert set(ppc.groups()) == {"posterior_predictive", "observed_data"}
+    assert set(ppc.children) == {"posterior_predictive", "observed_data"}
     assert np.allclose(ppc.observed_data[name].values, released)
     replicated = ppc.posterior_predictive[name].values
     assert replicated.shape == (2, 300)  # one released cell: the count of ones
@@ -211,9 +211,9 @@ def test_replicated_statistics_check_the_fit_against_what_was_released(privatise
     # replicate of the true count alone (sd ≈ 6.5 + posterior spread) would not show.
     assert replicated.std() > np.sqrt(6.5**2 + 2 * 5.0**2)
     combined = idata.copy()
-    combined.extend(ppc)
+    combined.update(ppc)
     assert pmp.check_release(combined).releasable
-    az.plot_ppc(combined, num_pp_samples=20)
+    az.plot_ppc_tstat(combined, t_stat="mean")
 
 
 def test_replicated_statistics_refusals_say_what_to_change(privatised_fit):
@@ -287,6 +287,7 @@ def test_arviz_shows_the_users_variables_and_the_latents_are_released_beside(
     assert pmp.check_release(loaded).releasable
     ppc = pmp.sample_posterior_predictive(loaded, private, random_seed=1)
     assert "counts(y_obs)" in ppc.posterior_predictive
+    az.plot_ppc_dist(ppc, var_names=["counts(x_obs | y_obs)"], num_samples=20)
     forged = loaded.copy()
     forged.latent_posterior[share] = forged.latent_posterior[share] * 0.5
     with pytest.raises(pmp.UnsupportedModelError, match="latent_posterior"):
@@ -327,7 +328,7 @@ def test_posterior_predictive_takes_pymcs_keywords(privatised_fit, regression):
     returned = pmp.sample_posterior_predictive(
         extended, private, progressbar=False, extend_inferencedata=True, random_seed=1
     )
-    assert returned is extended and "posterior_predictive" in extended.groups()
+    assert returned is extended and "posterior_predictive" in extended.children
     assert pmp.check_release(extended).releasable
     draws = pmp.sample_posterior_predictive(idata, private, return_inferencedata=False)
     assert {name: value.shape for name, value in draws.items()} == {

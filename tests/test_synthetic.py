@@ -264,7 +264,7 @@ def test_check_release_reads_tables_by_their_seal(naive_bayes):
     redrawn = frame.copy()
     redrawn.attrs["posterior_draw"] = [0, 1]
     assert "changed since" in str(pmp.check_release(redrawn))
-    with pytest.raises(TypeError, match="InferenceData or a pandas DataFrame"):
+    with pytest.raises(TypeError, match="DataTree or a pandas DataFrame"):
         pmp.check_release(frame.to_numpy())
 
 

@@ -10,7 +10,6 @@ import itertools
 import re
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
@@ -135,7 +134,7 @@ def test_an_unsupported_likelihood_takes_its_article():
 
 def test_a_release_check_reads_as_its_findings():
     posterior = xr.Dataset({"p": (("chain", "draw"), np.zeros((1, 2)))})
-    check = pmp.check_release(az.InferenceData(posterior=posterior))
+    check = pmp.check_release(xr.DataTree.from_dict({"posterior": posterior}))
     assert not check.releasable
     assert repr(check) == str(check)
     assert repr(check).startswith("Not releasable (1 finding):\n- posterior: not sealed")
