@@ -385,7 +385,7 @@ def inference_data(
     )
     if model.deterministics:
         idata["posterior"] = pm.compute_deterministics(
-            idata["posterior"].to_dataset(), model=model, merge_dataset=True, progressbar=False
+            idata["posterior"].to_dataset(), model=model, extend_dataset=True, progressbar=False
         )
     return seal(idata)
 

@@ -4,6 +4,7 @@ nothing derived from raw data but the accounted draws."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import inspect
 import math
 import multiprocessing
@@ -17,6 +18,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import xarray as xr
+from pymc.vartypes import discrete_types
 
 from pymc_private.augmentation import augmented_posterior
 from pymc_private.compiling import quiet_sampling
@@ -78,18 +80,22 @@ def sample(
       (``noise_aware=False``) whose posterior is a product of conjugate blocks (naive Bayes,
       Beta–Bernoulli, Gamma–Poisson, a Normal mean, regression weights with σ known) gets
       ``chains × draws`` independent exact draws, each block drawn for all of them in one
-      vectorised call (no tuning: ``tune`` is not used; the InferenceData is the same as
+      vectorised call (no tuning: ``tune`` is not used; the DataTree is the same as
       `pm.sample`'s, with chains of independent draws); a noise-aware model (the default of
       `pmp.privatize`) is sampled in numpy, every chain at once and nothing compiled
       (`pymc_private.augmentation`: exact data augmentation for released counts, elliptical
       slice sampling on the closed-form likelihood of released sums; ``tune`` iterations
       adapt it and are discarded); any other privatised model, or a noise-aware one with
       parts those moves do not cover, is sampled by `pm.sample`, where PyMC assigns
-      `pmp.PrivateGibbs` to the conjugate variables and NUTS to the others (pass
-      ``step=pm.NUTS()`` to use NUTS on a noise-aware model);
+      `pmp.PrivateGibbs` to the conjugate variables and NUTS to the others (nutpie when it is
+      installed and NUTS samples every variable, as PyMC 6 does; pass ``step=pm.NUTS()`` or
+      ``nuts_sampler=`` "nutpie", "numpyro" or "blackjax" to use NUTS on a noise-aware
+      model);
     - a model that reads raw `pmp.PrivateData` (a privatised model extended with raw data
       included) must be sampled entirely by private step methods (`pmp.PrivateGibbs`,
-      `pmp.PrivateMetropolis`), each draw charged its stated ε.
+      `pmp.PrivateMetropolis`), each draw charged its stated ε; ``nuts_sampler`` is refused
+      there, before anything runs (an external sampler would compile the raw records into
+      the log-density it samples).
 
     The planned spend, ``chains × (tune + draws)`` releases of the sweep's per-draw ε
     (tuning iterations touch the data and are charged), is composed by the ledger and
@@ -98,7 +104,7 @@ def sample(
     before sampling starts, so a run that fails part-way is still charged in full; every
     argument is checked before that, so a mistyped call charges nothing.
 
-    The returned InferenceData holds the posterior draws, the sample stats the private steps
+    The returned DataTree holds the posterior draws, the sample stats the private steps
     declare safe (``privacy_epsilon`` per draw, ...), the privatised statistics (as
     ``constant_data``) and the ledger as JSON in ``idata.attrs["privacy_ledger"]``. The
     posterior holds the variables of the user's model; the latent variables a noise-aware
@@ -107,7 +113,7 @@ def sample(
     that az.summary and az.plot_trace show the user's model. It holds no ``observed_data``,
     raw ``constant_data``, ``log_likelihood`` or ``lp``. The console (PyMC's progress bar
     and "sampling took N seconds") is not a released artifact: running time is a side
-    channel outside ε, dropped from the InferenceData.
+    channel outside ε, dropped from the DataTree.
 
     Parameters
     ----------
@@ -131,12 +137,17 @@ def sample(
         so the run is not reproducible; steps built with ``secure=False`` draw everything
         from it, reproducibly, and their releases are recorded as not secure.
     progressbar, **kwargs
-        Passed to `pm.sample` (except ``trace``, ``return_inferencedata``, ``idata_kwargs``
-        and ``nuts_sampler``, which would bypass what `pmp.sample` guarantees).
+        Passed to `pm.sample` (except ``trace``, ``return_inferencedata`` and
+        ``idata_kwargs``, which would bypass what `pmp.sample` guarantees).
+        ``nuts_sampler`` ("pymc", "nutpie", "numpyro", "blackjax") runs on a model that reads
+        only released values, without ``step``: NUTS by that implementation, free.
     """
     _check_keywords(kwargs)
     model = pm.modelcontext(model)
     privatisation = privatised_route(model)
+    nuts_sampler = kwargs.get("nuts_sampler")
+    if nuts_sampler is not None:
+        _check_nuts_sampler(model, nuts_sampler, privatisation, step)
     if privatisation is None:
         check_private_data(model)
         # The steps checked the model when they were built; it may have gained a
@@ -185,7 +196,7 @@ def sample(
         # whatever it released (an error, draws kept by a callback), so it is never
         # undercounted.
         ledger.record_all(planned, budget=budget)
-    if privatisation is not None and not steps:
+    if privatisation is not None and not steps and nuts_sampler is None:
         batched = batched_posterior(model, privatisation, chains, draws, random_seed)
         attrs = {"sampler": "independent exact draws given the privatised statistics"}
         chained = False  # a Markov chain, whose mixing is worth checking
@@ -229,8 +240,13 @@ def sample(
         )
     released = _released(idata, private_steps, privatisation)
     names = sorted({type(s).__name__ for s in steps})
+    library = idata["posterior"].attrs.get("inference_library", "pymc")
     released.attrs["sampler"] = "pm.sample: " + (
-        ", ".join(names) if names else "PyMC's step methods (NUTS for continuous variables)"
+        ", ".join(names)
+        if names
+        else f"{library}'s NUTS"
+        if library != "pymc"
+        else "PyMC's step methods (NUTS for continuous variables)"
     )
     if privatisation is not None:
         separate_latents(released, latent_names(model, privatisation))
@@ -329,8 +345,51 @@ _REFUSED_KWARGS = {
     "trace": "a custom trace backend may store the observed data; use the default.",
     "return_inferencedata": "the released DataTree is the only output pmp.sample gives.",
     "idata_kwargs": "pmp.sample builds the DataTree itself, without log_likelihood.",
-    "nuts_sampler": "external NUTS samplers bypass the private step methods.",
 }
+
+# `pm.sample`'s NUTS implementations: the module each needs ("pymc" is PyMC's own).
+NUTS_SAMPLERS = {"pymc": "pymc", "nutpie": "nutpie", "numpyro": "numpyro", "blackjax": "blackjax"}
+
+
+def _check_nuts_sampler(
+    model: pm.Model, nuts_sampler, privatisation: Privatisation | None, step
+) -> None:
+    """Refuse ``nuts_sampler`` before anything runs where it would read raw data or could not
+    run. An external NUTS sampler (nutpie, numpyro, blackjax) compiles the model's whole
+    log-density and samples every variable itself: on a model that reads only released
+    values (`pymc_private.privatisation.privatised_route`: no `PrivateData` or observed value
+    anywhere in its graph) that is post-processing, free; on one that reads raw data it
+    would draw from the raw records with no step method to account for it."""
+    if nuts_sampler not in NUTS_SAMPLERS:
+        raise UnsupportedModelError(
+            f"nuts_sampler must be one of {sorted(NUTS_SAMPLERS)}, got {nuts_sampler!r}."
+        )
+    if nuts_sampler == "pymc":
+        return
+    if privatisation is None:
+        raise UnsupportedModelError(
+            f"nuts_sampler={nuts_sampler!r} cannot sample this model: it reads raw private data "
+            "(PrivateData or observed values), and an external NUTS sampler would compile its "
+            "log-density, the raw records included, and release draws no step method accounts "
+            "for. Sample it with pmp.PrivateGibbs or pmp.PrivateMetropolis, or privatise it "
+            "first (pmp.privatize(model, epsilon)): a privatised model holds only released "
+            "values, and any NUTS sampler draws from it for free."
+        )
+    if step is not None:
+        raise UnsupportedModelError(
+            f"nuts_sampler={nuts_sampler!r} samples every variable itself with NUTS; drop "
+            "step=..., or keep it with nuts_sampler='pymc'."
+        )
+    discrete = [model.values_to_rvs[v].name for v in model.value_vars if v.dtype in discrete_types]
+    if discrete:
+        raise UnsupportedModelError(
+            f"nuts_sampler={nuts_sampler!r} samples continuous variables only; {discrete} are "
+            "discrete. Leave nuts_sampler unset, and PyMC assigns them a sampler of their own."
+        )
+    if importlib.util.find_spec(NUTS_SAMPLERS[nuts_sampler]) is None:
+        raise UnsupportedModelError(
+            f"nuts_sampler={nuts_sampler!r} is not installed: pip install {nuts_sampler}."
+        )
 
 
 def _check_keywords(kwargs: dict) -> None:
@@ -568,6 +627,9 @@ def _released(
         if raw_route:
             safe = {name for s in private_steps for name in s.released_stats}
             stats = stats[[name for name in stats.data_vars if name in safe]]
+        # Python objects (nutpie's divergence_message, text or None) do not survive to_netcdf
+        # (None comes back as NaN): dropped, as pm.sample drops its own warning stat.
+        stats = stats.drop_vars([name for name, v in stats.data_vars.items() if v.dtype == object])
         if "privacy_epsilon" in stats:
             # Several private steps: PyMC stacks their stats on an extra dim; a draw costs
             # the sweep, the sum over the steps.
@@ -593,7 +655,7 @@ def _released(
 
 
 def _constant_data(privatisation: Privatisation) -> xr.Dataset:
-    """The privatised statistics, as the InferenceData's ``constant_data``, with whether the
+    """The privatised statistics, as the DataTree's ``constant_data``, with whether the
     posterior models their noise (public: the user chose it)."""
     return xr.Dataset(
         {

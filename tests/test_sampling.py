@@ -26,6 +26,7 @@ from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import (
     BudgetExceededError,
     ConvergenceWarning,
+    NUTSFallbackWarning,
     PrivacyError,
     UnsupportedModelError,
 )
@@ -222,7 +223,7 @@ def test_a_run_that_fails_part_way_is_still_charged(model, monkeypatch):
     assert ledger.epsilon() == pytest.approx(20 * 2 * L / 10.0)
 
 
-@pytest.mark.parametrize("keyword", ["trace", "return_inferencedata", "nuts_sampler"])
+@pytest.mark.parametrize("keyword", ["trace", "return_inferencedata"])
 def test_keywords_that_would_bypass_the_release_are_refused(model, keyword):
     ledger = ledger_for(model)
     with model:
@@ -430,3 +431,81 @@ def test_models_that_are_not_products_of_blocks_go_to_pm_sample(plug_in):
     with extended:
         pm.Potential("nudge", 0.1 * extended["pi"])
     assert batched_posterior(extended, privatisation, 2, 5, 0) is None
+
+
+# External NUTS samplers (nutpie, numpyro, blackjax) sample a model that reads released values
+# only, for free; on raw data they are refused before anything runs.
+
+
+@pytest.fixture(scope="module")
+def shrunk() -> tuple[pm.Model, pm.Model]:
+    """A Beta–Bernoulli and its noise-aware privatised model with a Potential of the user's:
+    the numpy sampler declines it, NUTS samples it."""
+    x = np.random.default_rng(17).binomial(1, 0.3, 50)
+    with pm.Model() as raw:
+        x_obs = PrivateData("x_obs", x, bounds=(0, 1))
+        theta = TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A)
+        pm.Bernoulli("x", theta, observed=x_obs)
+    private = privatize(raw, 1.0, secure=False, random_seed=18)
+    with private:
+        pm.Potential("shrink", -((private["theta"] - 0.5) ** 2))
+    return raw, private
+
+
+def test_nutpie_is_the_default_nuts_where_only_released_values_are_sampled(shrunk, tmp_path):
+    pytest.importorskip("nutpie")
+    _, private = shrunk
+    spent = ledger_for(private).epsilon()
+    kwargs = {"tune": 300, "chains": 2, "cores": 1, "random_seed": 3, "progressbar": False}
+    with pytest.warns(NUTSFallbackWarning):
+        idata = sample(300, model=private, **kwargs)
+    assert idata.attrs["sampler"] == "pm.sample: nutpie's NUTS"
+    assert set(idata.children) == {"posterior", "sample_stats", "constant_data"}
+    assert np.all(idata.sample_stats["privacy_epsilon"].values == 0.0)
+    assert "logp" in idata.sample_stats  # of the privatised model: released values only
+    assert ledger_for(private).epsilon() == spent  # post-processing: free
+    asked = sample(300, model=private, nuts_sampler="nutpie", **kwargs)
+    np.testing.assert_array_equal(asked.posterior["theta"], idata.posterior["theta"])
+    assert az.summary(idata)["r_hat"].max() < 1.02
+    idata.to_netcdf(tmp_path / "nutpie.nc")
+    assert ledger_of(az.from_netcdf(tmp_path / "nutpie.nc")).epsilon() == spent
+    from pymc_private.release import check_release
+
+    assert check_release(az.from_netcdf(tmp_path / "nutpie.nc"))
+
+
+def test_numpyro_samples_a_privatised_model_too(shrunk):
+    pytest.importorskip("numpyro")
+    _, private = shrunk
+    idata = sample(
+        100, tune=100, chains=1, model=private, nuts_sampler="numpyro", progressbar=False
+    )
+    assert idata.attrs["sampler"] == "pm.sample: numpyro's NUTS"
+    assert np.all(idata.sample_stats["privacy_epsilon"].values == 0.0)
+    assert not {"observed_data", "log_likelihood"} & set(idata.children)
+
+
+@pytest.mark.parametrize("nuts_sampler", ["nutpie", "numpyro", "blackjax"])
+def test_external_samplers_are_refused_on_raw_data_before_anything_runs(shrunk, nuts_sampler):
+    """On raw data, or a privatised model extended with raw data, an external sampler would
+    compile the records into the log-density it samples: refused with the reason, before any
+    step is built or anything charged."""
+    raw, private = shrunk
+    extended = private.copy()
+    with extended:
+        y = PrivateData("y", np.ones(30, dtype=np.int64), bounds=(0, 1))
+        pm.Bernoulli("y_obs", extended["theta"], observed=y)
+    for model in (raw, extended):
+        ledger = ledger_for(model)
+        before = len(ledger)
+        with pytest.raises(UnsupportedModelError, match=r"reads raw private data.*privatise"):
+            sample(10, model=model, nuts_sampler=nuts_sampler, progressbar=False)
+        assert len(ledger) == before
+
+
+def test_external_sampler_refusals_name_the_change(shrunk):
+    _, private = shrunk
+    with pytest.raises(UnsupportedModelError, match="must be one of"):
+        sample(10, model=private, nuts_sampler="stan")
+    with private, pytest.raises(UnsupportedModelError, match="drop step="):
+        sample(10, model=private, nuts_sampler="nutpie", step=pm.NUTS())
