@@ -22,11 +22,12 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, indices_from_subtensor
 
-from pymc_private.data import private_data
+from pymc_private.data import PrivateDataSpec, private_data
 from pymc_private.dp.barker import barker_epsilon
 from pymc_private.dp.events import subsampled_gaussian_epsilon
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.leak_guard import shape_is_public
+from pymc_private.leak_guard import shape_is_public, strip_casts
+from pymc_private.support import public_shape
 
 __all__ = [
     "checked_vars",
@@ -136,6 +137,8 @@ def record_log_likelihood(
     the records could not be separated, and neither the clip of each record's ratio nor
     the step's exact sum over records would bound what one record changes.
     """
+    specs = private_data(model)
+    private = {variable: specs[variable.name] for variable in private}
     aligned: dict[Variable, bool | None] = {}
     for rv in observed:
         op = rv.owner.op
@@ -200,7 +203,7 @@ def record_log_likelihood(
 
 
 def _record_aligned(
-    var: Variable, private: set[Variable], memo: dict[Variable, bool | None]
+    var: Variable, private: dict[Variable, PrivateDataSpec], memo: dict[Variable, bool | None]
 ) -> bool | None:
     """Whether row i of ``var`` (axis 0) comes from row i of the private data only.
 
@@ -224,11 +227,13 @@ def _record_aligned(
     elif any(status is None for status in inputs):
         memo[var] = None
     else:
-        memo[var] = _keeps_records(var, inputs) or None
+        memo[var] = _keeps_records(var, inputs, private) or None
     return memo[var]
 
 
-def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
+def _keeps_records(
+    var: Variable, inputs: list[bool], private: dict[Variable, PrivateDataSpec]
+) -> bool:
     """Whether ``var``'s op maps record-aligned inputs (``inputs[k]`` True) row by row."""
     op = var.owner.op
     first = inputs[0]
@@ -250,11 +255,16 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
         # public[index, ...] with a record-aligned integer first index: the indices broadcast
         # together, so none may have more axes than it, nor an aligned one fewer. A boolean
         # index selects a number of rows read from its values, which moves every record.
+        # An aligned index is a PrivateData whose declared bounds lie inside the axis it
+        # indexes: PyTensor's Numba backend does not check indices (it would read whatever
+        # memory an index beyond the axis points at), and the C backend fails for the
+        # records beyond it only.
+        indexed = var.owner.inputs[0]
         aligned = dict(zip(var.owner.inputs, inputs, strict=True))
         leading, *others = indices_from_subtensor(var.owner.inputs[1:], op.idx_list)
         if first or isinstance(leading, slice) or not aligned[leading]:
             return False
-        for index in [leading, *others]:
+        for axis, index in enumerate([leading, *others]):
             if isinstance(index, slice):
                 bounds = (index.start, index.stop, index.step)
                 if any(aligned[bound] for bound in bounds if bound is not None):
@@ -263,9 +273,23 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
                 index.ndim <= leading.ndim and (not aligned[index] or index.ndim == leading.ndim)
             ):
                 return False
+            elif aligned[index] and not _declared_inside(index, indexed, axis, private):
+                return False
         return True
     if isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
         # private @ public: row i of the product is row i of the private factor times it.
         x, w = var.owner.inputs
         return first and not inputs[1] and x.ndim >= 2 and w.ndim <= x.ndim
     return False
+
+
+def _declared_inside(
+    index: Variable, indexed: Variable, axis: int, private: dict[Variable, PrivateDataSpec]
+) -> bool:
+    """Whether ``index`` is a `PrivateData` of integers, one per record, whose declared bounds
+    lie in [0, length − 1] of ``indexed``'s axis ``axis`` (public: shapes and bounds)."""
+    spec = private.get(strip_casts(index))
+    if spec is None or not spec.integer or spec.record_shape != ():
+        return False
+    length = public_shape(indexed)[axis]
+    return 0 <= int(spec.lower) and int(spec.upper) <= length - 1

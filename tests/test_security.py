@@ -427,3 +427,65 @@ def test_private_data_of_another_model_is_refused_not_read_as_public():
         ):
             with pytest.raises(pmp.UnsupportedModelError, match="`foreign` of another model"):
                 route(model)
+
+
+# -- The PyMC 6 port: PyTensor 3's graphs and Numba backend --------------------------------
+
+
+def _clipped(build):
+    """PrivateMetropolis(clip=1) on a Normal likelihood of 20 records whose mean is
+    ``build(x_obs, g_obs, mu)`` (``g_obs`` a private group index in {0, 1, 2})."""
+    rng = np.random.default_rng(3)
+    with pm.Model():
+        x_obs = pmp.PrivateData("x_obs", rng.uniform(0, 1, 20), bounds=(0, 1))
+        g_obs = pmp.PrivateData("g_obs", rng.integers(0, 3, 20), bounds=(0, 2))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-1, upper=1)
+        pm.Normal("y", build(x_obs, g_obs, mu), 1.0, observed=x_obs)
+        return pmp.PrivateMetropolis(clip=1.0, secure=False)
+
+
+TABLE = pt.as_tensor(np.arange(60.0).reshape(20, 3) / 60)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        # Row i sums table[i, g_j] over every record j: once the slices of an advanced index
+        # left its inputs (PyTensor 3), g took the place of the leading index and passed.
+        lambda x, g, mu: mu + TABLE[:, g].sum(axis=1),
+        # A mask computed from the records selects a data-dependent number of rows.
+        lambda x, g, mu: mu + TABLE[:, 0][x > 0.5],
+        # An index derived from the records, whose range no declaration states.
+        lambda x, g, mu: mu + TABLE[:, 0][g + 1],
+    ],
+    ids=["other-records-columns", "boolean-mask", "derived-index"],
+)
+def test_indices_that_mix_records_or_escape_their_axis_are_not_record_aligned(build):
+    with pytest.raises(pmp.UnsupportedModelError, match="row by row"):
+        _clipped(build)
+
+
+def test_a_private_index_declared_beyond_its_axis_is_not_record_aligned():
+    with pytest.raises(pmp.UnsupportedModelError, match="row by row"):
+        _clipped(lambda x, g, mu: mu + pt.as_tensor(np.array([0.1, 0.2]))[g])
+    step = _clipped(lambda x, g, mu: mu + pt.as_tensor(np.array([0.1, 0.2, 0.3]))[g])
+    assert np.isfinite(step.log_acceptance_ratio(np.array([0.1]), np.array([0.0])))
+
+
+def test_the_private_data_are_never_compiled_by_numba():
+    """PyTensor 3 compiles with Numba by default, which does not check indices: a public
+    index beyond its axis read whatever memory it pointed at (the private records' included)
+    into every record's log-likelihood. The function that reads the records is compiled with
+    the C backend, which raises, and no other mode may be asked for."""
+    step = _clipped(
+        lambda x, g, mu: (
+            mu + pt.as_tensor(np.array([0.1, 0.2, 0.3]))[pm.Data("beyond", np.full(20, 10**6))]
+        )
+    )
+    with pytest.raises(IndexError, match="out of bounds"):
+        step.log_acceptance_ratio(np.array([0.1]), np.array([0.0]))
+    with (
+        bernoulli([0, 1, 1]),
+        pytest.raises(pmp.UnsupportedModelError, match="may not choose the mode"),
+    ):
+        pmp.PrivateMetropolis(compile_kwargs={"mode": "NUMBA"})

@@ -86,6 +86,11 @@ class GaussianRandomWalk:
         return rng.normal(scale=self.s)
 
 
+# The PyTensor mode of the function that reads the private data: the C backend (with Python
+# for the ops it has no C code for), whose indexing raises IndexError beyond an axis.
+RAW_DATA_MODE = "CVM"
+
+
 @dataclass_state
 class PrivateMetropolisState(StepMethodState):
     scaling: float
@@ -151,7 +156,10 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         Seed or generator of the step's randomness (``pm.sample`` replaces it per chain):
         the proposals, and with ``secure=False`` (or ``sampling_rate``) the decisions.
     initial_point, compile_kwargs
-        As in PyMC's step methods.
+        As in PyMC's step methods, except the mode: the function that reads the private data
+        is compiled with PyTensor's C backend (mode ``"CVM"``), which checks every index,
+        never with its default, Numba, which does not (an index beyond its axis would read
+        whatever memory it points at).
     blocked
         As in PyMC. ``True`` (default) moves ``vars`` as one block charged one ε per step;
         ``False`` makes PyMC build a ``CompoundStep`` of one PrivateMetropolis per variable,
@@ -421,6 +429,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.subsampled_test = None
         self.secure = checked_secure(secure)
         self.max_step_size = _checked_max_step_size(max_step_size)
+        if "mode" in (compile_kwargs or {}):
+            raise UnsupportedModelError(
+                "PrivateMetropolis compiles the private data with PyTensor's C backend, which "
+                "checks every index (Numba, PyTensor's default, does not): compile_kwargs may "
+                "not choose the mode."
+            )
 
         model = pm.modelcontext(model)
         vars = checked_vars(model, model.value_vars if vars is None else vars)
@@ -819,7 +833,7 @@ def _compile_log_ratio_terms(
     q1 = q0.type("q1")
     ratios = [graph_replace(output, {q0: q1}, strict=False) - output for output in outputs]
     # The data are unused by a block no likelihood depends on (its prior ratio alone).
-    kwargs = {"on_unused_input": "ignore", **(compile_kwargs or {})}
+    kwargs = {"on_unused_input": "ignore", **(compile_kwargs or {}), "mode": RAW_DATA_MODE}
     with compiling():
         function = compile([q1, q0, *data], ratios, **kwargs)
     function.trust_input = True
