@@ -12,7 +12,7 @@ from pymc.logprob.utils import CheckParameterValue
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between
-from pytensor.tensor.basic import Join
+from pytensor.tensor.basic import Alloc, Join
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
@@ -21,11 +21,11 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 
-from pymc_private.data import private_data
+from pymc_private.data import private_data, private_record_count
 from pymc_private.dp.barker import barker_epsilon
 from pymc_private.dp.events import subsampled_gaussian_epsilon
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.leak_guard import shape_is_public
+from pymc_private.leak_guard import pymc_log_density
 
 __all__ = [
     "checked_vars",
@@ -134,10 +134,25 @@ def record_log_likelihood(
     parameters take row i from row i of the `PrivateData` only (or are public); otherwise
     the records could not be separated, and neither the clip of each record's ratio nor
     the step's exact sum over records would bound what one record changes.
+
+    What is proved, and on which graph: for a distribution whose log-density is PyMC's own
+    (`pymc_log_density`: a PyMC or PyTensor random variable or mixture, its ``logp`` the
+    one PyMC registers), PyMC's log-density of a batch is the sum of independent terms over
+    its batch axes, so it suffices that the value and the parameters are record-aligned
+    (`_record_aligned`). For any other (a `pm.CustomDist` with a Python ``logp``, one built
+    by ``dist=``, a user's random variable), the log-density graph the step compiles is
+    read itself: row i of it must be computed from row i of the private data only, by the
+    operations `_keeps_records` proves row-preserving; an operation it does not know (a
+    Python ``as_op``, a Scan, a reduction or shift over the records) is refused. Either way
+    the vector's length is asserted to be n (public), so no operation can repeat a record.
     """
     aligned: dict[Variable, bool | None] = {}
+    written: list[Variable] = []
     for rv in observed:
         op = rv.owner.op
+        if not pymc_log_density(rv, model):
+            written.append(rv)
+            continue
         if isinstance(op, MixtureRV) and op.ndim_supp == 0:
             # A mixture of scalar components: record i's log-likelihood is
             # log Σ_k w_k p_k(x_i), which reads row i of the data only, provided no weight or
@@ -157,8 +172,8 @@ def record_log_likelihood(
         if not isinstance(op, RandomVariable):
             raise UnsupportedModelError(
                 f"PrivateMetropolis needs each record's log-likelihood on its own and can "
-                f"separate plain PyMC distributions and mixtures of scalar ones only; the "
-                f"observed `{rv.name}` is a {type(op).__name__}."
+                f"separate plain PyMC distributions, mixtures of scalar ones and log-densities "
+                f"it can read; the observed `{rv.name}` is a {type(op).__name__}."
             )
         batch_ndim = rv.ndim - op.ndim_supp
         separable = (
@@ -192,10 +207,21 @@ def record_log_likelihood(
         None,
     ):
         terms = graph_replace(terms, {check.outputs[0]: check.inputs[0]}, strict=False)
+    for rv, term in zip(observed, terms, strict=True):
+        if rv in written and _record_aligned(term, private, aligned) is not True:
+            raise UnsupportedModelError(
+                f"PrivateMetropolis needs each record's log-likelihood on its own, and the "
+                f"log-density of `{rv.name}` (a {type(rv.owner.op).__name__}) does not compute "
+                "row i from row i of the PrivateData alone: it reduces, shifts, sorts or "
+                "indexes across the records, or uses an operation whose rows cannot be read "
+                "(a Python as_op, a Scan). Write its logp elementwise in the records (a "
+                "centring or normalisation over the batch makes one record move every term), "
+                "or move what is shared by all records into a public pm.Potential."
+            )
     per_record = [
         term.sum(axis=tuple(range(1, term.ndim))) if term.ndim > 1 else term for term in terms
     ]
-    return pt.add(*per_record)
+    return pt.specify_shape(pt.add(*per_record), (private_record_count(model),))
 
 
 def _record_aligned(
@@ -214,9 +240,14 @@ def _record_aligned(
     if var.owner is None:
         return False
     if isinstance(var.owner.op, Shape | Shape_i):
-        # Only the shapes of declared arrays are public; any other shape may hold a count
-        # of private values shared by every record (refused: not separable).
-        return False if shape_is_public(var.owner.inputs[0], private) else None
+        # The shapes of declared arrays are public, and so are those of what is computed
+        # from them row by row (True) or without their values (False): every operation
+        # `_keeps_records` accepts has an output shape computed from its inputs' shapes and
+        # public values alone. Any other shape may hold a count of private values shared by
+        # every record (refused: not separable).
+        status = _record_aligned(var.owner.inputs[0], private, memo)
+        memo[var] = None if status is None else False
+        return memo[var]
     inputs = [_record_aligned(i, private, memo) for i in var.owner.inputs]
     if all(status is False for status in inputs):
         memo[var] = False
@@ -248,11 +279,13 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
         return first and leading == slice(None) and not any(inputs[1:])
     if isinstance(op, AdvancedSubtensor1 | AdvancedSubtensor):
         # public[index, ...] with a record-aligned first index: the indices broadcast
-        # together, so none may have more axes than it, nor an aligned one fewer.
+        # together, so none may have more axes than it, nor an aligned one fewer. A boolean
+        # index selects as many rows as it holds True values: its shape is private.
         leading, *others = var.owner.inputs[1:]
         return (
             not first
             and inputs[1]
+            and not any(getattr(index, "dtype", None) == "bool" for index in (leading, *others))
             and all(
                 getattr(index, "ndim", 0) <= leading.ndim
                 and (not aligned or index.ndim == leading.ndim)
@@ -263,4 +296,24 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
         # private @ public: row i of the product is row i of the private factor times it.
         x, w = var.owner.inputs
         return first and not inputs[1] and x.ndim >= 2 and w.ndim <= x.ndim
+    if isinstance(op, Alloc):
+        # A value broadcast to a shape of public values, without new leading axes: row i
+        # stays row i (PyTensor refuses to broadcast an axis not marked broadcastable).
+        return first and not any(inputs[1:]) and var.owner.inputs[0].ndim == var.ndim
+    if isinstance(op, Blockwise):
+        # The core operation runs on each batch index alone, so row i of the output is
+        # computed from row i of the inputs when the records are the leading batch axis of
+        # every aligned input and of the output, and the output's core shape is read from
+        # the inputs' core shapes.
+        core_out = {dim for sig in op.outputs_sig for dim in sig}
+        core_in = {dim for sig in op.inputs_sig for dim in sig}
+        batch = var.ndim - len(op.outputs_sig[var.owner.outputs.index(var)])
+        return (
+            batch >= 1
+            and core_out <= core_in
+            and all(
+                not aligned or value.ndim - len(sig) == batch
+                for value, sig, aligned in zip(var.owner.inputs, op.inputs_sig, inputs, strict=True)
+            )
+        )
     return False
