@@ -87,9 +87,12 @@ class LedgerWriteError(LedgerError):
 
 class LedgerIntegrityError(LedgerError):
     """A journal fails its checks: a line that is not valid and is not a line torn by a crash
-    (a changed, removed or inserted line, an edited header), or a file that was truncated,
-    replaced or removed while this process used it. Every release from its data is refused
-    until the file is restored; the message names the file and the line."""
+    (a changed, removed or inserted line, an edited header), a file that holds fewer lines
+    than its commit record committed (its end was cut off) or whose record is damaged or
+    missing, an incomplete last line that no commit record can tell from a cut release, or a
+    file that was truncated, replaced or removed while this process used it. Every release
+    from its data is refused until the file is restored (or, for the incomplete line of a
+    crash, acknowledged); the message names the file and the line."""
 
 
 class UncoveredDataWarning(UserWarning):
