@@ -640,16 +640,21 @@ def test_each_binary_digit_probability_is_within_two_to_the_minus_50(scale):
 def _huge_scale_discrete_laplace(sensitivity, epsilon):
     def run(value, rng, size):
         mechanism = DiscreteLaplaceMechanism(sensitivity, epsilon, secure=False)
-        return mechanism(np.full(size, value, dtype=np.int64), rng=rng)[0]
+        return mechanism(np.full(size, value), rng=rng)[0]
 
     return run
 
 
-@pytest.mark.parametrize(
+# Neighbouring counts Δ₁ = 2⁵³ − 1 apart: around 0, at the top of the int64 range (the noisy
+# counts saturate there), and as floats at the largest integral float accepted, 2⁵³.
+WORST_PAIRS = pytest.mark.parametrize(
     ("data", "neighbour"),
-    [(0, 2**53 - 1), (INT64_MAX - (2**53 - 1), INT64_MAX)],
-    ids=["centre", "int64-extreme"],
+    [(0, 2**53 - 1), (INT64_MAX - (2**53 - 1), INT64_MAX), (1.0, 2.0**53)],
+    ids=["centre", "int64-extreme", "float-extreme"],
 )
+
+
+@WORST_PAIRS
 def test_audit_numpy_discrete_laplace_at_a_huge_scale_stays_below_its_claim(data, neighbour):
     # Δ₁ = 2⁵³ − 1 (odd, the largest accepted) and ε = 10⁻⁴: b ≈ 9·10¹⁹, the scale of Σx² on
     # a grid of 2⁻⁵⁰. The auditor's own event and the structural events of the attack (the
@@ -660,8 +665,8 @@ def test_audit_numpy_discrete_laplace_at_a_huge_scale_stays_below_its_claim(data
     events = [
         None,
         lambda y: y == data,
-        lambda y: (int(y) - data) % 2 == 0,
-        lambda y: (int(y) - data) % 3 == 0,
+        lambda y: (int(y) - int(data)) % 2 == 0,
+        lambda y: (int(y) - int(data)) % 3 == 0,
     ]
     for seed, event in enumerate(events):
         result = epsilon_lower_bound(
@@ -670,11 +675,7 @@ def test_audit_numpy_discrete_laplace_at_a_huge_scale_stays_below_its_claim(data
         assert result.passes(epsilon), (seed, result)
 
 
-@pytest.mark.parametrize(
-    ("data", "neighbour"),
-    [(0, 2**53 - 1), (INT64_MAX - (2**53 - 1), INT64_MAX)],
-    ids=["centre", "int64-extreme"],
-)
+@WORST_PAIRS
 def test_audit_catches_the_huge_scale_discrete_laplace_under_noised_by_half(data, neighbour):
     # ε = 4 at Δ₁ = 2⁵³ − 1 is b ≈ 2.3·10¹⁵, above 2⁴⁰ (binary digits); the same mechanism at
     # half that scale is caught, the right one is not (n = 10⁴ as in the audits above).

@@ -146,8 +146,9 @@ class PrivacyLedger:
         Releases to record at once (as `record_all`).
     journals
         Paths of append-only journal files to keep the ledger in (created if missing, in the
-        checked format of `pymc_private.dp.journal`). Every release recorded is written whole to
-        each of them and ``fsync``'ed before `record_all` returns, and every read
+        checked format of `pymc_private.dp.journal`, each with its commit record beside it).
+        Every release recorded is written whole to each of them, ``fsync``'ed and committed
+        before `record_all` returns, and every read
         (`releases`, `composition`, a `Budget` check, ...) first picks up and checks what any
         process appended since, so a ledger shared by the worker processes of ``pm.sample``
         sees their charges. A ledger over several journals is the union of their releases
