@@ -80,9 +80,10 @@ class LedgerError(PrivacyError):
 
 
 class LedgerWriteError(LedgerError):
-    """A release's lines did not land whole in a journal (a full disk, a file size limit, an
-    I/O error): every journal was truncated back to where it was and the release was
-    discarded, its output never returned."""
+    """A release's lines did not land whole in a journal, or could not be committed (a full
+    disk, a file size limit, an I/O error): the release was discarded, its output never
+    returned. Lines that did not land are truncated back; lines whose commit failed stay and
+    count against the budget (the safe side)."""
 
 
 class LedgerIntegrityError(LedgerError):

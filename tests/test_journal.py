@@ -9,6 +9,7 @@ only the line a crash tore, the last one, is skipped.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -523,3 +524,23 @@ def test_a_missing_or_foreign_commit_record_is_refused(tmp_path):
     pmp.PrivacyLedger.open(fresh, budget=pmp.Budget(1.0))
     (tmp_path / "fresh.ledger.commit").unlink()  # a crash right after creating the file
     assert pmp.PrivacyLedger.open(fresh).epsilon() == 0.0
+
+
+def test_a_commit_that_fails_discards_the_release_and_its_line_counts(tmp_path, monkeypatch):
+    # The line is on disk, its commit could not be written (a full disk): the release is
+    # discarded, and its line stays and counts, the safe side (the record may hold either).
+    path = tmp_path / "survey.ledger"
+    _written(path, count=1)
+    ledger = pmp.PrivacyLedger.open(path)
+
+    def no_space(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(journal.os, "pwrite", no_space)
+    with pytest.raises(pmp.LedgerWriteError, match="lines stay in the journals and count"):
+        ledger.record(SPEND)
+    monkeypatch.undo()
+    assert _committed_lines(path) == 2
+    assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.6)
+    ledger.record(SPEND)
+    assert _committed_lines(path) == 4 and _chain_verifies(path)
