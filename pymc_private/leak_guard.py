@@ -45,7 +45,8 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import CAReduce, Elemwise
 from pytensor.tensor.random.basic import CategoricalRV
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
@@ -185,11 +186,13 @@ def runtime_graphs(model: pm.Model) -> RuntimeGraphs:
         if isinstance(rv.owner.op, CustomDistRV) and type(rv.owner.op)._random_fn is not None
     ]
     outputs = [*model.basic_RVs, *model.deterministics, *model.potentials, *terms, *points]
-    functions += [
-        (f"The Python function of {node.op} (as_op, wrap_py)", node.op._FromFunctionOp__fn)
-        for node in _applies(outputs)
-        if isinstance(node.op, FromFunctionOp)
-    ]
+    for op in _operations(outputs):
+        if isinstance(op, FromFunctionOp):
+            functions.append(
+                (f"The Python function of {op} (as_op, wrap_py)", op._FromFunctionOp__fn)
+            )
+        elif not _own_code(type(op)):
+            functions.append((f"The operation {op} (a class of the user's)", op))
     return RuntimeGraphs(
         dict(zip(free, terms[: len(free)], strict=True)),
         dict(zip(observed, terms[len(free) :], strict=True)),
@@ -204,11 +207,25 @@ def _written(model: pm.Model, rv: Variable) -> bool:
     (`pymc_log_density`), or its transform is not of those packages."""
     transform = model.rvs_to_transforms.get(rv)
     own = pymc_log_density(rv, model) or type(rv.owner.op).__module__.startswith("pymc_private.")
-    return not own or (transform is not None and not _own_code(type(transform)))
+    return not own or (transform is not None and not _own_transform(transform))
 
 
-def _own_code(cls: type) -> bool:
-    return cls.__module__.startswith(("pymc.", "pytensor.", "pymc_private."))
+def _own_transform(transform) -> bool:
+    """A transform of PyMC's, PyTensor's or this package's class whose functions (an
+    `Interval`'s ``bounds_fn``) are theirs too: it reads the variable's inputs only."""
+    functions = [v for v in vars(transform).values() if callable(v)]
+    return (
+        _own_code(type(transform))
+        and all(_own_code(v) for v in functions if isinstance(v, types.FunctionType | type))
+        and not any(isinstance(v, functools.partial | types.MethodType) for v in functions)
+    )
+
+
+def _own_code(code) -> bool:
+    """Whether a class or function is defined in PyMC, PyTensor or this package."""
+    return (getattr(code, "__module__", None) or "").startswith(
+        ("pymc.", "pytensor.", "pymc_private.")
+    )
 
 
 def refuse_private_paths(model: pm.Model | None = None) -> None:
@@ -371,9 +388,9 @@ def _pymc_op(op) -> bool:
     if not own or not isinstance(op, HasInnerGraph):
         return own
     return all(
-        _pymc_op(node.op)
-        for node in _applies(op.inner_outputs)
-        if isinstance(node.op, RandomVariable | SymbolicRandomVariable)
+        _pymc_op(inner)
+        for inner in _operations(op.inner_outputs)
+        if isinstance(inner, RandomVariable | SymbolicRandomVariable)
     )
 
 
@@ -397,11 +414,20 @@ def _refuse_doors(doors, sources: Mapping[Variable, str]) -> None:
             raise UnsupportedModelError(f"{what} depends on {touched[0]}: {fix}.")
 
 
-def python_references(function: Callable, *, depth: int = 3) -> Iterator[object]:
-    """The values a Python function can reach by name: its closure, its defaults, the
-    globals its code names (nested functions' code included), a bound method's object and a
-    `functools.partial`'s arguments, and, to ``depth`` levels, the same of the functions
-    among them and the items of containers among them. Modules are not entered."""
+def python_references(function: object) -> Iterator[object]:
+    """The values a Python function (or an operation of the user's) can reach by name: its
+    closure, its defaults, the globals its code names (nested functions' code included), a
+    bound method's object, a `functools.partial`'s arguments, the attributes of an object of
+    the user's classes (not of the libraries in `_LIBRARIES`, whose objects are read as they
+    are: a variable by its graph, a model by its data) and its class's methods, and the items
+    of containers, to any depth.
+
+    Raises
+    ------
+    UnsupportedModelError
+        It reaches more than `_MOST_REFERENCES` values, or nests deeper than
+        `_DEEPEST_REFERENCE`: what it refers to cannot be read in full, so it is refused.
+    """
     seen: set[int] = set()
     stack: list[tuple[object, int]] = [(function, 0)]
     while stack:
@@ -410,9 +436,41 @@ def python_references(function: Callable, *, depth: int = 3) -> Iterator[object]
             continue
         seen.add(id(value))
         yield value
-        if level >= depth:
-            continue
-        stack.extend((item, level + 1) for item in _referred(value))
+        referred = _referred(value)
+        if referred and (level >= _DEEPEST_REFERENCE or len(seen) > _MOST_REFERENCES):
+            raise UnsupportedModelError(
+                f"The Python function {getattr(function, '__name__', function)!r} refers to "
+                f"more than can be read (beyond {_DEEPEST_REFERENCE} levels or "
+                f"{_MOST_REFERENCES} values), so whether it reads private data cannot be "
+                "decided: pass what it needs as its arguments."
+            )
+        stack.extend((item, level + 1) for item in referred)
+
+
+_DEEPEST_REFERENCE = 12
+_MOST_REFERENCES = 20_000
+# Objects of these packages are read as they are (not entered): numbers, arrays, graphs,
+# models and the libraries' own machinery.
+_LIBRARIES = (
+    "builtins",
+    "numpy",
+    "scipy",
+    "pandas",
+    "xarray",
+    "arviz",
+    "pytensor",
+    "pymc",
+    "pymc_private",
+    "collections",
+    "functools",
+    "fractions",
+    "decimal",
+)
+
+
+def _library_object(value: object) -> bool:
+    module = type(value).__module__ or ""
+    return module.split(".")[0] in _LIBRARIES
 
 
 def _referred(value: object) -> list[object]:
@@ -422,6 +480,8 @@ def _referred(value: object) -> list[object]:
     if isinstance(value, types.MethodType):
         return [value.__func__, value.__self__]
     if isinstance(value, types.FunctionType):
+        if (value.__module__ or "").split(".")[0] in _LIBRARIES:
+            return []
         closure = inspect.getclosurevars(value)
         names = set()
         codes = [value.__code__]
@@ -437,13 +497,32 @@ def _referred(value: object) -> list[object]:
             *(value.__kwdefaults__ or {}).values(),
         ]
     if isinstance(value, list | tuple | set | frozenset):
-        return list(value)[:1000]
-    if isinstance(value, dict):
-        return list(value.values())[:1000]
-    return []
+        return list(value)
+    if isinstance(value, dict | types.MappingProxyType):
+        return [*value.keys(), *value.values()]
+    if isinstance(value, type):
+        if value.__module__.split(".")[0] in _LIBRARIES:
+            return []
+        return [
+            item
+            for cls in value.__mro__
+            if cls.__module__.split(".")[0] not in _LIBRARIES
+            for item in vars(cls).values()
+        ]
+    if isinstance(value, staticmethod | classmethod | property):
+        return [getattr(value, "__func__", None) or value.fget, value.fset, value.fdel]
+    if _library_object(value):
+        return []
+    slots = [
+        getattr(value, name)
+        for cls in type(value).__mro__
+        for name in getattr(cls, "__slots__", ())
+        if isinstance(name, str) and hasattr(value, name)
+    ]
+    return [*getattr(value, "__dict__", {}).values(), *slots, type(value)]
 
 
-def _private_reference(function: Callable, sources: Mapping[Variable, str]) -> str | None:
+def _private_reference(function: object, sources: Mapping[Variable, str]) -> str | None:
     """How ``sources`` names the private variable a Python function refers to (a variable
     of ``sources``, a graph over one, or any `PrivateData`), or a model holding private
     data it refers to; None when it refers to none."""
@@ -459,17 +538,27 @@ def _private_reference(function: Callable, sources: Mapping[Variable, str]) -> s
     return None
 
 
-def _applies(outputs: Sequence[Variable]) -> Iterator:
-    """Every node computing ``outputs``, and the nodes of inner graphs (an OpFromGraph's, a
-    symbolic distribution's) among them."""
+def _operations(outputs: Sequence[Variable]) -> Iterator:
+    """Every operation computing ``outputs``, and those inside them: the nodes of inner graphs
+    (an OpFromGraph's, a symbolic distribution's), a Blockwise's core operation, an
+    elementwise operation's scalar operation and a Composite's scalar graph."""
     stack = list(outputs)
     while stack:
         graph = stack
         stack = []
         for node in applys_between(graph_inputs(graph), graph):
-            yield node
-            if isinstance(node.op, HasInnerGraph):
-                stack.extend(node.op.inner_outputs)
+            ops = [node.op]
+            while ops:
+                op = ops.pop()
+                yield op
+                if isinstance(op, Blockwise):
+                    ops.append(op.core_op)
+                if isinstance(op, Elemwise | CAReduce):
+                    ops.append(op.scalar_op)
+                if isinstance(op, ps.Composite):
+                    ops.extend(inner.op for inner in op.fgraph.apply_nodes)
+                if isinstance(op, HasInnerGraph):
+                    stack.extend(op.inner_outputs)
 
 
 def _compute_p_deterministics(model: pm.Model) -> set[Variable]:
@@ -487,18 +576,21 @@ def _compute_p_deterministics(model: pm.Model) -> set[Variable]:
     return made_by
 
 
-def check_initial_values(model: pm.Model | None = None) -> None:
-    """Refuse numeric initial values (``initval=``) that are not finite or not strictly inside
-    the support of their prior (`pymc_private.support.parameter_support`).
+def check_initial_values(model: pm.Model | None = None, initvals: Mapping | None = None) -> None:
+    """Refuse initial values that are not finite or not strictly inside the support of their
+    prior (`pymc_private.support.parameter_support`): the model's own (``initval=``), or
+    ``initvals`` (by variable or name, as `pm.sample` takes them) in their place.
 
     An initial value is public (the user's choice), but it is where every chain starts. A
     non-finite value, or one on or beyond the boundary of the support (which the sampler's
     transform maps to ±∞), makes PyMC fail when sampling starts, with a message that lists
     the log-density of every variable at that point, the observed ones (computed from the
     private data) included. Checked from the constants alone, before any data is read. A
-    symbolic initial value is checked when it is built from constants only; one that reads
-    private data is refused by `refuse_private_paths`, and one that reads free variables is
-    left to PyMC. `analyze` calls this.
+    symbolic initial value of the model is checked when it is built from constants only; one
+    that reads private data is refused by `refuse_private_paths`, and one that reads free
+    variables is left to PyMC. In ``initvals`` only numbers and PyMC's strategies
+    ("support_point", "prior") are taken: a graph there is read by nothing else.
+    `analyze` calls this; `pmp.sample` calls it on its ``initvals``.
 
     Interior means: ``lower < value < upper`` elementwise for a continuous variable
     (``lower <= value <= upper`` for a discrete one), every entry above the minimum
@@ -508,6 +600,8 @@ def check_initial_values(model: pm.Model | None = None) -> None:
     ----------
     model
         The model (default: the model on the context stack).
+    initvals
+        Initial values to check in place of the model's, by variable or name.
 
     Raises
     ------
@@ -515,15 +609,40 @@ def check_initial_values(model: pm.Model | None = None) -> None:
         Naming the variable, its support and what to change.
     """
     model = pm.modelcontext(model)
+    if initvals is None:
+        chosen = model.rvs_to_initial_values
+    else:
+        chosen = {}
+        for key, value in initvals.items():
+            rv = model[key] if isinstance(key, str) and key in model.named_vars else key
+            if rv not in model.free_RVs:
+                raise UnsupportedModelError(
+                    f"initvals names {key!r}, which is not a free variable of the model."
+                )
+            if isinstance(value, Variable) or (
+                isinstance(value, str) and value not in ("support_point", "prior")
+            ):
+                raise UnsupportedModelError(
+                    f"The initial value of `{rv.name}` in initvals is {value!r}: give numbers "
+                    "(or 'support_point' or 'prior'); a graph there would be evaluated where "
+                    "nothing reads it for private data."
+                )
+            chosen[rv] = value
     for rv in model.free_RVs:
-        initval = model.rvs_to_initial_values.get(rv)
+        initval = chosen.get(rv)
         if initval is None or isinstance(initval, str):
             continue
         if isinstance(initval, Variable):
             if not only_constants(initval):
                 continue
             initval = constant_fold([initval])[0]
-        problem = _initial_value_problem(rv, np.asarray(initval, dtype=np.float64))
+        try:
+            initval = np.asarray(initval, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise UnsupportedModelError(
+                f"The initial value of `{rv.name}` is not a number or an array of numbers."
+            ) from None
+        problem = _initial_value_problem(rv, initval)
         if problem is not None:
             raise UnsupportedModelError(
                 f"The initial value of `{rv.name}` {problem}: the chains would start outside "

@@ -6,10 +6,13 @@ it samples, and the sentence that names that route where the analysis refuses a 
 from __future__ import annotations
 
 import pymc as pm
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pymc.distributions.mixture import MixtureRV
 from pymc.logprob.utils import CheckParameterValue
+from pytensor.compile.ops import FromFunctionOp
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between
 from pytensor.tensor.basic import Alloc, Join
@@ -20,12 +23,14 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
+from pytensor.tensor.type_other import NoneTypeT
 
-from pymc_private.data import private_data, private_record_count
+from pymc_private.data import declaration, private_data, private_record_count
 from pymc_private.dp.barker import barker_epsilon
 from pymc_private.dp.events import subsampled_gaussian_epsilon
-from pymc_private.errors import UnsupportedModelError
-from pymc_private.leak_guard import pymc_log_density
+from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.leak_guard import pymc_log_density, strip_casts
+from pymc_private.support import public_shape
 
 __all__ = [
     "checked_vars",
@@ -147,6 +152,10 @@ def record_log_likelihood(
     the vector's length is asserted to be n (public), so no operation can repeat a record.
     """
     aligned: dict[Variable, bool | None] = {}
+    # PyMC evaluates an observed variable at its observed data wherever another node reads
+    # it: it is aligned exactly as its value is.
+    for rv in model.observed_RVs:
+        aligned[rv] = _record_aligned(model.rvs_to_values[rv], private, aligned)
     written: list[Variable] = []
     for rv in observed:
         op = rv.owner.op
@@ -169,12 +178,9 @@ def record_log_likelihood(
                     "and components that read no private data."
                 )
             continue
-        if not isinstance(op, RandomVariable):
-            raise UnsupportedModelError(
-                f"PrivateMetropolis needs each record's log-likelihood on its own and can "
-                f"separate plain PyMC distributions, mixtures of scalar ones and log-densities "
-                f"it can read; the observed `{rv.name}` is a {type(op).__name__}."
-            )
+        if not isinstance(op, RandomVariable):  # pm.Censored, pm.Truncated: read the graph
+            written.append(rv)
+            continue
         batch_ndim = rv.ndim - op.ndim_supp
         separable = (
             batch_ndim >= 1
@@ -254,16 +260,22 @@ def _record_aligned(
     elif any(status is None for status in inputs):
         memo[var] = None
     else:
-        memo[var] = _keeps_records(var, inputs) or None
+        memo[var] = _keeps_records(var, inputs, private) or None
     return memo[var]
 
 
-def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
-    """Whether ``var``'s op maps record-aligned inputs (``inputs[k]`` True) row by row."""
+def _keeps_records(var: Variable, inputs: list[bool], private: set[Variable]) -> bool:
+    """Whether ``var``'s op maps record-aligned inputs (``inputs[k]`` True) row by row.
+
+    Only operations of PyTensor's (and PyMC's) own classes are read: an elementwise or
+    blockwise operation runs its scalar or core operation on each element or batch index
+    alone only when that operation is PyTensor's (`_pytensor_op`); a user's ``ScalarOp`` or a
+    Python function (``wrap_py``, ``as_op``) may keep state across calls, so it is refused.
+    """
     op = var.owner.op
     first = inputs[0]
     if isinstance(op, Elemwise):
-        return True
+        return _pytensor_op(op.scalar_op)
     if isinstance(op, DimShuffle):
         return op.new_order[:1] == (0,)
     if isinstance(op, Join):
@@ -273,7 +285,7 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
     if isinstance(op, Softmax | LogSoftmax):
         return op.axis is not None and op.axis % var.ndim != 0
     if isinstance(op, CAReduce):
-        return op.axis is not None and 0 not in op.axis
+        return op.axis is not None and 0 not in op.axis and _pytensor_op(op.scalar_op)
     if isinstance(op, Subtensor):
         leading = op.idx_list[0] if op.idx_list else slice(None)
         return first and leading == slice(None) and not any(inputs[1:])
@@ -291,6 +303,7 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
                 and (not aligned or index.ndim == leading.ndim)
                 for index, aligned in zip(others, inputs[2:], strict=True)
             )
+            and _indices_within(var.owner, inputs[1:], private)
         )
     if isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
         # private @ public: row i of the product is row i of the private factor times it.
@@ -309,7 +322,8 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
         core_in = {dim for sig in op.inputs_sig for dim in sig}
         batch = var.ndim - len(op.outputs_sig[var.owner.outputs.index(var)])
         return (
-            batch >= 1
+            _pytensor_op(op.core_op)
+            and batch >= 1
             and core_out <= core_in
             and all(
                 not aligned or value.ndim - len(sig) == batch
@@ -317,3 +331,49 @@ def _keeps_records(var: Variable, inputs: list[bool]) -> bool:
             )
         )
     return False
+
+
+def _pytensor_op(op) -> bool:
+    """Whether ``op`` (a graph, scalar or core operation) is of PyTensor's or PyMC's own
+    classes, not a Python function's wrapper, and so is everything inside it (a `Composite`'s
+    scalar graph, an inner graph)."""
+    if isinstance(op, FromFunctionOp) or not type(op).__module__.startswith(("pytensor.", "pymc.")):
+        return False
+    if isinstance(op, Elemwise | CAReduce):
+        return _pytensor_op(op.scalar_op)
+    if isinstance(op, Blockwise):
+        return _pytensor_op(op.core_op)
+    inner = getattr(op, "fgraph", None) if isinstance(op, ps.Composite) else None
+    if isinstance(op, HasInnerGraph):
+        inner = op.fgraph
+    if inner is None:
+        return True
+    return all(_pytensor_op(node.op) for node in inner.apply_nodes)
+
+
+def _indices_within(node, aligned: list[bool], private: set[Variable]) -> bool:
+    """Whether every record-aligned index of an advanced-indexing node is a `PrivateData`
+    (through casts) of one integer per record whose declared bounds lie in [0, length − 1] of
+    the public axis it indexes. Any other computed index could leave the axis for some records
+    only, and whether the step raises would then depend on one record."""
+    indexed, *indices = node.inputs
+    axis = 0
+    for index, record_aligned in zip(indices, aligned, strict=True):
+        if isinstance(index.type, NoneTypeT):
+            continue
+        if record_aligned:
+            data = strip_casts(index)
+            spec = declaration(data) if data in private else None
+            if spec is None or not spec.integer or spec.record_shape != ():
+                return False
+            length = public_shape(indexed)[axis]
+            if not (0 <= int(spec.lower) and int(spec.upper) <= length - 1):
+                raise DataBoundsError(
+                    f"PrivateData `{spec.name}` indexes axis {axis} (length {length}) of a "
+                    f"public tensor, but its declared bounds [{int(spec.lower)}, "
+                    f"{int(spec.upper)}] reach outside [0, {length - 1}]: one record beyond "
+                    "the axis would make the step fail for that record only. Declare "
+                    f"bounds=(0, {length - 1}) (or a narrower public range)."
+                )
+        axis += 1
+    return True

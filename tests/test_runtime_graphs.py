@@ -16,16 +16,20 @@ import math
 import numpy as np
 import pymc as pm
 import pytensor
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pymc.distributions.transforms import Interval
 from pytensor.compile.ops import wrap_py
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import Elemwise
 
 import pymc_private as pmp
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.dp.barker import barker_epsilon
-from pymc_private.errors import UnsupportedModelError
+from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.leak_guard import reads_private_data, runtime_graphs
 from pymc_private.ledgers import ledger_for
 from pymc_private.record_likelihood import private_data_vars, record_log_likelihood
@@ -409,3 +413,191 @@ def test_audit_catches_the_custom_logp_step_charged_half(custom_audit):
     step, audit = custom_audit
     assert not audit.passes(step.privacy_epsilon_per_draw / 2)
     assert math.isfinite(audit.epsilon_lower_bound)
+
+
+# -- the attacker's review of the change (each finding, refused) ------------------------------
+
+
+def test_an_observed_variable_reduced_in_another_nodes_parameter_is_refused():
+    """``pm.Normal("y", mu * pt.sum(z), observed=x_obs)`` with ``z`` observed on ``z_obs``:
+    PyMC evaluates ``z`` at its data, so one record moved all n terms (ε ≥ 3.88 against 0.04
+    charged on the clipped route, 6.82 against 0.32 subsampled)."""
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        z_obs = pmp.PrivateData("z_obs", X[::-1].copy(), bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        z = pm.Normal("z", 0, 1, observed=z_obs)
+        pm.Normal("y", mu * pt.sum(z), 1.0, observed=x_obs)
+    with pytest.raises(UnsupportedModelError, match="does not observe PrivateData row by row"):
+        pmp.PrivateMetropolis([mu], model=model, clip=0.02, secure=False)
+    # Row by row, the other node's data are part of the record.
+    with pm.Model() as rowwise:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        z_obs = pmp.PrivateData("z_obs", X[::-1].copy(), bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        z = pm.Normal("z", 0, 1, observed=z_obs)
+        pm.Normal("y", mu * z, 1.0, observed=x_obs)
+    step = pmp.PrivateMetropolis([mu], model=rowwise, clip=0.02, secure=False)
+    assert step.privacy_epsilon_per_draw == barker_epsilon(0.02, 1.0)
+
+
+class _RunningSum(ps.UnaryScalarOp):
+    """A user's scalar operation whose Python ``impl`` keeps state across elements."""
+
+    def __init__(self):
+        super().__init__(ps.upgrade_to_float, name="running_sum")
+        self.total = 0.0
+
+    def impl(self, value):
+        self.total += float(value)
+        return self.total
+
+
+def test_python_inside_an_elementwise_or_blockwise_operation_is_not_read_as_row_wise():
+    """A Python scalar operation in an Elemwise, or a wrap_py in a Blockwise, may keep state
+    across records (a running sum: ε ≥ 1.94 against 0.04 charged)."""
+    running = Elemwise(_RunningSum())
+    blockwise = Blockwise(_python_square_scalar, signature="()->()")
+    for logp in (lambda v, mu, z: mu * running(v), lambda v, mu, z: mu * blockwise(v)):
+        with pytest.raises(UnsupportedModelError, match=r"log-density of `y`.*row i from row i"):
+            pmp.PrivateMetropolis(model=observed_custom(logp), clip=0.02, secure=False)
+
+
+@wrap_py(itypes=[pt.dscalar], otypes=[pt.dscalar])
+def _python_square_scalar(value):
+    return np.asarray(value**2)
+
+
+class _Holder:
+    """Private data held on an object, reached through ``self``."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def shift(self, value):
+        return np.asarray(value - self.data.get_value()[0])
+
+    def random(self, mu, rng=None, size=None):
+        return rng.normal(mu + self.data.get_value(), 1e-6, size=size)
+
+
+def _blockwise_closure(x_obs):
+    @wrap_py(itypes=[pt.dscalar], otypes=[pt.dscalar])
+    def shifted(value):
+        return np.asarray(value - x_obs.get_value()[0])
+
+    operation = Blockwise(shifted, signature="()->()")
+    pm.CustomDist("h", logp=lambda value: -100.0 * operation(value) ** 2)
+
+
+def _bound_method_closure(x_obs):
+    shifted = wrap_py(itypes=[pt.dscalar], otypes=[pt.dscalar])(_Holder(x_obs).shift)
+    pm.CustomDist("h", logp=lambda value: -100.0 * shifted(value) ** 2)
+
+
+def _nested_default(x_obs):
+    def random(loc, rng=None, size=None, held=({"a": [[x_obs]]},)):
+        return rng.normal(loc + held[0]["a"][0][0].get_value()[0], size=size)
+
+    pm.CustomDist("h", 0.0, logp=lambda value, loc: -((value - loc) ** 2), random=random)
+
+
+def _bounds_from_a_record(x_obs):
+    pm.Normal(
+        "h",
+        100.0,
+        0.1,
+        initval=0.0,
+        transform=Interval(bounds_fn=lambda *inputs: (x_obs[0] - 1.5, x_obs[0] + 1.5)),
+    )
+
+
+HIDDEN = {
+    # A closure over the data in a wrap_py inside a Blockwise: charged ε = 0, ε ≥ 6.53.
+    "wrap_py in a Blockwise": (_blockwise_closure, "Python function .* refers to PrivateData"),
+    # Through an object's attribute: the draws gave x_obs[0] to 2·10⁻³.
+    "a bound method's object": (_bound_method_closure, "Python function .* refers to PrivateData"),
+    "a default three containers deep": (_nested_default, "random function .* refers to Priv"),
+    # PyMC's own Interval transform with bounds read from a record: h − 1.5 gave x_obs[0].
+    "an Interval transform's bounds": (_bounds_from_a_record, "log-density of `h` depends on"),
+}
+
+
+@pytest.mark.parametrize(("extra", "match"), HIDDEN.values(), ids=HIDDEN.keys())
+def test_private_data_hidden_from_the_first_reading_is_refused(extra, match):
+    model = _normal_model(extra)
+    with pytest.raises(UnsupportedModelError, match=match):
+        pmp.analyze(model)
+    with pytest.raises(UnsupportedModelError, match=match):
+        pmp.PrivateMetropolis([model["h"]], model=model, secure=False)
+    assert reads_private_data(model)
+
+
+def test_a_random_method_holding_the_data_is_refused_for_predictions():
+    """The predictions returned the records to 3·10⁻⁶."""
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        pm.CustomDist("y", mu, logp=_normal_logp, random=_Holder(x_obs).random, observed=x_obs)
+    private = pmp.privatize(_normal_model(lambda x_obs: None), epsilon=1.0, secure=False)
+    idata = pmp.sample(20, tune=20, chains=1, model=private, random_seed=1, progressbar=False)
+    with pytest.raises(UnsupportedModelError, match="random function of `y` refers to Priv"):
+        pmp.sample_posterior_predictive(idata, model)
+
+
+def test_references_that_cannot_be_read_in_full_are_refused():
+    chain = [X]
+    for _ in range(40):
+        chain = [chain]
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        pm.Normal("y", mu, 1.0, observed=x_obs)
+        pm.CustomDist(
+            "h",
+            0.0,
+            logp=lambda value, loc: -((value - loc) ** 2),
+            random=lambda loc, rng=None, size=None: rng.normal(loc + len(chain), size=size),
+        )
+    with pytest.raises(UnsupportedModelError, match="refers to more than can be read"):
+        pmp.analyze(model)
+
+
+def test_symbolic_initvals_given_to_pmp_sample_are_refused():
+    """``initvals={"mu": x_obs[0]}``: the released first draws were x_obs[0] exactly."""
+    model = _normal_model(lambda x_obs: None)
+    step = pmp.PrivateMetropolis([model["mu"]], model=model, clip=0.1, secure=False)
+    with model, pytest.raises(UnsupportedModelError, match="initial value of `mu` in initvals"):
+        pmp.sample(5, step=step, chains=1, initvals={"mu": model["x_obs"][0]})
+    with model, pytest.raises(UnsupportedModelError, match="not strictly inside the support"):
+        pmp.sample(5, step=step, chains=1, initvals={"mu": 5.0})
+    assert not ledger_for(model).releases
+
+
+def test_a_private_index_whose_bounds_exceed_the_axis_is_refused_on_the_clipped_route():
+    """A record inside its declared bounds [0, 5] but past the end of a length-3 parameter
+    made the step raise for that record only: an event of probability 1 under one data set
+    and 0 under its neighbour."""
+    groups = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    with pm.Model() as model:
+        g_obs = pmp.PrivateData("g_obs", groups, bounds=(0, 5))
+        x_obs = pmp.PrivateData("x_obs", np.zeros(8), bounds=(-1, 1))
+        theta = pmp.TruncatedNormal("theta", 0, 1, lower=-2, upper=2, shape=3)
+        pm.Normal("y", theta[g_obs], 1.0, observed=x_obs)
+    with pytest.raises(DataBoundsError, match=r"bounds \[0, 5\] reach outside \[0, 2\]"):
+        pmp.PrivateMetropolis(model=model, clip=0.1, secure=False)
+    # An index computed from the records (here in a logp) cannot be bounded: refused.
+    table = pt.as_tensor(np.linspace(-1, 1, 3))
+    logp = lambda v, mu, z: _normal_logp(v, mu + table[pt.cast(pt.abs(v) * 2, "int64")])  # noqa: E731
+    with pytest.raises(UnsupportedModelError, match=r"row i from row i"):
+        pmp.PrivateMetropolis(model=observed_custom(logp), clip=0.1, secure=False)
+
+
+def test_pymc_symbolic_likelihoods_are_read_on_their_graph():
+    """pm.Censored was refused by the clipped route before; its log-density is read now."""
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        pm.Censored("y", pm.Normal.dist(mu, 1.0), lower=-0.9, upper=0.9, observed=x_obs)
+    step = pmp.PrivateMetropolis(model=model, clip=0.05, secure=False)
+    assert step.privacy_epsilon_per_draw == barker_epsilon(0.05, 1.0)
