@@ -80,16 +80,20 @@ class LedgerError(PrivacyError):
 
 
 class LedgerWriteError(LedgerError):
-    """A release's lines did not land whole in a journal (a full disk, a file size limit, an
-    I/O error): every journal was truncated back to where it was and the release was
-    discarded, its output never returned."""
+    """A release's lines did not land whole in a journal, or could not be committed (a full
+    disk, a file size limit, an I/O error): the release was discarded, its output never
+    returned. Lines that did not land are truncated back; lines whose commit failed stay and
+    count against the budget (the safe side)."""
 
 
 class LedgerIntegrityError(LedgerError):
     """A journal fails its checks: a line that is not valid and is not a line torn by a crash
-    (a changed, removed or inserted line, an edited header), or a file that was truncated,
-    replaced or removed while this process used it. Every release from its data is refused
-    until the file is restored; the message names the file and the line."""
+    (a changed, removed or inserted line, an edited header), a file that holds fewer lines
+    than its commit record committed (its end was cut off) or whose record is damaged or
+    missing, an incomplete last line that no commit record can tell from a cut release, or a
+    file that was truncated, replaced or removed while this process used it. Every release
+    from its data is refused until the file is restored (or, for the incomplete line of a
+    crash, acknowledged); the message names the file and the line."""
 
 
 class UncoveredDataWarning(UserWarning):

@@ -6,14 +6,17 @@ it samples, and the sentence that names that route where the analysis refuses a 
 from __future__ import annotations
 
 import pymc as pm
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pymc.distributions.mixture import MixtureRV
 from pymc.logprob.utils import CheckParameterValue
 from pymc.vartypes import discrete_types
+from pytensor.compile.ops import FromFunctionOp
 from pytensor.graph.basic import Variable
+from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between
-from pytensor.tensor.basic import Join
+from pytensor.tensor.basic import Alloc, Join
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
@@ -22,11 +25,11 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, indices_from_subtensor
 
-from pymc_private.data import PrivateDataSpec, private_data
+from pymc_private.data import declaration, private_data, private_record_count
 from pymc_private.dp.barker import barker_epsilon
 from pymc_private.dp.events import subsampled_gaussian_epsilon
-from pymc_private.errors import UnsupportedModelError
-from pymc_private.leak_guard import shape_is_public, strip_casts
+from pymc_private.errors import DataBoundsError, UnsupportedModelError
+from pymc_private.leak_guard import pymc_log_density, strip_casts
 from pymc_private.support import public_shape
 
 __all__ = [
@@ -136,12 +139,29 @@ def record_log_likelihood(
     parameters take row i from row i of the `PrivateData` only (or are public); otherwise
     the records could not be separated, and neither the clip of each record's ratio nor
     the step's exact sum over records would bound what one record changes.
+
+    What is proved, and on which graph: for a distribution whose log-density is PyMC's own
+    (`pymc_log_density`: a PyMC or PyTensor random variable or mixture, its ``logp`` the
+    one PyMC registers), PyMC's log-density of a batch is the sum of independent terms over
+    its batch axes, so it suffices that the value and the parameters are record-aligned
+    (`_record_aligned`). For any other (a `pm.CustomDist` with a Python ``logp``, one built
+    by ``dist=``, a user's random variable), the log-density graph the step compiles is
+    read itself: row i of it must be computed from row i of the private data only, by the
+    operations `_keeps_records` proves row-preserving; an operation it does not know (a
+    Python ``as_op``, a Scan, a reduction or shift over the records) is refused. Either way
+    the vector's length is asserted to be n (public), so no operation can repeat a record.
     """
-    specs = private_data(model)
-    private = {variable: specs[variable.name] for variable in private}
     aligned: dict[Variable, bool | None] = {}
+    # PyMC evaluates an observed variable at its observed data wherever another node reads
+    # it: it is aligned exactly as its value is.
+    for rv in model.observed_RVs:
+        aligned[rv] = _record_aligned(model.rvs_to_values[rv], private, aligned)
+    written: list[Variable] = []
     for rv in observed:
         op = rv.owner.op
+        if not pymc_log_density(rv, model):
+            written.append(rv)
+            continue
         if isinstance(op, MixtureRV) and op.ndim_supp == 0:
             # A mixture of scalar components: record i's log-likelihood is
             # log Σ_k w_k p_k(x_i), which reads row i of the data only, provided no weight or
@@ -158,12 +178,9 @@ def record_log_likelihood(
                     "and components that read no private data."
                 )
             continue
-        if not isinstance(op, RandomVariable):
-            raise UnsupportedModelError(
-                f"PrivateMetropolis needs each record's log-likelihood on its own and can "
-                f"separate plain PyMC distributions and mixtures of scalar ones only; the "
-                f"observed `{rv.name}` is a {type(op).__name__}."
-            )
+        if not isinstance(op, RandomVariable):  # pm.Censored, pm.Truncated: read the graph
+            written.append(rv)
+            continue
         batch_ndim = rv.ndim - op.ndim_supp
         separable = (
             batch_ndim >= 1
@@ -196,14 +213,25 @@ def record_log_likelihood(
         None,
     ):
         terms = graph_replace(terms, {check.outputs[0]: check.inputs[0]}, strict=False)
+    for rv, term in zip(observed, terms, strict=True):
+        if rv in written and _record_aligned(term, private, aligned) is not True:
+            raise UnsupportedModelError(
+                f"PrivateMetropolis needs each record's log-likelihood on its own, and the "
+                f"log-density of `{rv.name}` (a {type(rv.owner.op).__name__}) does not compute "
+                "row i from row i of the PrivateData alone: it reduces, shifts, sorts or "
+                "indexes across the records, or uses an operation whose rows cannot be read "
+                "(a Python as_op, a Scan). Write its logp elementwise in the records (a "
+                "centring or normalisation over the batch makes one record move every term), "
+                "or move what is shared by all records into a public pm.Potential."
+            )
     per_record = [
         term.sum(axis=tuple(range(1, term.ndim))) if term.ndim > 1 else term for term in terms
     ]
-    return pt.add(*per_record)
+    return pt.specify_shape(pt.add(*per_record), (private_record_count(model),))
 
 
 def _record_aligned(
-    var: Variable, private: dict[Variable, PrivateDataSpec], memo: dict[Variable, bool | None]
+    var: Variable, private: set[Variable], memo: dict[Variable, bool | None]
 ) -> bool | None:
     """Whether row i of ``var`` (axis 0) comes from row i of the private data only.
 
@@ -218,9 +246,14 @@ def _record_aligned(
     if var.owner is None:
         return False
     if isinstance(var.owner.op, Shape | Shape_i):
-        # Only the shapes of declared arrays are public; any other shape may hold a count
-        # of private values shared by every record (refused: not separable).
-        return False if shape_is_public(var.owner.inputs[0], private) else None
+        # The shapes of declared arrays are public, and so are those of what is computed
+        # from them row by row (True) or without their values (False): every operation
+        # `_keeps_records` accepts has an output shape computed from its inputs' shapes and
+        # public values alone. Any other shape may hold a count of private values shared by
+        # every record (refused: not separable).
+        status = _record_aligned(var.owner.inputs[0], private, memo)
+        memo[var] = None if status is None else False
+        return memo[var]
     inputs = [_record_aligned(i, private, memo) for i in var.owner.inputs]
     if all(status is False for status in inputs):
         memo[var] = False
@@ -231,14 +264,18 @@ def _record_aligned(
     return memo[var]
 
 
-def _keeps_records(
-    var: Variable, inputs: list[bool], private: dict[Variable, PrivateDataSpec]
-) -> bool:
-    """Whether ``var``'s op maps record-aligned inputs (``inputs[k]`` True) row by row."""
+def _keeps_records(var: Variable, inputs: list[bool], private: set[Variable]) -> bool:
+    """Whether ``var``'s op maps record-aligned inputs (``inputs[k]`` True) row by row.
+
+    Only operations of PyTensor's (and PyMC's) own classes are read: an elementwise or
+    blockwise operation runs its scalar or core operation on each element or batch index
+    alone only when that operation is PyTensor's (`_pytensor_op`); a user's ``ScalarOp`` or a
+    Python function (``wrap_py``, ``as_op``) may keep state across calls, so it is refused.
+    """
     op = var.owner.op
     first = inputs[0]
     if isinstance(op, Elemwise):
-        return True
+        return _pytensor_op(op.scalar_op)
     if isinstance(op, DimShuffle):
         return op.new_order[:1] == (0,)
     if isinstance(op, Join):
@@ -247,24 +284,20 @@ def _keeps_records(
     if isinstance(op, Softmax | LogSoftmax):
         return op.axis is not None and 0 not in op.axis
     if isinstance(op, CAReduce):
-        return op.axis is not None and 0 not in op.axis
+        return op.axis is not None and 0 not in op.axis and _pytensor_op(op.scalar_op)
     if isinstance(op, Subtensor):
         leading = op.idx_list[0] if op.idx_list else slice(None)
         return first and leading == slice(None) and not any(inputs[1:])
     if isinstance(op, AdvancedSubtensor):
-        # public[index, ...] with a record-aligned integer first index: the indices broadcast
+        # public[index, ...] with a record-aligned first index: the indices broadcast
         # together, so none may have more axes than it, nor an aligned one fewer. A boolean
-        # index selects a number of rows read from its values, which moves every record.
-        # An aligned index is a PrivateData whose declared bounds lie inside the axis it
-        # indexes: PyTensor's Numba backend does not check indices (it would read whatever
-        # memory an index beyond the axis points at), and the C backend fails for the
-        # records beyond it only.
-        indexed = var.owner.inputs[0]
+        # index selects as many rows as it holds True values: its shape is private. Slices
+        # are kept in the op's idx_list, their bounds among the inputs.
         aligned = dict(zip(var.owner.inputs, inputs, strict=True))
         leading, *others = indices_from_subtensor(var.owner.inputs[1:], op.idx_list)
         if first or isinstance(leading, slice) or not aligned[leading]:
             return False
-        for axis, index in enumerate([leading, *others]):
+        for index in [leading, *others]:
             if isinstance(index, slice):
                 bounds = (index.start, index.stop, index.step)
                 if any(aligned[bound] for bound in bounds if bound is not None):
@@ -273,23 +306,73 @@ def _keeps_records(
                 index.ndim <= leading.ndim and (not aligned[index] or index.ndim == leading.ndim)
             ):
                 return False
-            elif aligned[index] and not _declared_inside(index, indexed, axis, private):
-                return False
-        return True
+        return _indices_within(var.owner, aligned, private)
     if isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
         # private @ public: row i of the product is row i of the private factor times it.
         x, w = var.owner.inputs
         return first and not inputs[1] and x.ndim >= 2 and w.ndim <= x.ndim
+    if isinstance(op, Alloc):
+        # A value broadcast to a shape of public values, without new leading axes: row i
+        # stays row i (PyTensor refuses to broadcast an axis not marked broadcastable).
+        return first and not any(inputs[1:]) and var.owner.inputs[0].ndim == var.ndim
+    if isinstance(op, Blockwise):
+        # The core operation runs on each batch index alone, so row i of the output is
+        # computed from row i of the inputs when the records are the leading batch axis of
+        # every aligned input and of the output, and the output's core shape is read from
+        # the inputs' core shapes.
+        core_out = {dim for sig in op.outputs_sig for dim in sig}
+        core_in = {dim for sig in op.inputs_sig for dim in sig}
+        batch = var.ndim - len(op.outputs_sig[var.owner.outputs.index(var)])
+        return (
+            _pytensor_op(op.core_op)
+            and batch >= 1
+            and core_out <= core_in
+            and all(
+                not aligned or value.ndim - len(sig) == batch
+                for value, sig, aligned in zip(var.owner.inputs, op.inputs_sig, inputs, strict=True)
+            )
+        )
     return False
 
 
-def _declared_inside(
-    index: Variable, indexed: Variable, axis: int, private: dict[Variable, PrivateDataSpec]
-) -> bool:
-    """Whether ``index`` is a `PrivateData` of integers, one per record, whose declared bounds
-    lie in [0, length − 1] of ``indexed``'s axis ``axis`` (public: shapes and bounds)."""
-    spec = private.get(strip_casts(index))
-    if spec is None or not spec.integer or spec.record_shape != ():
+def _pytensor_op(op) -> bool:
+    """Whether ``op`` (a graph, scalar or core operation) is of PyTensor's or PyMC's own
+    classes, not a Python function's wrapper, and so is everything inside it (a `Composite`'s
+    scalar graph, an inner graph)."""
+    if isinstance(op, FromFunctionOp) or not type(op).__module__.startswith(("pytensor.", "pymc.")):
         return False
-    length = public_shape(indexed)[axis]
-    return 0 <= int(spec.lower) and int(spec.upper) <= length - 1
+    if isinstance(op, Elemwise | CAReduce):
+        return _pytensor_op(op.scalar_op)
+    if isinstance(op, Blockwise):
+        return _pytensor_op(op.core_op)
+    inner = getattr(op, "fgraph", None) if isinstance(op, ps.Composite) else None
+    if isinstance(op, HasInnerGraph):
+        inner = op.fgraph
+    if inner is None:
+        return True
+    return all(_pytensor_op(node.op) for node in inner.toposort())
+
+
+def _indices_within(node, aligned: dict[Variable, bool], private: set[Variable]) -> bool:
+    """Whether every record-aligned index of an advanced-indexing node is a `PrivateData`
+    (through casts) of one integer per record whose declared bounds lie in [0, length − 1] of
+    the public axis it indexes. Any other computed index could leave the axis for some records
+    only, and whether the step raises would then depend on one record (and PyTensor's Numba
+    backend, which does not check indices, would read whatever memory it points at)."""
+    indexed, *flat = node.inputs
+    for axis, index in enumerate(indices_from_subtensor(flat, node.op.idx_list)):
+        if not isinstance(index, slice) and aligned[index]:
+            data = strip_casts(index)
+            spec = declaration(data) if data in private else None
+            if spec is None or not spec.integer or spec.record_shape != ():
+                return False
+            length = public_shape(indexed)[axis]
+            if not (0 <= int(spec.lower) and int(spec.upper) <= length - 1):
+                raise DataBoundsError(
+                    f"PrivateData `{spec.name}` indexes axis {axis} (length {length}) of a "
+                    f"public tensor, but its declared bounds [{int(spec.lower)}, "
+                    f"{int(spec.upper)}] reach outside [0, {length - 1}]: one record beyond "
+                    "the axis would make the step fail for that record only. Declare "
+                    f"bounds=(0, {length - 1}) (or a narrower public range)."
+                )
+    return True

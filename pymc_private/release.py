@@ -36,6 +36,7 @@ from pymc_private.errors import (
     UnsupportedModelError,
     counted,
 )
+from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger
 from pymc_private.noise_aware import replicate_statistics
 from pymc_private.privatisation import privatised_route
@@ -475,6 +476,9 @@ def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> xr.D
                 )
             posterior = xr.merge([posterior, latent])
         return _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
+    # The draws run the observed nodes' random graphs and Python random functions (a
+    # pm.CustomDist's) on a copy whose data are replaced: none may read the private data.
+    refuse_private_paths(model)
     specs = private_data(model)
     inputs = dict(inputs or {})
     observed = {rv.name: model.rvs_to_values[rv] for rv in model.observed_RVs}

@@ -34,7 +34,7 @@ from pymc_private.errors import (
     UnsupportedModelError,
     counted,
 )
-from pymc_private.leak_guard import refuse_private_paths
+from pymc_private.leak_guard import check_initial_values, refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.noise_aware import latent_names
 from pymc_private.posterior import batched_posterior, inference_data
@@ -435,6 +435,10 @@ def _check_arguments(
         raise InvalidPrivacyParameterError(
             f"random_seed has {len(random_seed)} entries for {chains} chains: give one per chain."
         )
+    initvals = kwargs.get("initvals")
+    for chain_initvals in initvals if isinstance(initvals, Sequence) else [initvals]:
+        if chain_initvals is not None:
+            check_initial_values(model, chain_initvals)
     unknown = [n for n in kwargs.get("var_names") or [] if n not in model.named_vars]
     if unknown:
         raise UnsupportedModelError(f"var_names {unknown} are not variables of this model.")

@@ -69,6 +69,7 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
+from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.privatisation import privatisation_of
 from pymc_private.release import LEDGER_ATTR, NOISE_AWARE_ATTR, seal_frame, sealed
 
@@ -156,6 +157,9 @@ def synthesize(
         raise UnsupportedModelError(
             "The model has no PrivateData: there are no private records to synthesise."
         )
+    # The records are drawn by the observed nodes' random graphs and Python random functions
+    # (a pm.CustomDist's): none may read the private data.
+    refuse_private_paths(model)
     n = next(iter(specs.values())).n if n is None else n
     total = posterior.sizes["chain"] * posterior.sizes["draw"]
     if m > total:

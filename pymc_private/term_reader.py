@@ -24,7 +24,7 @@ from pytensor.graph.basic import Constant, Variable
 from pymc_private.data import PrivateDataSpec, check_integer_values
 from pymc_private.errors import UnboundedSensitivityError, UnsupportedModelError, with_article
 from pymc_private.graph_reader import GraphReader
-from pymc_private.leak_guard import strip_casts
+from pymc_private.leak_guard import pymc_log_density, strip_casts
 from pymc_private.likelihood import LikelihoodTerm
 from pymc_private.statistics import (
     DataGrid,
@@ -86,7 +86,13 @@ class TermReader(GraphReader):
         spec = self._observed_data(observed)
         self.n = spec.n
         op = observed.owner.op
-        candidates = [family for family in FAMILIES if isinstance(op, family.rv_op)]
+        # A family bounds PyMC's own log-density of its op; a user's (a pm.CustomDist, a
+        # logp registered for a subclass) is another function, which no family describes.
+        candidates = [
+            family
+            for family in FAMILIES
+            if isinstance(op, family.rv_op) and pymc_log_density(observed, self.model)
+        ]
         if isinstance(op, MixtureRV):
             raise UnsupportedModelError(
                 f"`{self.node}` is a mixture: its record log-likelihood log Σ_k w_k p_k(x) "

@@ -9,6 +9,8 @@ only the line a crash tore, the last one, is skipped.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import logging
 import multiprocessing
@@ -22,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import pymc_private as pmp
+from pymc_private.dp import journal
 from pymc_private.dp.events import PureEvent, Release
 
 SPEND = Release("laplace", PureEvent(0.3), statistic="s")
@@ -312,3 +315,232 @@ def test_a_ledger_file_of_format_1_is_refused_until_migrated(tmp_path, caplog):
     assert migrated.budget == pmp.Budget(1.0) and migrated.epsilon() == pytest.approx(0.6)
     assert (tmp_path / "old.ledger.format1").read_text() == "\n".join(lines) + "\n"
     assert pmp.PrivacyLedger.open(path).releases == (SPEND, SPEND)
+
+
+# --------------------------------------------------------------------------------------
+# A torn tail never refunds silently (issue 35, item 4): the commit record counts the
+# committed lines, so a cut (mid-line or at a line's end) is refused, while the incomplete
+# line of an append a crash interrupted, which no commit covers, is skipped and logged.
+# --------------------------------------------------------------------------------------
+
+
+def _chain_verifies(path) -> bool:
+    """Every line is the canonical line of its entry, chained by SHA-256 to the one before."""
+    previous = b""
+    for line in path.read_bytes().splitlines():
+        value = json.loads(line)
+        entry = json.dumps(value["entry"], sort_keys=True, separators=(",", ":")).encode()
+        chain = hashlib.sha256(previous + entry).digest()
+        if value["chain"] != chain.hex():
+            return False
+        previous = chain
+    return True
+
+
+def _committed_lines(path) -> int:
+    """The lines the newer slot of the commit record of ``path`` commits."""
+    text = (path.parent / (path.name + ".commit")).read_bytes()
+    slots = [json.loads(text[:160]), json.loads(text[160:])]
+    return max(slots, key=lambda slot: slot["sequence"])["lines"]
+
+
+@pytest.mark.parametrize("cut", [40, "line"], ids=["40 bytes", "the whole last line"])
+def test_a_cut_tail_is_refused_not_refunded(tmp_path, cut):
+    """The attack of issue 35: three releases of 0.3 against Budget(1.0), the end of the file
+    cut while no process held it (today: the last line read as torn by a crash, its 0.3
+    refunded, and a fourth 0.3 accepted, 1.2 spent against 1.0)."""
+    path = tmp_path / "survey.ledger"
+    text = _written(path, count=3)
+    assert _committed_lines(path) == 4  # the header and three releases
+    before = pmp.PrivacyLedger.open(path)
+    end = len(text) - 40 if cut == 40 else text.rfind(b"\n", 0, len(text) - 1) + 1
+    path.write_bytes(text[:end])
+    with pytest.raises(pmp.LedgerIntegrityError, match="holds 3 whole lines, but its commit"):
+        pmp.PrivacyLedger.open(path)
+    with pytest.raises(pmp.LedgerIntegrityError, match="shorter"):
+        before.record(SPEND)
+    with pytest.raises(pmp.LedgerIntegrityError):
+        pmp.PrivacyLedger.open(path).record(SPEND)
+    assert path.read_bytes() == text[:end]
+
+
+def _crash_in_the_middle_of_an_append(path: str) -> None:
+    """Record a release whose line write stops half-way, then die at once, holding the lock:
+    a power loss in the middle of the append."""
+    ledger = pmp.PrivacyLedger.open(path)
+
+    def half_then_crash(descriptor, data, durable=True):
+        os.write(descriptor, data[: len(data) // 2])
+        os._exit(3)
+
+    journal.__dict__["_write_whole"] = half_then_crash
+    ledger.record(Release("laplace", PureEvent(0.25), statistic="s"))
+
+
+def test_an_append_a_crash_interrupted_is_skipped_logged_and_cut_off(tmp_path, caplog):
+    path = tmp_path / "survey.ledger"
+    text = _written(path, count=2)
+    context = multiprocessing.get_context("fork")
+    child = context.Process(target=_crash_in_the_middle_of_an_append, args=(str(path),))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 3
+    torn = path.read_bytes()[len(text) :]
+    assert torn and not torn.endswith(b"\n") and _committed_lines(path) == 3
+    with caplog.at_level(logging.WARNING, logger="pymc_private"):
+        ledger = pmp.PrivacyLedger.open(path)
+    # Its release was never returned: skipped, and said so (the file, the bytes).
+    assert [r.epsilon for r in ledger.releases] == [0.3, 0.3]
+    assert f"{path} ends in an incomplete line of {len(torn)} bytes" in caplog.text
+    ledger.record(Release("laplace", PureEvent(0.4), statistic="s"))
+    assert torn not in path.read_bytes()
+    assert [r.epsilon for r in pmp.PrivacyLedger.open(path).releases] == [0.3, 0.3, 0.4]
+    assert _committed_lines(path) == 4 and _chain_verifies(path)
+    with pytest.raises(pmp.BudgetExceededError):
+        ledger.record(SPEND)
+
+
+def test_a_crash_between_a_line_and_its_commit_counts_the_line(tmp_path):
+    # The line is on disk, its commit record not yet rewritten: the release was not returned,
+    # but the whole line counts (the safe side), and the next commit covers it.
+    path = tmp_path / "survey.ledger"
+    _written(path, count=2)
+    record = path.parent / (path.name + ".commit")
+    stale = record.read_bytes()
+    pmp.PrivacyLedger.open(path).record(SPEND)
+    committed = record.read_bytes()
+    # The crash before the commit; then one tearing the commit's slot half-way: the older
+    # slot holds (a torn slot fails its checksum), and the whole line counts.
+    newer = 0 if committed[:160] != stale[:160] else 160
+    torn = committed[: newer + 80] + stale[newer + 80 :]
+    for record_text in (stale, torn):
+        record.write_bytes(record_text)
+        ledger = pmp.PrivacyLedger.open(path)
+        assert ledger.epsilon() == pytest.approx(0.9)
+        with pytest.raises(pmp.BudgetExceededError):
+            ledger.record(SPEND)
+    ledger.record(Release("laplace", PureEvent(0.1), statistic="s"))
+    assert _committed_lines(path) == 5 and pmp.PrivacyLedger.open(path).epsilon() == 1.0
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    spends=st.lists(st.sampled_from([0.05, 0.1, 0.3]), min_size=1, max_size=4),
+    where=st.floats(0, 1, exclude_max=True),
+    record=st.booleans(),
+)
+def test_no_cut_of_a_ledger_file_or_its_record_counts_less_than_was_committed(
+    tmp_path, spends, where, record
+):
+    path = tmp_path / f"ledger-{os.urandom(6).hex()}"
+    ledger = pmp.PrivacyLedger.open(path, budget=pmp.Budget(2.0))
+    for epsilon in spends:
+        ledger.record(Release("laplace", PureEvent(epsilon), statistic="s"))
+    committed = ledger.epsilon()
+    target = path.parent / (path.name + ".commit") if record else path
+    text = target.read_bytes()
+    target.write_bytes(text[: int(where * len(text))])
+    try:
+        reopened = pmp.PrivacyLedger.open(path)
+    except (pmp.LedgerIntegrityError, pmp.InvalidPrivacyParameterError):
+        return
+    # Only the newline of the last line can go unnoticed: its line is whole and counted.
+    assert reopened.epsilon() >= committed
+    assert _chain_verifies(path) or not path.read_bytes().endswith(b"\n")
+
+
+def _legacy_file(path, spends) -> bytes:
+    """A ledger file as pymc-private wrote it before commit records (format 2, no
+    ``commit_record`` in the header, no record beside it)."""
+    header = {
+        "kind": "odometer",
+        "budget": {"epsilon": 1.0, "delta": 0.0},
+        "source": None,
+        "format": "pymc_private.journal",
+        "version": 2,
+        "file": "0" * 32,
+        "created": "2026-01-01T00:00:00+00:00",
+    }
+    lines, chain = [], b""
+    entries = [
+        {"uid": f"{i:032x}", "release": Release("laplace", PureEvent(e), statistic="s").to_dict()}
+        for i, e in enumerate(spends)
+    ]
+    for entry in [header, *entries]:
+        line, chain = journal._line(entry, chain)
+        lines.append(line)
+    path.write_bytes(b"".join(lines))
+    return b"".join(lines)
+
+
+def test_a_file_written_before_commit_records_reads_as_before_but_never_skips_a_torn_line(
+    tmp_path, caplog
+):
+    path = tmp_path / "old.ledger"
+    text = _legacy_file(path, [0.3, 0.3, 0.3])
+    assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.9)  # the same total
+    assert not (tmp_path / "old.ledger.commit").exists()
+    path.write_bytes(text[:-40])  # no record to tell a crash from a cut: refused
+    with pytest.raises(pmp.LedgerIntegrityError, match=r"incomplete line of [0-9]+ bytes"):
+        pmp.PrivacyLedger.open(path)
+    with pytest.raises(pmp.InvalidPrivacyParameterError, match="reason"):
+        pmp.PrivacyLedger.acknowledge_torn_line(path, reason="")
+    assert path.read_bytes() == text[:-40]
+    torn = len(text[:-40]) - (text[:-40].rfind(b"\n") + 1)
+    with caplog.at_level(logging.WARNING, logger="pymc_private"):
+        pmp.PrivacyLedger.acknowledge_torn_line(path, reason="the power cut of 2026-05-04")
+    assert f"({torn} bytes" in caplog.text and "power cut" in caplog.text
+    ledger = pmp.PrivacyLedger.open(path)
+    assert ledger.epsilon() == pytest.approx(0.6)
+    assert _entries(path)[-1]["torn"]["bytes"] == torn and _chain_verifies(path)
+    assert _committed_lines(path) == 4  # the header, two releases, the acknowledgement
+    with pytest.raises(pmp.InvalidPrivacyParameterError, match="nothing to acknowledge"):
+        pmp.PrivacyLedger.acknowledge_torn_line(path, reason="again")
+    ledger.record(SPEND)
+    cut = path.read_bytes()
+    path.write_bytes(cut[: cut.rfind(b"\n", 0, len(cut) - 1) + 1])  # now a cut is refused
+    with pytest.raises(pmp.LedgerIntegrityError, match="commit record says 5"):
+        pmp.PrivacyLedger.open(path)
+
+
+def test_a_missing_or_foreign_commit_record_is_refused(tmp_path):
+    path = tmp_path / "survey.ledger"
+    _written(path, count=2)
+    record = tmp_path / "survey.ledger.commit"
+    other = tmp_path / "other.ledger"
+    _written(other, count=2)
+    kept = record.read_bytes()
+    record.unlink()
+    with pytest.raises(pmp.LedgerIntegrityError, match="is missing"):
+        pmp.PrivacyLedger.open(path)
+    record.write_bytes((tmp_path / "other.ledger.commit").read_bytes())
+    with pytest.raises(pmp.LedgerIntegrityError, match="another journal"):
+        pmp.PrivacyLedger.open(path)
+    record.write_bytes(kept)
+    assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.6)
+    fresh = tmp_path / "fresh.ledger"
+    pmp.PrivacyLedger.open(fresh, budget=pmp.Budget(1.0))
+    (tmp_path / "fresh.ledger.commit").unlink()  # a crash right after creating the file
+    assert pmp.PrivacyLedger.open(fresh).epsilon() == 0.0
+
+
+def test_a_commit_that_fails_discards_the_release_and_its_line_counts(tmp_path, monkeypatch):
+    # The line is on disk, its commit could not be written (a full disk): the release is
+    # discarded, and its line stays and counts, the safe side (the record may hold either).
+    path = tmp_path / "survey.ledger"
+    _written(path, count=1)
+    ledger = pmp.PrivacyLedger.open(path)
+
+    def no_space(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(journal.os, "pwrite", no_space)
+    with pytest.raises(pmp.LedgerWriteError, match="lines stay in the journals and count"):
+        ledger.record(SPEND)
+    monkeypatch.undo()
+    assert _committed_lines(path) == 2
+    assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.6)
+    ledger.record(SPEND)
+    assert _committed_lines(path) == 4 and _chain_verifies(path)

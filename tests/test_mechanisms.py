@@ -13,15 +13,22 @@ from scipy import stats
 
 from pymc_private.audit import epsilon_lower_bound
 from pymc_private.dp.mechanisms import (
+    FLOAT_SAMPLER_SCALE_LIMIT,
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     ExponentialMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     UnitShiftGaussianMechanism,
+    _binary_digit_plan,
+    binary_digit_count,
+    binary_digit_geometric,
     discrete_laplace,
     exponential_mechanism,
     laplace,
+    numpy_discrete_gaussian,
+    numpy_discrete_laplace,
+    saturating_add,
 )
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
 
@@ -495,3 +502,280 @@ def test_a_mechanism_refuses_bad_public_parameters_when_built(bad):
         UnitShiftGaussianMechanism(1.0, True, 1e-6)
     with pytest.raises(InvalidPrivacyParameterError, match="noise scale"):
         LaplaceMechanism(1e-300, 1e300).event  # noqa: B018 (the cost is asked before any data)
+
+
+# --------------------------------------------------------------------------------------
+# secure=False integer noise at huge scales (issue 35, item 3): numpy's geometric sampler
+# saturates at 2⁶³ − 1 (noise 0 with constant probability from ~10¹⁸ grid steps) and skips
+# integers well before; the counts are drawn by their binary digits above 2⁴⁰.
+# --------------------------------------------------------------------------------------
+
+HUGE_SCALES = [1e12, 2.0**46, 1e18, 1e20]
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def _as_integers(draws: np.ndarray) -> np.ndarray:
+    """Residues need exact integers: Python ints for object arrays, int64 otherwise."""
+    return draws if draws.dtype == object else draws.astype(np.int64)
+
+
+def _discrete_laplace_sd(scale: float) -> float:
+    """The standard deviation of the discrete Laplace law ∝ e^{−|y|/b}: √(2r)/(1 − r)."""
+    return math.sqrt(2.0 * math.exp(-1.0 / scale)) / -math.expm1(-1.0 / scale)
+
+
+@pytest.mark.parametrize("scale", HUGE_SCALES)
+@pytest.mark.parametrize("law", ["discrete_laplace", "discrete_gaussian"])
+def test_numpy_integer_noise_has_exact_support_at_huge_scales(scale, law):
+    generator = np.random.default_rng(35)
+    if law == "discrete_laplace":
+        draws = numpy_discrete_laplace(generator, scale, (100_000,))
+        sd = _discrete_laplace_sd(scale)
+    else:
+        draws = numpy_discrete_gaussian(generator, scale, (100_000,))
+        sd = scale  # N_ℤ(0, σ²) has variance σ² up to e^{−2π²σ²}
+    integers = _as_integers(draws)
+    # P(0) ≤ 1/scale ≤ 10⁻¹²: in 10⁵ draws a single 0 has probability ≤ 10⁻⁷. Today's
+    # sampler returned 0 for 83% of discrete Laplace draws at 10²⁰.
+    assert np.count_nonzero(integers == 0) == 0
+    # Residues are uniform up to O(1/scale): Pearson chi-square, reject only at p < 0.001.
+    # Today at 10¹⁸ 0.9% of the discrete Laplace draws were odd.
+    for modulus in (2, 3):
+        residues = np.bincount((integers % modulus).astype(np.int64), minlength=modulus)
+        assert stats.chisquare(residues).pvalue > 1e-3, (modulus, residues)
+    # The sample sd has relative sd ≈ 0.0035 (Laplace, kurtosis 6) or 0.0022 (Gaussian) at
+    # n = 10⁵; 2% is over 5 of them. Today's discrete Laplace sd at 10²⁰ was 1.5% of the law's.
+    assert np.std(draws.astype(np.float64)) == pytest.approx(sd, rel=0.02)
+
+
+@pytest.mark.parametrize("scale", [2.0**46, 1e18])
+def test_the_mechanisms_release_exact_support_noise_at_huge_scales(scale):
+    # Δ₁ = 2⁵³ − 1 (the largest integer sensitivity accepted) and ε = Δ₁/b; the discrete
+    # Gaussian at σ = b (today: rounded normals, which at 10¹⁸ are multiples of 128).
+    sensitivity = 2**53 - 1
+    laplace_noise, _ = DiscreteLaplaceMechanism(sensitivity, sensitivity / scale, secure=False)(
+        np.zeros(60_000, dtype=np.int64), rng=36
+    )
+    gaussian = DiscreteGaussianMechanism(1.0, 1.0 / (2.0 * scale**2), 1e-6, secure=False)
+    assert "discrete Gaussian" in gaussian.note
+    gaussian_noise, _ = gaussian(np.zeros(60_000, dtype=np.int64), rng=36)
+    for noise in (laplace_noise, gaussian_noise):
+        assert noise.dtype == np.int64 and np.count_nonzero(noise == 0) == 0
+        for modulus in (2, 3, 128):
+            residues = np.bincount(noise % modulus, minlength=modulus)
+            assert stats.chisquare(residues).pvalue > 1e-3, (modulus, residues)
+
+
+def test_noisy_counts_saturate_at_the_int64_range_and_never_wrap():
+    # x + Z is exact and then clipped, as OpenDP's integer samplers add (post-processing);
+    # today numpy's int64 addition wrapped x = 2⁶³ − 1 plus positive noise to negative.
+    top = np.full(20_000, INT64_MAX, dtype=np.int64)
+    for mechanism in (
+        DiscreteLaplaceMechanism(1, 1.0, secure=False),
+        DiscreteGaussianMechanism(1.0, 0.5, 1e-6, secure=False),
+    ):
+        noisy, _ = mechanism(top, rng=37)
+        assert noisy.dtype == np.int64 and np.all(noisy > 0), mechanism
+        saturated = np.count_nonzero(noisy == INT64_MAX) / noisy.size
+        # P(Z ≥ 0) = 1/2 + P(Z = 0)/2: 0.66 and 0.70 for these laws at scale 1.
+        assert 0.6 < saturated < 0.75, (mechanism, saturated)
+        bottom, _ = mechanism(-top - 1, rng=37)
+        assert np.all(bottom < 0) and 0.6 < np.mean(bottom == -INT64_MAX - 1) < 0.75
+    # At scale 10²⁰, from x = 2⁶³ − 1: y = 2⁶³ − 1 when Z ≥ 0 (probability ½ + O(10⁻²⁰)) and
+    # y = −2⁶³ when Z ≤ −(2⁶⁴ − 1); binomial sd 0.0035 at n = 2·10⁴, tolerance 0.02.
+    scale = 1e20
+    for mechanism, below in (
+        (DiscreteLaplaceMechanism(1, 1 / scale, secure=False), math.exp(-(2.0**64) / scale) / 2),
+        (
+            DiscreteGaussianMechanism(1.0, 0.5 / scale**2, 1e-6, secure=False),
+            stats.norm.cdf(-(2.0**64) / scale),
+        ),
+    ):
+        noisy, _ = mechanism(top, rng=37)
+        assert np.mean(noisy == INT64_MAX) == pytest.approx(0.5, abs=0.02), mechanism
+        assert np.mean(noisy == -INT64_MAX - 1) == pytest.approx(below, abs=0.02), mechanism
+    exact = saturating_add(
+        np.array([5, INT64_MAX - 3, -INT64_MAX], dtype=np.int64),
+        np.array([-(2**70), 10, 2**64 + 1], dtype=object),
+    )
+    np.testing.assert_array_equal(exact, [-INT64_MAX - 1, INT64_MAX, 2**63 + 2])
+
+
+def test_binary_digits_draw_the_geometric_law():
+    # At b = 3.7 every digit is drawn, some through many words (2^11/b = 553): the counts
+    # follow P(G = k) = (1 − r) r^k, Pearson chi-square over 25 cells, p > 0.001.
+    scale = 3.7
+    counts = binary_digit_geometric(np.random.default_rng(38), scale, 200_000)
+    assert counts.dtype == np.int64 and counts.min() >= 0
+    ratio = math.exp(-1.0 / scale)
+    support = np.arange(24)
+    pmf = (1.0 - ratio) * ratio**support
+    observed = np.append(np.bincount(np.minimum(counts, 24), minlength=25)[:24], 0)
+    observed[24] = np.count_nonzero(counts >= 24)
+    expected = np.append(pmf, ratio**24) * counts.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("scale", [2.0**40 * 1.5, 3.3e15, 1e18, 1e20, 7.7e45, 1e300])
+def test_each_binary_digit_probability_is_within_two_to_the_minus_50(scale):
+    """p̂_j and 1 − p̂_j against p_j = 1/(1 + e^{2^j/b}) in 60-digit arithmetic: the factor
+    e^{±J·2⁻⁵⁰} of `binary_digit_geometric` and so the ε + J·2⁻⁴⁷ of `discrete_laplace`."""
+    mpmath = pytest.importorskip("mpmath")
+    uniform, thresholds = _binary_digit_plan(scale)
+    assert len(thresholds) == binary_digit_count(scale)
+    assert len(thresholds) == math.floor(math.log2(708 * scale)) + 1
+    with mpmath.workdps(60):
+        for digit, words in enumerate(thresholds):
+            drawn = mpmath.mpf(
+                sum(w << (64 * k) for k, w in enumerate(reversed(words)))
+            ) / mpmath.mpf(2) ** (64 * len(words))
+            exact = 1 / (1 + mpmath.exp(mpmath.mpf(2) ** digit / mpmath.mpf(scale)))
+            assert abs(drawn / exact - 1) <= 2.0**-50, digit
+            assert abs((1 - drawn) / (1 - exact) - 1) <= 2.0**-50, digit
+            assert (drawn == mpmath.mpf(0.5)) == (digit < uniform)
+        # The first digit not drawn has probability below e^{−708}.
+        assert mpmath.mpf(2) ** len(thresholds) / mpmath.mpf(scale) > 708
+
+
+def _huge_scale_discrete_laplace(sensitivity, epsilon):
+    def run(value, rng, size):
+        mechanism = DiscreteLaplaceMechanism(sensitivity, epsilon, secure=False)
+        return mechanism(np.full(size, value), rng=rng)[0]
+
+    return run
+
+
+# Neighbouring counts Δ₁ = 2⁵³ − 1 apart: around 0, at the top of the int64 range (the noisy
+# counts saturate there), and as floats at the largest integral float accepted, 2⁵³.
+WORST_PAIRS = pytest.mark.parametrize(
+    ("data", "neighbour"),
+    [(0, 2**53 - 1), (INT64_MAX - (2**53 - 1), INT64_MAX), (1.0, 2.0**53)],
+    ids=["centre", "int64-extreme", "float-extreme"],
+)
+
+
+@WORST_PAIRS
+def test_audit_numpy_discrete_laplace_at_a_huge_scale_stays_below_its_claim(data, neighbour):
+    # Δ₁ = 2⁵³ − 1 (odd, the largest accepted) and ε = 10⁻⁴: b ≈ 9·10¹⁹, the scale of Σx² on
+    # a grid of 2⁻⁵⁰. The auditor's own event and the structural events of the attack (the
+    # noise is exactly 0; the parity and the residue mod 3 of y − x_data). Today: 83% zeros,
+    # ε ≥ 4.2 against 10⁻⁴ (each audit sound with probability ≥ 0.95).
+    sensitivity, epsilon = 2**53 - 1, 1e-4
+    run = _huge_scale_discrete_laplace(sensitivity, epsilon)
+    events = [
+        None,
+        lambda y: y == data,
+        lambda y: (int(y) - int(data)) % 2 == 0,
+        lambda y: (int(y) - int(data)) % 3 == 0,
+    ]
+    for seed, event in enumerate(events):
+        result = epsilon_lower_bound(
+            run, data, neighbour, n=20_000, event=event, random_seed=seed, vectorized=True
+        )
+        assert result.passes(epsilon), (seed, result)
+
+
+@WORST_PAIRS
+def test_audit_catches_the_huge_scale_discrete_laplace_under_noised_by_half(data, neighbour):
+    # ε = 4 at Δ₁ = 2⁵³ − 1 is b ≈ 2.3·10¹⁵, above 2⁴⁰ (binary digits); the same mechanism at
+    # half that scale is caught, the right one is not (n = 10⁴ as in the audits above).
+    sensitivity, epsilon = 2**53 - 1, 4.0
+    correct = epsilon_lower_bound(
+        _huge_scale_discrete_laplace(sensitivity, epsilon),
+        data,
+        neighbour,
+        n=10_000,
+        random_seed=1,
+        vectorized=True,
+    )
+    assert correct.passes(epsilon)
+    under_noised = epsilon_lower_bound(
+        _huge_scale_discrete_laplace(sensitivity, 2 * epsilon),
+        data,
+        neighbour,
+        n=10_000,
+        random_seed=1,
+        vectorized=True,
+    )
+    assert under_noised.epsilon_lower_bound > epsilon
+
+
+@pytest.mark.parametrize("scale", [2.0**46, 1e18, 1e20])
+def test_huge_scale_noise_is_reproducible_and_its_randomness_ignores_the_data(scale):
+    first = numpy_discrete_laplace(np.random.default_rng(39), scale, (3, 5))
+    again = numpy_discrete_laplace(np.random.default_rng(39), scale, (3, 5))
+    other = numpy_discrete_laplace(np.random.default_rng(40), scale, (3, 5))
+    assert first.shape == (3, 5) and np.array_equal(first, again)
+    assert not np.array_equal(first, other)
+    sensitivity = 2**53 - 1
+    for mechanism in (
+        DiscreteLaplaceMechanism(sensitivity, sensitivity / scale, secure=False),
+        DiscreteGaussianMechanism(1.0, 1.0 / (2.0 * scale**2), 1e-6, secure=False),
+    ):
+        states = []
+        outputs = []
+        for values in ([0, 0, 0], [2**62, -(2**62), 17]):
+            generator = np.random.default_rng(41)
+            outputs.append(mechanism(np.array(values), rng=generator)[0])
+            states.append(generator.bit_generator.state)
+        # The same noise whatever the values: the generator advances alike.
+        assert states[0] == states[1]
+        again, _ = mechanism(np.array([0, 0, 0]), rng=41)
+        np.testing.assert_array_equal(outputs[0], again)
+
+
+def test_seeded_draws_below_the_limit_are_numpys_samplers_unchanged():
+    for scale in (0.4, 3.0, 1e6, FLOAT_SAMPLER_SCALE_LIMIT):
+        success = -math.expm1(-1.0 / scale)
+        reference = np.random.default_rng(42)
+        expected = reference.geometric(success, size=7) - reference.geometric(success, size=7)
+        np.testing.assert_array_equal(
+            numpy_discrete_laplace(np.random.default_rng(42), scale, 7), expected
+        )
+        values = np.array([3, -4, 5], dtype=np.int64)
+        noisy, _ = DiscreteGaussianMechanism(1.0, 1.0 / (2.0 * scale**2), 1e-6, secure=False)(
+            values, rng=42
+        )
+        rounded = np.rint(np.random.default_rng(42).normal(0.0, scale, size=3)).astype(np.int64)
+        np.testing.assert_array_equal(noisy, values + rounded)
+
+
+def _discrete_gaussian_zero(sigma: float) -> float:
+    """P(0) of N_ℤ(0, σ²) = 1/Σ_k e^{−k²/(2σ²)}."""
+    if sigma > 10:
+        return 1.0 / (math.sqrt(2 * math.pi) * sigma)
+    k = np.arange(-200, 201)
+    return 1.0 / np.exp(-(k**2) / (2 * sigma**2)).sum()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    exponent=st.floats(0.0, 30.0),
+    shape=st.sampled_from([(2_000,), (40, 50), (2, 10, 100)]),
+    law=st.sampled_from(["discrete_laplace", "discrete_gaussian"]),
+)
+def test_integer_noise_at_any_scale_has_its_dtype_shape_and_no_zero_saturation(
+    exponent, shape, law
+):
+    scale = 10.0**exponent
+    generator = np.random.default_rng(43)
+    if law == "discrete_laplace":
+        draws = numpy_discrete_laplace(generator, scale, shape)
+        zero = math.tanh(0.5 / scale)  # (1 − r)/(1 + r)
+        counted = scale
+    else:
+        draws = numpy_discrete_gaussian(generator, scale, shape)
+        zero = _discrete_gaussian_zero(scale)
+        counted = math.floor(scale) + 1
+    big = counted > FLOAT_SAMPLER_SCALE_LIMIT and binary_digit_count(counted) > 63
+    assert draws.shape == shape
+    assert draws.dtype == (np.dtype(object) if big else np.dtype(np.int64))
+    n = draws.size
+    zeros = np.count_nonzero(_as_integers(draws) == 0)
+    assert zeros <= n * zero + 6 * math.sqrt(n * zero) + 1, (scale, zeros)
+    noisy, _ = (
+        DiscreteLaplaceMechanism(1, 1.0 / scale, secure=False)
+        if law == "discrete_laplace"
+        else DiscreteGaussianMechanism(1.0, 1.0 / (2.0 * scale**2), 1e-6, secure=False)
+    )(np.zeros(shape, dtype=np.int64), rng=43)
+    assert noisy.shape == shape and noisy.dtype == np.int64

@@ -465,13 +465,6 @@ def test_indices_that_mix_records_or_escape_their_axis_are_not_record_aligned(bu
         _clipped(build)
 
 
-def test_a_private_index_declared_beyond_its_axis_is_not_record_aligned():
-    with pytest.raises(pmp.UnsupportedModelError, match="row by row"):
-        _clipped(lambda x, g, mu: mu + pt.as_tensor(np.array([0.1, 0.2]))[g])
-    step = _clipped(lambda x, g, mu: mu + pt.as_tensor(np.array([0.1, 0.2, 0.3]))[g])
-    assert np.isfinite(step.log_acceptance_ratio(np.array([0.1]), np.array([0.0])))
-
-
 def test_the_private_data_are_never_compiled_by_numba():
     """PyTensor 3 compiles with Numba by default, which does not check indices: a public
     index beyond its axis read whatever memory it pointed at (the private records' included)

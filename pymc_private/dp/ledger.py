@@ -116,6 +116,8 @@ class _Book:
                 out.append((uid, release))
             elif set(entry) == {"budget", "previous", "reason", "time"}:
                 self.budget = self._budget(entry["budget"], line)
+            elif set(entry) == {"torn", "reason", "time"}:
+                pass  # an incomplete line cut off by `PrivacyLedger.acknowledge_torn_line`
             else:
                 raise LedgerIntegrityError(
                     f"The ledger journal {self.path}, line {line}, is of a kind this version of "
@@ -144,8 +146,9 @@ class PrivacyLedger:
         Releases to record at once (as `record_all`).
     journals
         Paths of append-only journal files to keep the ledger in (created if missing, in the
-        checked format of `pymc_private.dp.journal`). Every release recorded is written whole to
-        each of them and ``fsync``'ed before `record_all` returns, and every read
+        checked format of `pymc_private.dp.journal`, each with its commit record beside it).
+        Every release recorded is written whole to each of them, ``fsync``'ed and committed
+        before `record_all` returns, and every read
         (`releases`, `composition`, a `Budget` check, ...) first picks up and checks what any
         process appended since, so a ledger shared by the worker processes of ``pm.sample``
         sees their charges. A ledger over several journals is the union of their releases
@@ -199,9 +202,13 @@ class PrivacyLedger:
         (`pmp.sample` records a run's whole planned spend before it draws). Every line carries
         a checksum chained to the lines before it: a file with a changed, removed or inserted
         line, or an edited header, is refused (`LedgerIntegrityError`, naming the line), as
-        is an empty file; only a line torn by a crash, the last one, is skipped (see
-        :ref:`accounting-files` for what the file protects against and what it cannot). The
-        file holds releases (mechanism, ε, δ, counts), never data.
+        is an empty file. Beside it, the commit record ``path + ".commit"`` counts the lines
+        committed (rewritten whole after each release's line is on disk, before the release
+        is returned): a file whose committed lines were cut off, at a line's end or in its
+        middle, is refused; only an incomplete last line that no commit covers (an append a
+        crash interrupted) is skipped, with a warning (see :ref:`accounting-files` for what the
+        files protect against and what they cannot). Keep and move the two files together.
+        The file holds releases (mechanism, ε, δ, counts), never data.
 
         Parameters
         ----------
@@ -308,6 +315,46 @@ class PrivacyLedger:
                 skipped,
             )
         return cls.open(path)
+
+    @classmethod
+    def acknowledge_torn_line(cls, path, *, reason: str) -> None:
+        """Cut off the incomplete last line of a ledger file that has no commit record (one
+        written by a pymc-private that kept none), after its custodian has established that a
+        process crashed while recording it, so that its release was never returned. Then open
+        the file as before.
+
+        Without a commit record such a line cannot be told from a release that was returned
+        and then cut short, so the file refuses every release until this is called. The cut
+        (the line's size and SHA-256, the reason, the time) is appended to the file as a
+        checked line and logged on the ``pymc_private`` logger; the file then has a commit
+        record.
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            ``reason`` is not a non-empty string, or the file does not end in an incomplete
+            line.
+        LedgerIntegrityError
+            The file fails another check (see `open`).
+        """
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidPrivacyParameterError(
+                "reason must say how the incomplete line came about (e.g. the crash it is the "
+                "tear of); it is kept in the ledger file."
+            )
+        journal = Journal.open(path)
+        with locked([journal]) as held:
+            size, digest = journal.cut_torn_line()
+            entry = {"torn": {"bytes": size, "sha256": digest}, "reason": reason, "time": _now()}
+            held.append([(journal, [entry])])
+        _LOG.warning(
+            "The incomplete last line of the ledger file %s (%d bytes, SHA-256 %s) was cut off "
+            "as the tear of a crash: %s",
+            journal.path,
+            size,
+            digest,
+            reason,
+        )
 
     @property
     def budget(self) -> Budget | None:
