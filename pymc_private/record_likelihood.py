@@ -11,11 +11,12 @@ import pytensor.tensor as pt
 from pymc.distributions.mixture import MixtureRV
 from pymc.logprob.utils import CheckParameterValue
 from pymc.vartypes import discrete_types
+from pytensor.compile.builders import SymbolicOp
 from pytensor.compile.ops import FromFunctionOp
 from pytensor.graph.basic import Variable
 from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import ancestors, applys_between
+from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
 from pytensor.tensor.basic import Alloc, Join
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -204,10 +205,12 @@ def record_log_likelihood(
     # with `all` over the records): a record would then move all n terms. Without the guard
     # an invalid parameter makes that record's own term NaN or ±∞, which the clip bounds.
     # One guard at a time: a mixture's guards are nested, which a joint replacement refuses.
+    # Every guard of the graph (PyTensor 3 keeps those of constant parameters too, e.g. of a
+    # mixture component Normal(0, 1), which reads the data and no free variable).
     while check := next(
         (
             n
-            for n in applys_between(model.value_vars, terms)
+            for n in applys_between(graph_inputs(terms), terms)
             if isinstance(n.op, CheckParameterValue)
         ),
         None,
@@ -332,6 +335,13 @@ def _keeps_records(var: Variable, inputs: list[bool], private: set[Variable]) ->
                 for value, sig, aligned in zip(var.owner.inputs, op.inputs_sig, inputs, strict=True)
             )
         )
+    if isinstance(op, SymbolicOp) and _pytensor_op(op):
+        # PyTensor's symbolic operations (LogSumExp, LogAddExp, XLogY, ... in PyTensor 3's
+        # log-densities) hold the graph they stand for, built from the inputs' types: row i
+        # of their output is read on that graph, its inputs aligned as the node's are.
+        inner = dict(zip(op.inner_inputs, inputs, strict=True))
+        output = op.inner_outputs[var.owner.outputs.index(var)]
+        return _record_aligned(output, private, inner) is True
     return False
 
 

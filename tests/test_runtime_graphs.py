@@ -391,7 +391,7 @@ def custom_audit():
 
     def one_step(labels, rng):
         step = steps[tuple(labels)]
-        step.set_rng(rng)
+        step.setup_chain(rng, tune=0, draws=0)
         point, _ = step.step({"theta_interval__": np.array(-U0)})
         return float(point["theta_interval__"])
 

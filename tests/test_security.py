@@ -18,6 +18,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
+from pytensor.tensor.special import xlogy
 
 import pymc_private as pmp
 from pymc_private.privatisation import privatisation_of
@@ -479,6 +480,32 @@ def test_the_private_data_are_never_compiled_by_numba():
         step.log_acceptance_ratio(np.array([0.1]), np.array([0.0]))
     with (
         bernoulli([0, 1, 1]),
-        pytest.raises(pmp.UnsupportedModelError, match="may not choose the mode"),
+        pytest.raises(pmp.UnsupportedModelError, match="may not choose the mode 'NUMBA'"),
     ):
         pmp.PrivateMetropolis(compile_kwargs={"mode": "NUMBA"})
+
+
+@pytest.mark.parametrize(
+    ("logp", "refused"),
+    [
+        (lambda v, mu: pt.logsumexp(pt.stack([v * mu, -v * mu], axis=1), axis=1), False),
+        (lambda v, mu: v * mu - pt.logsumexp(v * mu, axis=0, keepdims=True), True),
+        (lambda v, mu: pt.logaddexp(v * mu, -v * mu) + xlogy(v, mu + 2.0), False),
+    ],
+    ids=["logsumexp-per-record", "logsumexp-over-records", "logaddexp-xlogy"],
+)
+def test_pytensor_symbolic_operations_are_read_on_their_graph(logp, refused):
+    """PyTensor 3 writes logsumexp, logaddexp and xlogy as operations that hold their graph
+    (they were elementwise operations and reductions): row i of one is read on that graph, so
+    a reduction over the records inside it is refused like any other."""
+    rng = np.random.default_rng(4)
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", rng.uniform(0, 1, 20), bounds=(0, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-1, upper=1)
+        pm.CustomDist("y", mu, logp=logp, observed=x_obs)
+    if refused:
+        with pytest.raises(pmp.UnsupportedModelError, match=r"row i from row i"):
+            pmp.PrivateMetropolis(model=model, clip=0.5, secure=False)
+    else:
+        step = pmp.PrivateMetropolis(model=model, clip=0.5, secure=False)
+        assert np.isfinite(step.log_acceptance_ratio(np.array([0.1]), np.array([0.0])))

@@ -24,10 +24,13 @@ from pymc.pytensorf import compile, floatX, join_nonshared_inputs, make_shared_r
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
+from pytensor.compile.mode import get_mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
+from pytensor.link.c.basic import CLinker
+from pytensor.link.vm import VMLinker
 
 from pymc_private.analysis import analyze
 from pymc_private.compiling import compiling
@@ -87,7 +90,9 @@ class GaussianRandomWalk:
 
 
 # The PyTensor mode of the function that reads the private data: the C backend (with Python
-# for the ops it has no C code for), whose indexing raises IndexError beyond an axis.
+# for the ops it has no C code for), whose indexing raises IndexError beyond an axis. A mode
+# asked for in compile_kwargs must run a linker that checks indices as well (`VMLinker`: C
+# thunks or numpy; `CLinker`).
 RAW_DATA_MODE = "CVM"
 
 
@@ -157,9 +162,10 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         the proposals, and with ``secure=False`` (or ``sampling_rate``) the decisions.
     initial_point, compile_kwargs
         As in PyMC's step methods, except the mode: the function that reads the private data
-        is compiled with PyTensor's C backend (mode ``"CVM"``), which checks every index,
-        never with its default, Numba, which does not (an index beyond its axis would read
-        whatever memory it points at).
+        is compiled with PyTensor's C backend (mode ``"CVM"``, or ``"C"`` or
+        ``"FAST_COMPILE"`` if asked), which checks every index, never with its default,
+        Numba, nor JAX, which do not (an index beyond its axis would read whatever memory it
+        points at).
     blocked
         As in PyMC. ``True`` (default) moves ``vars`` as one block charged one ε per step;
         ``False`` makes PyMC build a ``CompoundStep`` of one PrivateMetropolis per variable,
@@ -429,11 +435,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.subsampled_test = None
         self.secure = checked_secure(secure)
         self.max_step_size = _checked_max_step_size(max_step_size)
-        if "mode" in (compile_kwargs or {}):
+        mode = (compile_kwargs or {}).get("mode", RAW_DATA_MODE)
+        if not isinstance(get_mode(mode).linker, VMLinker | CLinker):
             raise UnsupportedModelError(
-                "PrivateMetropolis compiles the private data with PyTensor's C backend, which "
-                "checks every index (Numba, PyTensor's default, does not): compile_kwargs may "
-                "not choose the mode."
+                "PrivateMetropolis compiles the private data with PyTensor's C or Python "
+                "backend, which check every index (Numba, PyTensor's default, and JAX do not): "
+                f'compile_kwargs may not choose the mode {mode!r}; leave it out ("CVM").'
             )
 
         model = pm.modelcontext(model)
@@ -833,7 +840,7 @@ def _compile_log_ratio_terms(
     q1 = q0.type("q1")
     ratios = [graph_replace(output, {q0: q1}, strict=False) - output for output in outputs]
     # The data are unused by a block no likelihood depends on (its prior ratio alone).
-    kwargs = {"on_unused_input": "ignore", **(compile_kwargs or {}), "mode": RAW_DATA_MODE}
+    kwargs = {"on_unused_input": "ignore", "mode": RAW_DATA_MODE, **(compile_kwargs or {})}
     with compiling():
         function = compile([q1, q0, *data], ratios, **kwargs)
     function.trust_input = True
