@@ -15,23 +15,31 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pymc as pm
 import pytensor.scalar as ps
 import pytensor.scalar.math as psm
+import pytensor.tensor as pt
 from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import applys_between, graph_inputs
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
 from pytensor.tensor.special import Softmax
-from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, indices_from_subtensor
+from pytensor.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedSubtensor,
+    Subtensor,
+    indices_from_subtensor,
+)
 
-from pymc_private.data import PrivateDataSpec, private_data
+from pymc_private.data import PrivateDataSpec, declaration, private_data
 from pymc_private.errors import (
     DataBoundsError,
     UnsupportedModelError,
@@ -49,7 +57,73 @@ from pymc_private.statistics import (
 )
 from pymc_private.support import parameter_support, public_shape
 
-__all__ = ["GraphReader", "interval_of"]
+__all__ = ["GraphReader", "check_public_indices", "interval_of"]
+
+
+def check_public_indices(
+    outputs: Sequence[Variable],
+    where: str,
+    model: pm.Model | None = None,
+    *,
+    inputs_public: bool = False,
+) -> None:
+    """Refuse an advanced index of public values (constants or ``pm.Data``) in the graphs of
+    ``outputs`` that reaches beyond the axis it indexes (or a boolean mask of another shape).
+
+    PyTensor 3 compiles with Numba by default, which does not check indices: such an index
+    reads whatever memory it points at (in a process that holds private data, possibly that
+    data) where the C backend raised. Indices computed from free variables are left to their
+    priors' supports, and `PrivateData` indices to their declared bounds
+    (`GraphReader._check_group_index`); values and shapes here are public, read before
+    anything is sampled. ``where`` names the graphs in the refusal; with ``model``, they may
+    read its value variables (a log-density), whose shapes are the model's (public);
+    ``inputs_public``: every `PrivateData` holds public values (predictions at new inputs).
+    """
+    shapes = {} if model is None else model.eval_rv_shapes()
+    values = {
+        v: pt.constant(np.zeros(shapes[v.name], dtype=v.dtype))
+        for v in (model.value_vars if model is not None else ())
+    }
+    for node in applys_between(graph_inputs(outputs), outputs):
+        if isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor):
+            _check_node_indices(node, where, values, inputs_public=inputs_public)
+
+
+def _check_node_indices(
+    node, where: str, values: dict | None = None, *, inputs_public: bool = False
+) -> None:
+    """`check_public_indices` for one advanced-indexing (or -setting) node; ``values``
+    stand in for the value variables its indexed tensor reads (their shapes are public)."""
+    indexed, *flat = node.inputs
+    if isinstance(node.op, AdvancedIncSubtensor):
+        flat = flat[1:]
+    axis = 0
+    for index in indices_from_subtensor(flat, node.op.idx_list):
+        if isinstance(index, slice):
+            axis += 1
+            continue
+        public = strip_casts(index)
+        ndim = index.ndim if index.dtype == "bool" else 1
+        if (inputs_public or declaration(public) is None) and (
+            isinstance(public, SharedVariable) or only_constants(public)
+        ):
+            held = _public_array(public)
+            read = graph_replace(indexed, values, strict=False) if values else indexed
+            shape = public_shape(read)
+            lengths = shape[axis : axis + ndim]
+            if index.dtype == "bool":
+                beyond = held.shape != tuple(lengths)
+            else:
+                beyond = held.size and (held.min() < -lengths[0] or held.max() >= lengths[0])
+            if beyond:
+                raise DataBoundsError(
+                    f"A public index in {where} reaches beyond axis {axis} (length "
+                    f"{lengths[0] if lengths else 0}) of the tensor it indexes: PyTensor's "
+                    "default backend, Numba, does not check indices and would read whatever "
+                    "memory it points at. Index inside the axis (from −length to length − 1), "
+                    "with a boolean mask of the axis's shape."
+                )
+        axis += ndim
 
 
 def interval_of(model: pm.Model, variable: Variable, where: str) -> Interval:
@@ -143,6 +217,7 @@ class GraphReader:
         if isinstance(op, DimShuffle):
             return self._dimshuffle(owner)
         if isinstance(op, AdvancedSubtensor):
+            _check_node_indices(owner, f"the parameters of `{self.node}`")
             return self._advanced_index(owner)
         if isinstance(op, Subtensor):
             for index in owner.inputs[1:]:  # its scalar indices and slice bounds

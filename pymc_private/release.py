@@ -36,6 +36,7 @@ from pymc_private.errors import (
     UnsupportedModelError,
     counted,
 )
+from pymc_private.graph_reader import check_public_indices
 from pymc_private.leak_guard import refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger
 from pymc_private.noise_aware import replicate_statistics
@@ -532,6 +533,9 @@ def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> xr.D
             values[name] = placeholder.astype(current.dtype)
     with copy:
         pm.set_data(values, coords=_record_coords(copy, values, size))
+    check_public_indices(
+        [copy[name] for name in var_names], "the predicted nodes", inputs_public=True
+    )
     parameters = [name for name in posterior.data_vars if name in copy.named_vars]
     with quiet_sampling():  # without rich's ipywidgets warning in Jupyter
         result = pm.sample_posterior_predictive(

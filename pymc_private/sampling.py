@@ -34,6 +34,7 @@ from pymc_private.errors import (
     UnsupportedModelError,
     counted,
 )
+from pymc_private.graph_reader import check_public_indices
 from pymc_private.leak_guard import check_initial_values, refuse_private_paths
 from pymc_private.ledgers import PrivacyLedger, ledger_for
 from pymc_private.noise_aware import latent_names
@@ -224,6 +225,12 @@ def sample(
     # The run samples with copies marked prepaid: the caller's step objects keep charging
     # whatever they draw outside this run (in a callback, another thread).
     run_steps = [_prepaid_copy(s) if isinstance(s, PrivateStep) else s for s in steps]
+    if privatisation is not None:
+        # Compiled whole, with Numba by default, which does not check indices (on raw data,
+        # PrivateMetropolis compiles the records with a backend that does).
+        check_public_indices(
+            [model.logp(), *model.deterministics], "the privatised model", model=model
+        )
     convergence_checks = kwargs.pop("compute_convergence_checks", True)
     with quiet_sampling():  # without PyMC's advice on short chains (and rich's on ipywidgets)
         idata = pm.sample(

@@ -509,3 +509,32 @@ def test_pytensor_symbolic_operations_are_read_on_their_graph(logp, refused):
     else:
         step = pmp.PrivateMetropolis(model=model, clip=0.5, secure=False)
         assert np.isfinite(step.log_acceptance_ratio(np.array([0.1]), np.array([0.0])))
+
+
+def test_public_indices_beyond_their_axis_are_refused_before_numba_reads_memory():
+    """A public index (a constant or pm.Data) past its axis raised IndexError on PyTensor 2;
+    Numba, PyTensor 3's default backend, reads the memory it points at. The analysis refuses
+    one in a likelihood's parameters, pmp.sample one in a privatised model, and
+    pmp.sample_posterior_predictive one among the public inputs it predicts at."""
+    rng = np.random.default_rng(5)
+    beyond = r"reaches beyond axis 0 \(length 3\)"
+    with pm.Model() as model:
+        g = pmp.PrivateData("g", rng.integers(0, 3, 40), bounds=(0, 2))
+        y = pmp.PrivateData("y", rng.binomial(1, 0.4, 40), bounds=(0, 1))
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A, shape=3)
+        pm.Bernoulli("obs", theta[g], observed=y)
+    with pm.Model() as public_index:
+        y = pmp.PrivateData("y", rng.binomial(1, 0.4, 40), bounds=(0, 1))
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=A, upper=1 - A, shape=3)
+        pm.Bernoulli("obs", theta[pm.Data("g", np.full(40, 3))], observed=y)
+    with pytest.raises(pmp.DataBoundsError, match=beyond):
+        pmp.analyze(public_index)
+    private = pmp.privatize(model, 1.0, secure=False, random_seed=6)
+    with private:
+        pm.Potential("past_the_end", private["theta"][np.array([0, 5])].sum())
+    with pytest.raises(pmp.DataBoundsError, match=r"in the privatised model reaches beyond"):
+        pmp.sample(10, model=private, progressbar=False)
+    fit = pmp.sample_posterior(model, n=2, budget=pmp.Budget(100.0), secure=False, random_seed=7)
+    with pytest.raises(pmp.DataBoundsError, match=r"in the predicted nodes reaches beyond"):
+        pmp.sample_posterior_predictive(fit, model, inputs={"g": np.array([0, 3])})
+    assert pmp.sample_posterior_predictive(fit, model, inputs={"g": np.array([0, 2])})
