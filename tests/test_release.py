@@ -377,3 +377,41 @@ def test_plain_pymc_calls_on_raw_data_are_named_by_check_release(coin_model):
     assert {"posterior", "sample_stats", "observed_data", "log_likelihood"} <= set(found)
     assert "sample with pmp.sample" in found["posterior"]
     assert "pmp.loo" in found["log_likelihood"]
+
+
+# -- the DataTree PyMC 6 returns ----------------------------------------------------------------
+
+
+def test_nested_groups_and_data_at_the_root_of_the_tree_are_reported(regression):
+    """A DataTree holds data in any node, not only in the groups ArviZ names: a group nested
+    in a sealed one and a variable at the root are reported, never passed for sealed."""
+    _, idata = regression
+    nested = idata.copy()
+    nested["posterior/raw"] = xr.Dataset({"y": ("record", np.arange(3.0))})
+    found = dict(pmp.check_release(nested).findings)
+    assert set(found) == {"posterior/raw"} and "not sealed" in found["posterior/raw"]
+    rooted = idata.copy()
+    rooted["y"] = xr.DataArray(np.arange(3.0), dims="record")
+    assert "outside every group (y" in dict(pmp.check_release(rooted).findings)["/"]
+
+
+def test_zarr_keeps_the_seal_and_the_ledger(regression, tmp_path):
+    pytest.importorskip("zarr")
+    _, idata = regression
+    idata.to_zarr(tmp_path / "fit.zarr")
+    loaded = az.from_zarr(tmp_path / "fit.zarr")
+    assert pmp.check_release(loaded).releasable
+    assert pmp.ledger_of(loaded).epsilon() == pmp.ledger_of(idata).epsilon()
+    assert str(pmp.privacy_report(loaded)) == str(pmp.privacy_report(idata))
+
+
+def test_arviz_one_summarises_and_plots_a_private_fit(regression):
+    """ArviZ 1's summary, trace, posterior (plot_dist, its plot_posterior) and forest plots
+    read the sealed DataTree as they read pm.sample's, and change nothing in it."""
+    _, idata = regression
+    assert set(az.summary(idata).index) == {"w[0]", "w[1]"}
+    az.plot_trace(idata)
+    az.plot_dist(idata, var_names=["w"])
+    az.plot_forest(idata)
+    matplotlib.pyplot.close("all")
+    assert pmp.check_release(idata).releasable
