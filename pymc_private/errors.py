@@ -64,7 +64,7 @@ class UnsupportedModelError(PrivacyError):
 
 class NotReleasableError(PrivacyError, TypeError):
     """What was asked for is a function of single raw records (a pointwise log-likelihood for
-    az.loo or az.waic), which no private route releases; the message says what to run
+    az.loo or az.compare), which no private route releases; the message says what to run
     instead. A `TypeError` too, as ArviZ's own "log likelihood not found"."""
 
 

@@ -83,7 +83,7 @@ _WHY = {
     "constant_data": "the values of the model's data, which may include raw `PrivateData`",
     "log_likelihood": (
         "the log-likelihood of each raw record: a function of that record alone, so it is "
-        "not releasable (this is why az.loo, az.waic and az.compare cannot run on a private "
+        "not releasable (this is why az.loo and az.compare cannot run on a private "
         "fit; pmp.loo says what to run instead)"
     ),
     "posterior_predictive": (
@@ -320,10 +320,10 @@ def _check_frame(frame: pd.DataFrame) -> ReleaseCheck:
 def loo(data: xr.DataTree, *args, **kwargs) -> NoReturn:
     """`az.loo` on a private fit: it cannot run, and this says why and what to run instead.
 
-    PSIS-LOO (like WAIC and az.compare) reads log p(x_i | θ_s), the log-likelihood of every
+    PSIS-LOO (like az.compare) reads log p(x_i | θ_s), the log-likelihood of every
     record x_i under every posterior draw θ_s: a function of record i alone, computed
     without noise, so releasing it would release each record (its sensitivity to one
-    record is unbounded; no ε covers it). No private route computes it, so the InferenceData
+    record is unbounded; no ε covers it). No private route computes it, so the DataTree
     of a private fit has no ``log_likelihood`` group and az.loo fails with ArviZ's "log
     likelihood not found". `check_release` reports the group if one is added.
 
@@ -343,7 +343,7 @@ def loo(data: xr.DataTree, *args, **kwargs) -> NoReturn:
         Always (also a `TypeError`, as ArviZ's), with the explanation above.
     """
     raise NotReleasableError(
-        "az.loo (and az.waic, az.compare) needs the log-likelihood of every raw record under "
+        "az.loo (and az.compare) needs the log-likelihood of every raw record under "
         "every draw, a function of each record alone that no private route releases, so a "
         "private fit has no log_likelihood group. Check the fit on what was released instead, "
         "free: ppc = pmp.sample_posterior_predictive(idata, private); pmp.plot_ppc(ppc) (one "
@@ -408,7 +408,7 @@ def sample_posterior_predictive(
         ``sample_dims``, ``progressbar_theme`` and ``compile_kwargs`` go to
         `pm.sample_posterior_predictive` on the original model. ``predictions`` and
         ``idata_kwargs`` are refused: the group is decided by the model (above), and an
-        InferenceData of PyMC's making could hold the observed data.
+        DataTree of PyMC's making could hold the observed data.
 
     Raises
     ------

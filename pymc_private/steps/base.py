@@ -178,7 +178,7 @@ class PrivateStep:
             self._warned = True
             warnings.warn(
                 f"{type(self).__name__} is running outside pmp.sample: each transition is "
-                "charged to the data set's ledger as it runs, but the InferenceData pm.sample "
+                "charged to the data set's ledger as it runs, but the DataTree pm.sample "
                 "returns holds the raw observed_data (and a log density computed from it) and "
                 "is not releasable. Use pmp.sample for a result you can release.",
                 UserWarning,
