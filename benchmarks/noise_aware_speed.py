@@ -1,18 +1,23 @@
-"""The default noise-aware route against the NUTS route, on the same release: seconds and
-effective samples per second.
+"""The default noise-aware route against NUTS, on the same release: seconds and effective
+samples per second.
 
-Run: ``python benchmarks/noise_aware_speed.py [--models beta_bernoulli ...] [--skip-nuts]``.
+Run: ``python benchmarks/noise_aware_speed.py [--models beta_bernoulli ...]
+[--routes default nutpie pymc_nuts] [--draws 1000 --tune 1000 --chains 4]``.
 For each model, a fresh Python process with an empty PyTensor compile cache
-(``PYTENSOR_FLAGS=base_compiledir=<new dir>``) imports pymc_private, then runs
-``pmp.privatize(model, ε = 1)`` and ``pmp.sample(1000, chains=4)`` twice (cold: what a user
-waits for in a new session; warm: the same again in that process). The release is seeded
-(``secure=False, random_seed=1``), so the NUTS route (``step=pm.NUTS()``: today's default, in
-its own fresh process) samples exactly the same release. It prints, per model: the cold and
-warm seconds of privatize + sample, the smallest bulk effective sample size over the model's
-own variables (the latent group shares of naive Bayes left out) and the largest R-hat, the
-effective samples per second (cold and warm), the ratio default/NUTS, the cold fit against
-the time of ``import pymc_private`` alone, and how far apart the two routes' posterior means
-and 5%/95% quantiles are, in Monte Carlo standard errors.
+(``PYTENSOR_FLAGS=base_compiledir=<new dir>``; Numba's cache, which PyTensor 3's default
+backend keeps in that directory too, empty with it) imports pymc_private, then runs
+``pmp.privatize(model, ε = 1)`` and ``pmp.sample(draws, chains=chains)`` twice (cold: what a
+user waits for in a new session; warm: the same again in that process). The release is seeded
+(``secure=False, random_seed=1``), so every route, each in its own fresh process, samples
+exactly the same release. The routes: ``default`` (what ``pmp.sample`` picks: the numpy
+sampler, or NUTS when it does not cover the model, nutpie's when nutpie is installed),
+``nutpie`` (``nuts_sampler="nutpie"``: PyMC 6's default NUTS) and ``pymc_nuts``
+(``step=pm.NUTS()``: PyMC's own NUTS, the NUTS of PyMC 5). It prints, per model and route: the
+cold and warm seconds of privatize + sample, the smallest bulk effective sample size over the
+model's own variables (the latent group shares of naive Bayes left out) and the largest R-hat,
+the effective samples per second (cold and warm); then the cold fit against the time of
+``import pymc_private`` alone, the ratio of the first route's ESS/s to each other's, and how
+far apart their posterior means and 5%/95% quantiles are, in Monte Carlo standard errors.
 
 The models: Beta–Bernoulli (n = 500), a Poisson rate (n = 300), a Normal mean and precision
 (n = 300), naive Bayes on scikit-learn's breast cancer data (30 binary features), categorical
@@ -21,7 +26,9 @@ regression on its diabetes data (an intercept and 10 features, τ free, δ = 1e-
 hierarchy of 5 group means with hyperpriors (a public group index), and the pay-once GLMs
 (`pymc_private.regression`, δ = 1e-6) on simulated data: a logistic regression (n = 5000, an
 intercept and 4 covariates uniform on [−1, 1]) and a Poisson regression (n = 3000, an intercept
-and 2 covariates, counts clipped at 10).
+and 2 covariates, counts clipped at 10); and linear regression with varying intercepts by a
+public index (n = 1000, five groups, two covariates, σ = 0.5 known: the numpy sampler does not
+cover it, NUTS samples it; `benchmarks/varying_intercepts.py` studies its calibration).
 """
 
 from __future__ import annotations
@@ -46,7 +53,9 @@ MODELS = (
     "hierarchy",
     "logistic",
     "poisson_regression",
+    "varying_intercepts",
 )
+ROUTES = ("default", "nutpie", "pymc_nuts")
 
 
 def build(name: str):
@@ -121,16 +130,25 @@ def build(name: str):
             else:
                 pm.Poisson("y", pm.math.exp(x_obs @ w), observed=y_obs)
         return model, {"delta": 1e-6}
+    if name == "varying_intercepts":
+        import varying_intercepts
+
+        alpha, w = rng.normal(0.0, 0.7, 5), rng.normal(0.0, 0.7, 2)
+        g = rng.integers(0, 5, 1000)
+        x = rng.uniform(-1.0, 1.0, (1000, 2))
+        y = np.clip(alpha[g] + x @ w + 0.5 * rng.normal(size=1000), -4.0, 4.0)
+        return varying_intercepts.model_of("normal", g, x, y, groups=5), {"delta": 1e-6}
     raise ValueError(name)
 
 
-def fit(name: str, route: str) -> dict:
+def fit(name: str, route: str, draws: int, tune: int | None, chains: int) -> dict:
     """In this (fresh) process: privatize + sample twice, with the figures of each."""
     import logging
     import warnings
 
     start = time.perf_counter()
     import arviz as az
+    import numpy as np
     import pymc as pm
 
     import pymc_private as pmp
@@ -144,12 +162,20 @@ def fit(name: str, route: str) -> dict:
         start = time.perf_counter()
         private = pmp.privatize(model, 1.0, secure=False, random_seed=1, **options)
         with private:
-            step = pm.NUTS() if route == "nuts" else None
-            idata = pmp.sample(1000, chains=4, random_seed=2, progressbar=False, step=step)
+            nuts = {"nutpie": {"nuts_sampler": "nutpie"}, "pymc_nuts": {"step": pm.NUTS()}}
+            idata = pmp.sample(
+                draws,
+                tune=tune,
+                chains=chains,
+                random_seed=2,
+                progressbar=False,
+                **nuts.get(route, {}),
+            )
         seconds = time.perf_counter() - start
-        posterior = idata.posterior  # the user's variables (the latents are beside it)
+        posterior = idata.posterior.to_dataset()  # the user's variables (latents beside it)
         runs.append(
             {
+                "sampler": idata.attrs["sampler"],
                 "seconds": seconds,
                 "ess": float(az.ess(posterior).to_array().min()),
                 "rhat": float(az.rhat(posterior).to_array().max()),
@@ -161,7 +187,7 @@ def fit(name: str, route: str) -> dict:
             "sd": posterior[v].std(("chain", "draw")).values.ravel().tolist(),
             "q05": posterior[v].quantile(0.05, ("chain", "draw")).values.ravel().tolist(),
             "q95": posterior[v].quantile(0.95, ("chain", "draw")).values.ravel().tolist(),
-            "ess": az.ess(posterior[v]).to_array().values.ravel().tolist(),
+            "ess": np.ravel(az.ess(posterior[v])).tolist(),
         }
         for v in posterior.data_vars
     }
@@ -193,12 +219,12 @@ def import_seconds() -> float:
     return float(done.stdout.strip())
 
 
-def agreement(default: dict, nuts: dict) -> float:
+def agreement(default: dict, other: dict) -> float:
     """The largest gap between the routes' means and 5%/95% quantiles, in Monte Carlo
     standard errors of the difference (sd/√ESS of each, combined)."""
     worst = 0.0
     for variable, ours in default["summary"].items():
-        theirs = nuts["summary"][variable]
+        theirs = other["summary"][variable]
         for key in ("mean", "q05", "q95"):
             for a, b, sa, sb, ea, eb in zip(
                 ours[key],
@@ -216,52 +242,58 @@ def agreement(default: dict, nuts: dict) -> float:
     return worst
 
 
-def main(models: list[str], skip_nuts: bool) -> None:
+def main(models: list[str], routes: list[str], sizes: list[str]) -> None:
     baseline = import_seconds()
     print(f"import pymc_private in a fresh process: {baseline:.2f} s")
     header = (
-        f"{'model':15s} {'route':8s} {'cold s':>7s} {'warm s':>7s} {'ESS':>6s} {'R-hat':>6s} "
-        f"{'ESS/s cold':>10s} {'ESS/s warm':>10s}"
+        f"{'model':19s} {'route':9s} {'cold s':>7s} {'warm s':>7s} {'ESS':>6s} {'R-hat':>6s} "
+        f"{'ESS/s cold':>10s} {'ESS/s warm':>10s}  sampler"
     )
     print(header)
     results = {}
     for name in models:
-        for route in ("default",) if skip_nuts else ("default", "nuts"):
-            result = fresh(["--fit", name, route])
+        for route in routes:
+            result = fresh(["--fit", name, route, *sizes])
             results[name, route] = result
             cold, warm = result["cold"], result["warm"]
             print(
-                f"{name:15s} {route:8s} {cold['seconds']:7.1f} {warm['seconds']:7.2f} "
+                f"{name:19s} {route:9s} {cold['seconds']:7.1f} {warm['seconds']:7.2f} "
                 f"{cold['ess']:6.0f} {cold['rhat']:6.3f} {cold['ess'] / cold['seconds']:10.1f} "
-                f"{warm['ess'] / warm['seconds']:10.1f}",
+                f"{warm['ess'] / warm['seconds']:10.1f}  {cold['sampler']}",
                 flush=True,
             )
     print()
+    first, *others = routes
     print(
-        f"{'model':15s} {'cold fit / import':>17s} {'ESS/s ratio cold':>16s} {'warm':>8s} "
-        f"{'agreement (MCSE)':>17s}"
+        f"{'model':19s} {'cold fit / import':>17s} "
+        + " ".join(f"{f'{first}/{o} ESS/s cold, warm, agreement (MCSE)':>44s}" for o in others)
     )
     for name in models:
-        default = results[name, "default"]
-        line = f"{name:15s} {default['cold']['seconds'] / baseline:17.2f}"
-        if not skip_nuts:
-            nuts = results[name, "nuts"]
+        ours = results[name, first]
+        line = f"{name:19s} {ours['cold']['seconds'] / baseline:17.2f}"
+        for other in others:
+            theirs = results[name, other]
             ratios = [
-                (default[run]["ess"] / default[run]["seconds"])
-                / (nuts[run]["ess"] / nuts[run]["seconds"])
+                (ours[run]["ess"] / ours[run]["seconds"])
+                / (theirs[run]["ess"] / theirs[run]["seconds"])
                 for run in ("cold", "warm")
             ]
-            line += f" {ratios[0]:16.1f} {ratios[1]:8.1f} {agreement(default, nuts):17.2f}"
+            line += f" {ratios[0]:14.1f} {ratios[1]:14.1f} {agreement(ours, theirs):14.2f}"
         print(line)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    parser.add_argument("--skip-nuts", action="store_true")
-    parser.add_argument("--fit", nargs=2, metavar=("MODEL", "ROUTE"), help=argparse.SUPPRESS)
+    parser.add_argument("--routes", nargs="+", default=["default", "nutpie"], choices=ROUTES)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=None, help="default: pmp.sample's")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--fit", nargs=5, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.fit:
-        print(json.dumps(fit(*arguments.fit)))
+        name, route, draws, tune, chains = arguments.fit
+        print(json.dumps(fit(name, route, int(draws), json.loads(tune), int(chains))))
     else:
-        main(arguments.models, arguments.skip_nuts)
+        sizes = [str(arguments.draws), json.dumps(arguments.tune), str(arguments.chains)]
+        main(arguments.models, arguments.routes, sizes)

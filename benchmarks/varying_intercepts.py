@@ -70,13 +70,13 @@ def simulated(family, n, alpha, w, rng):
     return g, x, y
 
 
-def model_of(family, g, x, y):
+def model_of(family, g, x, y, groups=G):
     with pm.Model() as model:
         index = pm.Data("g", g)
         x_obs = pmp.PrivateData("x_obs", x, bounds=(-1.0, 1.0))
         low = -UPPER[family] if family == "normal" else 0
         y_obs = pmp.PrivateData("y_obs", y, bounds=(low, UPPER[family]))
-        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=G)
+        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-3.0, upper=3.0, shape=groups)
         w = pmp.TruncatedMvNormal("w", np.zeros(D), np.eye(D), radius=3.0)
         eta = alpha[index] + x_obs @ w
         if family == "normal":
