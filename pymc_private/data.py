@@ -50,6 +50,7 @@ __all__ = [
     "check_private_data",
     "datasets_of",
     "exact_statistics",
+    "holds_private_values",
     "in_memory_values",
     "private_data",
     "private_data_domain",
@@ -271,6 +272,7 @@ def PrivateData(
     # A fresh array (converted, clipped or a placeholder) is kept as is; the caller's own
     # array is copied, so that later changes to it cannot reach the model.
     variable = _registered(model, name, stored, dims, borrow=stored is not array)
+    _remember_raw(value, array)
     if is_dask(array):
         # The filter of a shared variable stores a plain view; keep the Placeholder itself,
         # whose deep copies and pickles do not materialise it.
@@ -520,6 +522,27 @@ def _mark_checked(variable) -> None:
         value.setflags(write=False)
     key = (id(variable), id(value))
     _CHECKED[key] = weakref.ref(value, lambda _, key=key: _CHECKED.pop(key, None))
+
+
+# The arrays the caller declared as private (and their conversions), by id, kept as weak
+# references: a Python function of a model that refers to one is reading raw data
+# (`holds_private_values`).
+_RAW: dict[int, weakref.ref] = {}
+
+
+def _remember_raw(*arrays) -> None:
+    for array in arrays:
+        if isinstance(array, np.ndarray):
+            key = id(array)
+            _RAW[key] = weakref.ref(array, lambda _, key=key: _RAW.pop(key, None))
+
+
+def holds_private_values(array: np.ndarray) -> bool:
+    """Whether ``array`` may share memory with values declared private in this process: an
+    array given to `PrivateData` (or its conversion), or one a `PrivateData` holds now. Read
+    from memory addresses only, never from values."""
+    held = [ref() for ref in [*_RAW.values(), *_CHECKED.values()]]
+    return any(other is not None and np.may_share_memory(array, other) for other in held)
 
 
 def _unchanged(variable, current) -> bool:

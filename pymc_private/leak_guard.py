@@ -25,9 +25,12 @@ model, public by declaration like any number typed into it: declare private data
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
+import numbers
 import types
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -38,20 +41,23 @@ from pymc.distributions.custom import CustomDistRV, CustomSymbolicDistRV
 from pymc.distributions.distribution import SymbolicRandomVariable
 from pymc.initial_point import make_initial_point_expression
 from pymc.logprob.abstract import _logprob
+from pymc.logprob.transforms import Transform
 from pymc.pytensorf import constant_fold
+from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.ops import FromFunctionOp, ViewOp
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.op import HasInnerGraph
+from pytensor.graph.op import HasInnerGraph, Op
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
+from pytensor.graph.type import Type
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, Elemwise
 from pytensor.tensor.random.basic import CategoricalRV
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
 
-from pymc_private.data import declaration, private_data
+from pymc_private.data import declaration, holds_private_values, private_data
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.support import parameter_support
 
@@ -191,6 +197,13 @@ def runtime_graphs(model: pm.Model) -> RuntimeGraphs:
             functions.append(
                 (f"The Python function of {op} (as_op, wrap_py)", op._FromFunctionOp__fn)
             )
+        elif isinstance(op, OpFromGraph):
+            # Its gradient (what NUTS compiles) may be a Python function of the user's.
+            functions += [
+                (f"The gradient override of {op}", override)
+                for name, override in vars(op).items()
+                if name.endswith("_overrides") and override is not None
+            ]
         elif not _own_code(type(op)):
             functions.append((f"The operation {op} (a class of the user's)", op))
     return RuntimeGraphs(
@@ -211,14 +224,25 @@ def _written(model: pm.Model, rv: Variable) -> bool:
 
 
 def _own_transform(transform) -> bool:
-    """A transform of PyMC's, PyTensor's or this package's class whose functions (an
-    `Interval`'s ``bounds_fn``) are theirs too: it reads the variable's inputs only."""
-    functions = [v for v in vars(transform).values() if callable(v)]
-    return (
-        _own_code(type(transform))
-        and all(_own_code(v) for v in functions if isinstance(v, types.FunctionType | type))
-        and not any(isinstance(v, functools.partial | types.MethodType) for v in functions)
-    )
+    """A transform of PyMC's, PyTensor's or this package's class that holds nothing else of
+    the user's: its attributes are numbers, strings, arrays, functions of those packages (an
+    `Interval`'s ``bounds_fn``) or such transforms (a `Chain`'s). It then reads only the
+    variable's inputs; any other (a callable object, a graph, a transform of the user's) makes
+    its log-density and initial point be built and checked."""
+    if not _own_code(type(transform)):
+        return False
+    for value in vars(transform).values():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(item, Transform):
+                if not _own_transform(item):
+                    return False
+            elif not (
+                isinstance(item, _READ_AS_THEY_ARE)
+                or (isinstance(item, np.ndarray) and item.dtype != object)
+                or (isinstance(item, types.FunctionType) and _own_code(item))
+            ):
+                return False
+    return True
 
 
 def _own_code(code) -> bool:
@@ -415,42 +439,45 @@ def _refuse_doors(doors, sources: Mapping[Variable, str]) -> None:
 
 
 def python_references(function: object) -> Iterator[object]:
-    """The values a Python function (or an operation of the user's) can reach by name: its
-    closure, its defaults, the globals its code names (nested functions' code included), a
-    bound method's object, a `functools.partial`'s arguments, the attributes of an object of
-    the user's classes (not of the libraries in `_LIBRARIES`, whose objects are read as they
-    are: a variable by its graph, a model by its data) and its class's methods, and the items
-    of containers, to any depth.
+    """The values a Python function (or an operation of the user's) can reach by name, read
+    in full or refused: its closure, defaults and the globals its code names (nested
+    functions' code included); a bound method's object (built-in methods' too), a
+    `functools.partial`'s arguments, a weak reference's referent; the items of containers
+    (lists, tuples, sets, dicts, deques, object arrays); the attributes of the user's objects
+    and the functions of the user's classes; to any depth. Numbers, strings, numeric arrays,
+    graphs (`Variable`, read by their ancestors), models (read by their data), modules, and
+    the functions, classes and objects of the libraries listed in `_READ_AS_THEY_ARE` are
+    read as they are.
 
     Raises
     ------
     UnsupportedModelError
-        It reaches more than `_MOST_REFERENCES` values, or nests deeper than
-        `_DEEPEST_REFERENCE`: what it refers to cannot be read in full, so it is refused.
+        It reaches an object that cannot be read in full (an iterator, a table, a variable's
+        storage container, an object of another library, a step holding private data ...),
+        more than `_MOST_REFERENCES` values, or nests deeper than `_DEEPEST_REFERENCE`: whether
+        it reads private data cannot be decided, so it is refused.
     """
     seen: set[int] = set()
     stack: list[tuple[object, int]] = [(function, 0)]
     while stack:
         value, level = stack.pop()
-        if id(value) in seen or isinstance(value, types.ModuleType):
+        if id(value) in seen:
             continue
         seen.add(id(value))
         yield value
-        referred = _referred(value)
+        referred = _referred(value, function)
         if referred and (level >= _DEEPEST_REFERENCE or len(seen) > _MOST_REFERENCES):
-            raise UnsupportedModelError(
-                f"The Python function {getattr(function, '__name__', function)!r} refers to "
+            raise _unreadable(
+                function,
                 f"more than can be read (beyond {_DEEPEST_REFERENCE} levels or "
-                f"{_MOST_REFERENCES} values), so whether it reads private data cannot be "
-                "decided: pass what it needs as its arguments."
+                f"{_MOST_REFERENCES} values)",
             )
         stack.extend((item, level + 1) for item in referred)
 
 
 _DEEPEST_REFERENCE = 12
 _MOST_REFERENCES = 20_000
-# Objects of these packages are read as they are (not entered): numbers, arrays, graphs,
-# models and the libraries' own machinery.
+# Functions and classes of these packages are their code, not the user's: not entered.
 _LIBRARIES = (
     "builtins",
     "numpy",
@@ -465,22 +492,71 @@ _LIBRARIES = (
     "functools",
     "fractions",
     "decimal",
+    "math",
+    "operator",
+    "itertools",
+)
+# Objects that hold no reference a function could read data through: read as they are.
+_READ_AS_THEY_ARE = (
+    type(None),
+    numbers.Number,
+    str,
+    bytes,
+    np.generic,
+    np.dtype,
+    np.ufunc,
+    np.random.Generator,
+    np.random.BitGenerator,
+    np.random.SeedSequence,
+    types.ModuleType,
+    types.CodeType,
+    slice,
+    range,
+    type(Ellipsis),
+    # A class's descriptors of instance storage: the values are read on the instance.
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    Op,
+    Type,
 )
 
 
-def _library_object(value: object) -> bool:
-    module = type(value).__module__ or ""
-    return module.split(".")[0] in _LIBRARIES
+def _in_libraries(code) -> bool:
+    return (getattr(code, "__module__", None) or "").split(".")[0] in _LIBRARIES
 
 
-def _referred(value: object) -> list[object]:
+def _unreadable(function: object, what: str) -> UnsupportedModelError:
+    name = getattr(function, "__name__", None) or type(function).__name__
+    return UnsupportedModelError(
+        f"The Python function {name!r} refers to {what}, which cannot be read in full, so "
+        "whether it reads private data cannot be decided: pass what it needs as its "
+        "arguments (numbers, arrays of public values, or the distribution's parameters)."
+    )
+
+
+def _referred(value: object, function: object) -> list[object]:
     """What `python_references` enters from ``value``, one level down."""
+    if isinstance(value, Variable | pm.Model | np.ndarray) and not (
+        isinstance(value, np.ndarray) and value.dtype == object
+    ):
+        return []  # read by `_private_reference`
+    if isinstance(value, np.ndarray):
+        return list(value.ravel())
+    if isinstance(value, Op) and not _own_code(type(value)):
+        return [*vars(value).values(), type(value)]  # an operation of the user's
+    if isinstance(value, _READ_AS_THEY_ARE):
+        return []
     if isinstance(value, functools.partial):
         return [value.func, *value.args, *value.keywords.values()]
     if isinstance(value, types.MethodType):
         return [value.__func__, value.__self__]
+    if isinstance(value, types.BuiltinFunctionType | types.MethodWrapperType):
+        owner = getattr(value, "__self__", None)
+        return [] if owner is None or isinstance(owner, types.ModuleType) else [owner]
     if isinstance(value, types.FunctionType):
-        if (value.__module__ or "").split(".")[0] in _LIBRARIES:
+        if _in_libraries(value):
             return []
         closure = inspect.getclosurevars(value)
         names = set()
@@ -496,23 +572,22 @@ def _referred(value: object) -> list[object]:
             *(value.__defaults__ or ()),
             *(value.__kwdefaults__ or {}).values(),
         ]
-    if isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, weakref.ref):
+        return [value()]
+    if isinstance(value, list | tuple | set | frozenset | collections.deque):
         return list(value)
     if isinstance(value, dict | types.MappingProxyType):
         return [*value.keys(), *value.values()]
+    if isinstance(value, types.SimpleNamespace):
+        return list(vars(value).values())
     if isinstance(value, type):
-        if value.__module__.split(".")[0] in _LIBRARIES:
-            return []
         return [
-            item
-            for cls in value.__mro__
-            if cls.__module__.split(".")[0] not in _LIBRARIES
-            for item in vars(cls).values()
+            item for cls in value.__mro__ if not _in_libraries(cls) for item in vars(cls).values()
         ]
     if isinstance(value, staticmethod | classmethod | property):
         return [getattr(value, "__func__", None) or value.fget, value.fset, value.fdel]
-    if _library_object(value):
-        return []
+    if _in_libraries(type(value)):
+        raise _unreadable(function, f"{type(value).__module__}.{type(value).__qualname__}")
     slots = [
         getattr(value, name)
         for cls in type(value).__mro__
@@ -524,11 +599,14 @@ def _referred(value: object) -> list[object]:
 
 def _private_reference(function: object, sources: Mapping[Variable, str]) -> str | None:
     """How ``sources`` names the private variable a Python function refers to (a variable
-    of ``sources``, a graph over one, or any `PrivateData`), or a model holding private
-    data it refers to; None when it refers to none."""
+    of ``sources``, a graph over one, or any `PrivateData`), a model holding private data or
+    an array holding private values (`pymc_private.data.holds_private_values`) it refers to;
+    None when it refers to none."""
     for value in python_references(function):
         if isinstance(value, pm.Model) and private_data(value):
             return f"the model `{value.name or 'model'}`, which holds PrivateData"
+        if isinstance(value, np.ndarray) and value.dtype != object and holds_private_values(value):
+            return "an array holding private values (the raw data given to PrivateData)"
         if isinstance(value, Variable):
             for variable in ancestors([value]):
                 if variable in sources:

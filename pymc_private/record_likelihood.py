@@ -23,6 +23,7 @@ from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
+from pytensor.tensor.slinalg import SolveBase
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, indices_from_subtensor
 
@@ -154,9 +155,17 @@ def record_log_likelihood(
     """
     aligned: dict[Variable, bool | None] = {}
     # PyMC evaluates an observed variable at its observed data wherever another node reads
-    # it: it is aligned exactly as its value is.
+    # it: it is aligned exactly as its value is, and that value must be records (observed
+    # values are private data, whatever holds them).
     for rv in model.observed_RVs:
         aligned[rv] = _record_aligned(model.rvs_to_values[rv], private, aligned)
+        if aligned[rv] is not True:
+            raise UnsupportedModelError(
+                f"The observed `{rv.name}` does not observe PrivateData row by row, but its "
+                "observed values are private data all the same (PyMC evaluates it at them "
+                "wherever the model reads it): declare them with pmp.PrivateData(name, values, "
+                "bounds=...), records on axis 0."
+            )
     written: list[Variable] = []
     for rv in observed:
         op = rv.owner.op
@@ -278,7 +287,7 @@ def _keeps_records(var: Variable, inputs: list[bool], private: set[Variable]) ->
     op = var.owner.op
     first = inputs[0]
     if isinstance(op, Elemwise):
-        return _pytensor_op(op.scalar_op)
+        return _pytensor_op(op.scalar_op) and _cannot_raise(op.scalar_op, var.dtype)
     if isinstance(op, DimShuffle):
         return op.new_order[:1] == (0,)
     if isinstance(op, Join):
@@ -321,15 +330,15 @@ def _keeps_records(var: Variable, inputs: list[bool], private: set[Variable]) ->
     if isinstance(op, Blockwise):
         # The core operation runs on each batch index alone, so row i of the output is
         # computed from row i of the inputs when the records are the leading batch axis of
-        # every aligned input and of the output, and the output's core shape is read from
-        # the inputs' core shapes.
-        core_out = {dim for sig in op.outputs_sig for dim in sig}
-        core_in = {dim for sig in op.inputs_sig for dim in sig}
+        # every aligned input and of the output. Only solves whose records are the right-hand
+        # side are read: a system's values never make them raise, where another core
+        # operation could (an inverse of a singular record, an index beyond its axis).
         batch = var.ndim - len(op.outputs_sig[var.owner.outputs.index(var)])
         return (
-            _pytensor_op(op.core_op)
+            isinstance(op.core_op, SolveBase)
+            and _pytensor_op(op.core_op)
+            and not inputs[0]
             and batch >= 1
-            and core_out <= core_in
             and all(
                 not aligned or value.ndim - len(sig) == batch
                 for value, sig, aligned in zip(var.owner.inputs, op.inputs_sig, inputs, strict=True)
@@ -343,6 +352,41 @@ def _keeps_records(var: Variable, inputs: list[bool], private: set[Variable]) ->
         output = op.inner_outputs[var.owner.outputs.index(var)]
         return _record_aligned(output, private, inner) is True
     return False
+
+
+# Scalar operations that cannot raise on any integer inputs (integer division and modulo
+# raise on a zero divisor, an integer power on a negative exponent).
+_SAFE_INTEGER_OPS = (
+    ps.Add,
+    ps.Sub,
+    ps.Mul,
+    ps.Neg,
+    ps.Abs,
+    ps.Maximum,
+    ps.Minimum,
+    ps.Sign,
+    ps.Switch,
+    ps.Clip,
+    ps.Cast,
+    ps.Identity,
+    ps.Second,
+    ps.AND,
+    ps.OR,
+    ps.XOR,
+    ps.Invert,
+)
+
+
+def _cannot_raise(scalar_op, dtype: str) -> bool:
+    """Whether an elementwise scalar operation with outputs of ``dtype`` cannot raise on any
+    value of its inputs: compiled floating-point arithmetic gives NaN or ±∞ instead (and the
+    step evaluates under ``np.errstate(all="ignore")``), integer arithmetic only in
+    `_SAFE_INTEGER_OPS`."""
+    if isinstance(scalar_op, ps.Composite):
+        return all(
+            _cannot_raise(node.op, node.outputs[0].dtype) for node in scalar_op.fgraph.toposort()
+        )
+    return not dtype.startswith(("int", "uint")) or isinstance(scalar_op, _SAFE_INTEGER_OPS)
 
 
 def _pytensor_op(op) -> bool:

@@ -598,7 +598,11 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     def _log_ratio_terms(self, q1: np.ndarray, q0: np.ndarray) -> list[np.ndarray]:
         """[prior ratio, record ratios] of the move from ``q0`` to ``q1`` on the private data
         (`_compile_log_ratio_terms`). Computed from raw data: never release them."""
-        return self._compiled_log_ratio_terms()(q1, q0, *self._data.value)
+        # Floating-point errors give NaN or ±∞, which the clip and the grid map; never an
+        # exception whose raising would depend on a record (`record_log_likelihood` admits
+        # no operation that raises on a value in compiled code).
+        with np.errstate(all="ignore"):
+            return self._compiled_log_ratio_terms()(q1, q0, *self._data.value)
 
     def _compiled_log_ratio_terms(self):
         if self._log_ratio_function is None:
