@@ -21,9 +21,9 @@ import numpy as np
 import pymc as pm
 from scipy import special, stats
 
-from pymc_private.calibration import coverage_study
-from pymc_private.data import PrivateData
-from pymc_private.priors import TruncatedBeta, TruncatedNormal
+from pymc_private.data.declaration import PrivateData
+from pymc_private.examples.calibration import coverage_study
+from pymc_private.priors.distributions import TruncatedBeta, TruncatedNormal
 
 A = 0.05
 SIZES = (100, 1000, 10_000)

@@ -6,7 +6,8 @@ Run: ``python benchmarks/exact_draws.py``. For each model it builds a raw-data
 - the grid exponential mechanism with ``secure=True`` (OpenDP's exact selection) and with
   ``secure=False`` (seeded numpy Gumbel-max), as the step runs;
 - the former inverse-CDF / rejection draw from the same conditionals
-  (`pymc_private.conjugate.ConjugateFamily.draw`, which is exact only up to floating point and is
+  (`pymc_private.priors.conjugate.ConjugateFamily.draw`, which is exact only up to floating point
+  and is
   no longer used on raw data because the set of floats it can output depends on the data).
 
 It prints sweeps per second of each and the ratios (how many times slower exactness is).
@@ -21,9 +22,9 @@ import warnings
 import numpy as np
 import pymc as pm
 
-from pymc_private.data import PrivateData
-from pymc_private.demo import naive_bayes_model
-from pymc_private.priors import TruncatedDirichlet, TruncatedGamma, TruncatedNormal
+from pymc_private.data.declaration import PrivateData
+from pymc_private.examples.demo import naive_bayes_model
+from pymc_private.priors.distributions import TruncatedDirichlet, TruncatedGamma, TruncatedNormal
 from pymc_private.steps.gibbs import PrivateGibbs
 
 TEMPERATURE = 10.0

@@ -31,7 +31,7 @@ import numpy as np
 import pymc as pm
 
 import pymc_private as pmp
-from pymc_private.demo import naive_bayes_model
+from pymc_private.examples.demo import naive_bayes_model
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 FEATURES = 10

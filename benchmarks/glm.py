@@ -1,4 +1,4 @@
-"""Pay-once logistic and Poisson regression (`pymc_private.regression`) on real data, and the
+"""Pay-once logistic and Poisson regression (`pymc_private.families.regression`) on real data, and the
 coverage of its intervals on simulated data (issue 25).
 
 Run: ``python benchmarks/glm.py [--repetitions 10] [--draws 500]`` for the real-data part,
@@ -106,7 +106,7 @@ others (0.574 against 0.571 at ε = 0.3). With four covariates the non-private m
 mean-only one by only 4 points of accuracy, so there is little room between the methods.
 The shift column grows with ε for Poisson (4.5 posterior sds at ε = 10): the pay-once
 posterior concentrates away from the exact likelihood's maximum on randhie's binary and skewed
-covariates (the bias of the Gaussian covariate law, `pymc_private.regression`); its test
+covariates (the bias of the Gaussian covariate law, `pymc_private.families.regression`); its test
 deviance is nevertheless slightly below the non-private fit on the clipped counts. On
 fair the shift is 1.4–1.9 posterior sds.
 
@@ -135,7 +135,7 @@ from sklearn.linear_model import LogisticRegression, PoissonRegressor
 from sklearn.metrics import mean_poisson_deviance
 
 import pymc_private as pmp
-from pymc_private.privatisation import privatisation_of
+from pymc_private.analysis.privatisation import privatisation_of
 
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
 DELTA = 1e-6

@@ -27,8 +27,8 @@ import pymc as pm
 from pymc.blocking import RaveledVars
 from pymc.pytensorf import floatX
 
-from pymc_private.data import PrivateData
-from pymc_private.priors import TruncatedMvNormal
+from pymc_private.data.declaration import PrivateData
+from pymc_private.priors.distributions import TruncatedMvNormal
 from pymc_private.steps.metropolis import PrivateMetropolis
 
 N_RECORDS = 1000

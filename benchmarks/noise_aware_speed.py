@@ -24,7 +24,8 @@ The models: Beta–Bernoulli (n = 500), a Poisson rate (n = 300), a Normal mean 
 naive Bayes on its wine data (13 features at 3 levels, δ = 1e-6: the Gaussian mechanism), linear
 regression on its diabetes data (an intercept and 10 features, τ free, δ = 1e-6) and a
 hierarchy of 5 group means with hyperpriors (a public group index), and the pay-once GLMs
-(`pymc_private.regression`, δ = 1e-6) on simulated data: a logistic regression (n = 5000, an
+(`pymc_private.families.regression`, δ = 1e-6) on simulated data: a logistic regression (n = 5000,
+an
 intercept and 4 covariates uniform on [−1, 1]) and a Poisson regression (n = 3000, an intercept
 and 2 covariates, counts clipped at 10); and linear regression with varying intercepts by a
 public index (n = 1000, five groups, two covariates, σ = 0.5 known: the numpy sampler does not
@@ -61,7 +62,8 @@ and 0.4 to 8 times warm: once compiled, nutpie samples the naive Bayes, wine, di
 hierarchy posteriors faster than the numpy sampler. The two routes agree within 1.2 to 6.6
 MCSE, except breast cancer naive Bayes (41 MCSE), as they did on PyMC 5 with PyMC's own NUTS
 (40.4 measured there on the same release: NUTS samples the Normal approximation of the
-counts' law that `pymc_private.noise_aware` writes, group sizes relaxed, the numpy sampler
+counts' law that `pymc_private.noise_aware.likelihood` writes, group sizes relaxed, the numpy
+sampler
 their exact laws). The
 varying-intercept fit of 300 + 300 draws × 2 chains (``--models varying_intercepts --routes
 default pymc_nuts --draws 300 --tune 300 --chains 2``) takes 39.5 s cold and 7.5 s warm with
@@ -124,7 +126,7 @@ def build(name: str):
             pm.Normal("z", mu, tau=tau, observed=z)
         return model, {}
     if name == "breast_cancer":
-        from pymc_private.demo import load_data, naive_bayes_model
+        from pymc_private.examples.demo import load_data, naive_bayes_model
 
         data = load_data(n_features=30)
         return naive_bayes_model(data.y_train, data.x_train, data.feature_names), {}

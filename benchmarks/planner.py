@@ -25,7 +25,7 @@ import numpy as np
 import pymc as pm
 
 import pymc_private as pmp
-from pymc_private.calibration import spread_study
+from pymc_private.examples.calibration import spread_study
 
 A = 0.05
 EPSILONS = (0.1, 1.0)

@@ -29,7 +29,7 @@ import pymc as pm
 from sklearn.datasets import load_diabetes
 
 import pymc_private as pmp
-from pymc_private.privatisation import privatisation_of
+from pymc_private.analysis.privatisation import privatisation_of
 
 EPSILONS = (0.1, 1.0, 10.0)
 SCALE_X, CENTRE_Y, SCALE_Y = 0.1, 150.0, 100.0

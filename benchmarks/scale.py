@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import pymc_private as pmp
-from pymc_private.demo import naive_bayes_model
+from pymc_private.examples.demo import naive_bayes_model
 
 FEATURES = 10
 SIZES = (100_000, 1_000_000, 10_000_000)

@@ -1,4 +1,5 @@
-"""Varying intercepts by a public index, ``alpha[g] + x_obs @ w`` (`pymc_private.regression`,
+"""Varying intercepts by a public index, ``alpha[g] + x_obs @ w``
+(`pymc_private.families.regression`,
 "Varying intercepts"; issue 25 item 2): the noise-aware posterior against the exact
 non-private one, and the coverage of its 90% intervals, on simulated data.
 
@@ -9,7 +10,8 @@ a public index drawn uniformly, two covariates uniform on [−1, 1], the truth (
 from N(0, 0.7²) per entry. Each data set is privatised (``secure=False``: reproducible noise,
 for benchmarks only; δ = 1e-6) and both posteriors are read by a Laplace approximation under
 N(0, 1) priors (the truncations, |alpha| ≤ 3 and ‖w‖₂ ≤ 3, far in the tails): the private one
-on the noise-aware likelihood `pymc_private.noise_aware` builds for NUTS (evaluated in numpy),
+on the noise-aware likelihood `pymc_private.noise_aware.likelihood` builds for NUTS (evaluated in
+numpy),
 the exact one on the raw records. "private" and "exact" are the shares of the 5 × datasets
 90% intervals that hold the truth; "shift" is the mean over data sets of the largest
 |private mode − exact mode| / private sd at ε = 10⁴ (no noise to speak of: the Gaussian law of
@@ -49,9 +51,9 @@ import pymc as pm
 from scipy import optimize, special
 
 import pymc_private as pmp
-from pymc_private.noise_aware import cell_log_likelihood, noise_laws, term_observations
-from pymc_private.privatisation import privatisation_of
-from pymc_private.statistics import complete_statistic
+from pymc_private.analysis.privatisation import privatisation_of
+from pymc_private.families.statistics import complete_statistic
+from pymc_private.noise_aware.likelihood import cell_log_likelihood, noise_laws, term_observations
 
 G, D = 3, 2
 UPPER = {"normal": 4.0, "logistic": 1, "poisson": 8}

@@ -1,8 +1,11 @@
 """pymc-private: differentially private posterior sampling for PyMC models."""
 
-from pymc_private.analysis import PrivacyAnalysis, analyze
-from pymc_private.audit import AuditResult, epsilon_lower_bound
-from pymc_private.data import PrivateData, check_private_data, private_data
+from pymc_private.analysis.core import PrivacyAnalysis, analyze
+from pymc_private.analysis.leak_guard import refuse_private_paths
+from pymc_private.analysis.privatisation import privatised_statistics
+from pymc_private.data.declaration import PrivateData, check_private_data, private_data
+from pymc_private.data.ledgers import PrivacyLedger, ledger_for
+from pymc_private.dp.audit import AuditResult, epsilon_lower_bound
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.composition import Composition
 from pymc_private.dp.events import (
@@ -31,16 +34,10 @@ from pymc_private.errors import (
     UnsupportedEventError,
     UnsupportedModelError,
 )
-from pymc_private.leak_guard import refuse_private_paths
-from pymc_private.ledgers import PrivacyLedger, ledger_for
-from pymc_private.map_estimate import map_utility_bound, private_map
-from pymc_private.planner import plan
-from pymc_private.posterior import (
-    PosteriorSampleResponder,
-    psaqr_utility_bound,
-    sample_posterior,
-)
-from pymc_private.priors import (
+from pymc_private.pay_once.privatize import privatize
+from pymc_private.planning.plan import PrivacyPlan
+from pymc_private.planning.planner import plan
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedExponential,
@@ -48,22 +45,25 @@ from pymc_private.priors import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.privacy_plan import PrivacyPlan
-from pymc_private.privatisation import privatised_statistics
-from pymc_private.privatize import privatize
-from pymc_private.release import (
+from pymc_private.priors.support import ParameterSupport, parameter_support
+from pymc_private.release.report import PrivacyReport, plot_ppc, plot_privacy, privacy_report
+from pymc_private.release.seal import (
     ReleaseCheck,
     check_release,
     ledger_of,
     loo,
     sample_posterior_predictive,
 )
-from pymc_private.report import PrivacyReport, plot_ppc, plot_privacy, privacy_report
-from pymc_private.sampling import sample
+from pymc_private.release.synthetic import SyntheticEstimate, combine_synthetic, synthesize
+from pymc_private.sampling.map_estimate import map_utility_bound, private_map
+from pymc_private.sampling.posterior import (
+    PosteriorSampleResponder,
+    psaqr_utility_bound,
+    sample_posterior,
+)
+from pymc_private.sampling.sample import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
-from pymc_private.support import ParameterSupport, parameter_support
-from pymc_private.synthetic import SyntheticEstimate, combine_synthetic, synthesize
 
 __version__ = "0.1.0"
 
@@ -144,5 +144,5 @@ def __getattr__(name: str):
     if name == "demo":
         import importlib
 
-        return importlib.import_module("pymc_private.demo")
+        return importlib.import_module("pymc_private.examples.demo")
     raise AttributeError(f"module 'pymc_private' has no attribute {name!r}")

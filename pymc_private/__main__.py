@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if settings["n_features"] > 30:
         parser.error(f"--features must be at most 30, got {settings['n_features']}.")
 
-    from pymc_private.demo import run
+    from pymc_private.examples.demo import run
 
     run(out=args.out, **settings)
     return 0

@@ -19,7 +19,7 @@ The package's runs of PyMC's samplers (`pm.sample` in `pmp.sample`,
 "ipywidgets" for Jupyter support' on every refresh, and short private chains make PyMC log
 "Only N samples per chain" (and, were its convergence checks run, "We recommend running at
 least 4 chains"): advice `pmp.sample` gives once, in its own words and with what to change on
-a private fit (`pymc_private.sampling`'s `ConvergenceWarning`). Those lines alone are held
+a private fit (`pymc_private.sampling.sample`'s `ConvergenceWarning`). Those lines alone are held
 back while the call runs, by a warnings filter restored after it and a filter on PyMC's two
 loggers removed after it; every other line of PyMC's, and every filter of the user's, is
 left as it was.

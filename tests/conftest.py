@@ -10,7 +10,7 @@ import pymc as pm
 import pytest
 from hypothesis import settings
 
-from pymc_private.demo import naive_bayes_model
+from pymc_private.examples.demo import naive_bayes_model
 
 # Property-based tests explore the same examples on every run (CI must not be flaky); run
 # with --hypothesis-seed=random to explore afresh.

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
+from pymc_private.data.ledgers import PrivacyLedger
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.composition import Composition
 from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
-from pymc_private.ledgers import PrivacyLedger
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=40)
 

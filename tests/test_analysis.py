@@ -16,19 +16,26 @@ import pytest
 from pymc.model.fgraph import clone_model
 from scipy import stats
 
-from pymc_private.analysis import analyze
-from pymc_private.conjugate import GAMMA
-from pymc_private.data import PrivateData
+from pymc_private.analysis.core import analyze
+from pymc_private.analysis.leak_guard import refuse_private_paths
+from pymc_private.data.declaration import PrivateData
+from pymc_private.data.ledgers import ledger_for
 from pymc_private.errors import (
     DataBoundsError,
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.families import Binomial, Poisson
-from pymc_private.leak_guard import refuse_private_paths
-from pymc_private.ledgers import ledger_for
-from pymc_private.priors import (
+from pymc_private.families.statistics import (
+    ElementDomain,
+    Interval,
+    ParameterTerm,
+    complete_statistic,
+)
+from pymc_private.families.univariate import Binomial, Poisson
+from pymc_private.pay_once.privatize import privatize
+from pymc_private.priors.conjugate import GAMMA
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedExponential,
@@ -36,8 +43,6 @@ from pymc_private.priors import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.privatize import privatize
-from pymc_private.statistics import ElementDomain, Interval, ParameterTerm, complete_statistic
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 

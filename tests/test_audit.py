@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from pymc_private.audit import (
+from pymc_private.dp.audit import (
     AuditResult,
     clopper_pearson_lower,
     clopper_pearson_upper,

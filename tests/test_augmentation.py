@@ -1,4 +1,5 @@
-"""The default sampler of noise-aware privatised models (`pymc_private.augmentation`): its draws
+"""The default sampler of noise-aware privatised models (`pymc_private.noise_aware.sampler`): its
+draws
 against the exact noise-aware posterior computed by brute force (counts: exact binomial,
 multinomial and Poisson laws with the exact integer noise; sums: the closed-form likelihood the
 NUTS route samples, on a grid), its place in `pmp.sample`, and the models it leaves to NUTS."""
@@ -17,9 +18,9 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 from scipy import special, stats
 
 import pymc_private as pmp
-from pymc_private.augmentation import augmented_sampler
-from pymc_private.latent import IntegerNoise
-from pymc_private.privatisation import privatisation_of
+from pymc_private.analysis.privatisation import privatisation_of
+from pymc_private.noise_aware.latent import IntegerNoise
+from pymc_private.noise_aware.sampler import augmented_sampler
 
 A = 0.05
 GRID = 2001

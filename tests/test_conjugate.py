@@ -9,7 +9,7 @@ import pickle
 import cloudpickle
 import numpy as np
 
-from pymc_private.conjugate import (
+from pymc_private.priors.conjugate import (
     BETA,
     CONJUGATE_FAMILIES,
     DIRICHLET,
@@ -18,7 +18,7 @@ from pymc_private.conjugate import (
     NORMAL,
     conjugate_family,
 )
-from pymc_private.support import ParameterSupport
+from pymc_private.priors.support import ParameterSupport
 
 
 def _support(family, lower, upper, **extra):

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymc.model.fgraph import clone_model
 
-from pymc_private.analysis import analyze
-from pymc_private.data import (
+from pymc_private.analysis.core import analyze
+from pymc_private.data.declaration import (
     PrivateData,
     check_private_data,
     private_data,
@@ -22,7 +22,7 @@ from pymc_private.data import (
     private_record_count,
 )
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
-from pymc_private.priors import TruncatedGamma, TruncatedNormal
+from pymc_private.priors.distributions import TruncatedGamma, TruncatedNormal
 
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

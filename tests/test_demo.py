@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer
 
 from pymc_private.__main__ import main
-from pymc_private.demo import class_probabilities, load_data
+from pymc_private.examples.demo import class_probabilities, load_data
 
 ROW = re.compile(r"^\s*(\S+)\s+(\d\.\d+) ± (\d\.\d+)\s+(\d\.\d+)\s*$", re.MULTILINE)
 

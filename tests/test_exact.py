@@ -1,4 +1,5 @@
-"""The grid exponential mechanism of `pymc_private.exact`: data-independent output support,
+"""The grid exponential mechanism of `pymc_private.conditionals.exact`: data-independent output
+support,
 the exact privacy loss of the selection against the claim, and the float allowance against
 the actual rounding of the scores.
 
@@ -19,12 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from pymc_private.analysis import analyze
-from pymc_private.data import PrivateData
+from pymc_private.analysis.core import analyze
+from pymc_private.conditionals.exact import IntervalNumber
+from pymc_private.data.declaration import PrivateData
 from pymc_private.dp.checks import checked_cells
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.exact import IntervalNumber
-from pymc_private.priors import (
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedGamma,

@@ -20,7 +20,17 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
-from pymc_private.families import (
+from pymc_private.families.likelihood import LikelihoodTerm
+from pymc_private.families.registry import FAMILIES, find_family
+from pymc_private.families.regression import NormalLinearRegression
+from pymc_private.families.statistics import (
+    ElementDomain,
+    Interval,
+    ParameterTerm,
+    complete_statistic,
+    data_grid,
+)
+from pymc_private.families.univariate import (
     Bernoulli,
     Binomial,
     Categorical,
@@ -29,16 +39,6 @@ from pymc_private.families import (
     NormalKnownSigma,
     Poisson,
 )
-from pymc_private.likelihood import LikelihoodTerm
-from pymc_private.regression import NormalLinearRegression
-from pymc_private.statistics import (
-    ElementDomain,
-    Interval,
-    ParameterTerm,
-    complete_statistic,
-    data_grid,
-)
-from pymc_private.supported import FAMILIES, find_family
 
 
 def free(name, lower, upper, *, shape=(), variable=None, link="identity", group_by=None):

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pymc_private as pmp
-from pymc_private.audit import epsilon_lower_bound
+from pymc_private.analysis.privatisation import privatisation_of
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.privatisation import privatisation_of
-from pymc_private.privatize import release_statistics
-from pymc_private.release_plan import ParityCounts, chosen_plan
+from pymc_private.pay_once.plans import ParityCounts, chosen_plan
+from pymc_private.pay_once.privatize import release_statistics
 
 D = 3
 

@@ -21,10 +21,11 @@ from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 from hypothesis import HealthCheck, given, settings
 
-from pymc_private.analysis import analyze
-from pymc_private.audit import epsilon_lower_bound
-from pymc_private.data import PrivateData
-from pymc_private.demo import naive_bayes_model
+from pymc_private.analysis.core import analyze
+from pymc_private.analysis.privatisation import privatisation_of
+from pymc_private.data.declaration import PrivateData
+from pymc_private.data.ledgers import PrivacyLedger, ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.events import (
     PureEvent,
@@ -42,18 +43,17 @@ from pymc_private.dp.mechanisms import (
     gaussian,
 )
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
-from pymc_private.ledgers import PrivacyLedger, ledger_for
-from pymc_private.priors import (
+from pymc_private.examples.demo import naive_bayes_model
+from pymc_private.families.statistics import regression_group, regression_l2_squared
+from pymc_private.pay_once.plans import CellsPlan, UnitShiftPlan, chosen_plan
+from pymc_private.pay_once.privatize import privatize
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedGamma,
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.privatisation import privatisation_of
-from pymc_private.privatize import privatize
-from pymc_private.release_plan import CellsPlan, UnitShiftPlan, chosen_plan
-from pymc_private.sampling import sample
-from pymc_private.statistics import regression_group, regression_l2_squared
+from pymc_private.sampling.sample import sample
 
 dp.enable_features("contrib")
 

@@ -23,24 +23,24 @@ from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import Competence
 from scipy import special, stats
 
-from pymc_private.analysis import analyze
-from pymc_private.audit import epsilon_lower_bound
-from pymc_private.conjugate import GAMMA, MVNORMAL
-from pymc_private.data import PrivateData
-from pymc_private.demo import naive_bayes_model
+from pymc_private.analysis.core import analyze
+from pymc_private.data.declaration import PrivateData
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.ledgers import ledger_for
-from pymc_private.priors import (
+from pymc_private.examples.demo import naive_bayes_model
+from pymc_private.pay_once.privatize import privatize
+from pymc_private.priors.conjugate import GAMMA, MVNORMAL
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedGamma,
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.privatize import privatize
-from pymc_private.release import ledger_of
-from pymc_private.report import privacy_report
-from pymc_private.sampling import sample
+from pymc_private.release.report import privacy_report
+from pymc_private.release.seal import ledger_of
+from pymc_private.sampling.sample import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 
@@ -134,7 +134,8 @@ def test_privacy_epsilon_per_draw_is_the_formula(request, fixture, temperature, 
             progressbar=False,
         )
     per_draw = idata.sample_stats["privacy_epsilon"].values
-    # The formula plus the blocks' float allowance (pymc_private.exact), tiny but never 0.
+    # The formula plus the blocks' float allowance (pymc_private.conditionals.exact), tiny but
+    # never 0.
     allowance = sum(grid.allowance for grid in step._grids.values())
     assert 0 < allowance < 1e-9 * epsilon
     assert step.privacy_epsilon_per_draw == epsilon + allowance

@@ -1,4 +1,5 @@
-"""Pay-once logistic and Poisson regression (`pymc_private.regression`): the graph forms that
+"""Pay-once logistic and Poisson regression (`pymc_private.families.regression`): the graph forms
+that
 reach the route, the released moments' sensitivity, cost and audit, the posterior read from
 them (numpy and PyTensor alike, close to the exact one, intervals that cover), and bad input
 refused before anything is drawn."""
@@ -20,15 +21,23 @@ from hypothesis import HealthCheck, given, settings
 from scipy import optimize, special
 
 import pymc_private as pmp
-from pymc_private.analysis import analyze
-from pymc_private.audit import epsilon_lower_bound
+from pymc_private.analysis.core import analyze
+from pymc_private.analysis.privatisation import privatisation_of
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.events import zcdp_epsilon, zcdp_rho
 from pymc_private.errors import PrivacyError, UnsupportedModelError
-from pymc_private.ledgers import ledger_for
-from pymc_private.privatisation import privatisation_of
-from pymc_private.regression import LogisticRegression, NormalLinearRegression, PoissonRegression
-from pymc_private.release_plan import CellsPlan
-from pymc_private.statistics import complete_statistic, regression_group, regression_l2_squared
+from pymc_private.families.regression import (
+    LogisticRegression,
+    NormalLinearRegression,
+    PoissonRegression,
+)
+from pymc_private.families.statistics import (
+    complete_statistic,
+    regression_group,
+    regression_l2_squared,
+)
+from pymc_private.pay_once.plans import CellsPlan
 
 AUDIT_DELTA = 1e-3
 LOWER, UPPER = np.array([1.0, -1.0, -1.0]), np.array([1.0, 1.0, 1.0])

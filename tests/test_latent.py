@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from pymc_private.latent import (
+from pymc_private.noise_aware.latent import (
     IntegerNoise,
     MultinomialCounts,
     PoissonCounts,

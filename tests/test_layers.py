@@ -66,7 +66,10 @@ def test_a_core_module_imports_nothing_above_the_core(path):
         ("import pymc as pm\n", ["pymc"]),
         ("def f():\n    import pytensor.tensor as pt\n", ["pytensor.tensor"]),
         ("from arviz import InferenceData\n", ["arviz"]),
-        ("def f():\n    from pymc_private.data import datasets_of\n", ["pymc_private.data"]),
+        (
+            "def f():\n    from pymc_private.data.declaration import datasets_of\n",
+            ["pymc_private.data.declaration"],
+        ),
         ("from pymc_private import errors, session\n", ["pymc_private.session"]),
         ("import pymc_private\n", ["pymc_private"]),
         ("from .. import records\n", ["pymc_private.records"]),

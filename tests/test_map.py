@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
-from pymc_private import conditionals
-from pymc_private.audit import epsilon_lower_bound
-from pymc_private.data import PrivateData
+from pymc_private.conditionals import blocks as conditionals
+from pymc_private.data.declaration import PrivateData
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.budget import Budget
 from pymc_private.errors import (
     BudgetExceededError,
@@ -22,15 +23,14 @@ from pymc_private.errors import (
     PrivacyError,
     UnsupportedModelError,
 )
-from pymc_private.ledgers import ledger_for
-from pymc_private.map_estimate import MapMechanism, map_utility_bound, private_map
-from pymc_private.priors import (
+from pymc_private.pay_once.privatize import privatize
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedGamma,
     TruncatedNormal,
 )
-from pymc_private.privatize import privatize
+from pymc_private.sampling.map_estimate import MapMechanism, map_utility_bound, private_map
 
 
 def bernoulli(x, lower: float, alpha: float, beta: float) -> pm.Model:
@@ -116,7 +116,7 @@ def test_budget_refusal_reads_and_records_nothing(model, monkeypatch):
     def no_data(*args, **kwargs):
         raise AssertionError("the data was read")
 
-    monkeypatch.setattr("pymc_private.map_estimate.raw_statistics", no_data)
+    monkeypatch.setattr("pymc_private.sampling.map_estimate.raw_statistics", no_data)
     with pytest.raises(BudgetExceededError):
         private_map(model, 2.0, budget=Budget(epsilon=1.0))
     assert ledger.releases == ()
@@ -335,7 +335,7 @@ def test_grids_and_prior_power_are_public(monkeypatch):
     calls = []
     real = conditionals.raw_statistics
     monkeypatch.setattr(
-        "pymc_private.map_estimate.raw_statistics",
+        "pymc_private.sampling.map_estimate.raw_statistics",
         lambda *a, **k: calls.append(1) or real(*a, **k),
     )
     a = MapMechanism(bernoulli([0, 1], 0.1, 1.0, 1.0), 1.0, 64)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from pymc_private.audit import epsilon_lower_bound
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.mechanisms import (
     FLOAT_SAMPLER_SCALE_LIMIT,
     DiscreteGaussianMechanism,

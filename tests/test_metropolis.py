@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import pymc_private.steps.metropolis as metropolis_module
-from pymc_private.analysis import analyze
-from pymc_private.audit import epsilon_lower_bound
-from pymc_private.data import PrivateData
-from pymc_private.demo import naive_bayes_model
+from pymc_private.analysis.core import analyze
+from pymc_private.data.declaration import PrivateData
+from pymc_private.data.ledgers import PrivacyLedger, ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.mechanisms import exact_choice
 from pymc_private.errors import (
@@ -30,16 +30,16 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.ledgers import PrivacyLedger, ledger_for
-from pymc_private.priors import (
+from pymc_private.examples.demo import naive_bayes_model
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedGamma,
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.release import ledger_of
-from pymc_private.sampling import sample as pmp_sample
+from pymc_private.release.seal import ledger_of
+from pymc_private.sampling.sample import sample as pmp_sample
 from pymc_private.steps.metropolis import LOG_ODDS_BOUND, PrivateMetropolis, barker_log_odds
 
 matplotlib.use("Agg")

@@ -13,10 +13,10 @@ import pytest
 from scipy import integrate, special, stats
 
 import pymc_private as pmp
-from pymc_private.calibration import coverage_study
-from pymc_private.noise_aware import normal_laplace_logp
-from pymc_private.privatisation import privatisation_of
-from pymc_private.regression import gram_noise_covariance
+from pymc_private.analysis.privatisation import privatisation_of
+from pymc_private.examples.calibration import coverage_study
+from pymc_private.families.regression import gram_noise_covariance
+from pymc_private.noise_aware.likelihood import normal_laplace_logp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import calibration as study

@@ -12,14 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pymc_private as pmp
-from pymc_private.calibration import spread_study
-from pymc_private.demo import naive_bayes_model
+from pymc_private.analysis.privatisation import privatisation_of
 from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.privatisation import privatisation_of
+from pymc_private.examples.calibration import spread_study
+from pymc_private.examples.demo import naive_bayes_model
 
 A = 0.05
 N = 1000

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from pymc_private.audit import epsilon_lower_bound
-from pymc_private.data import PrivateData
+from pymc_private.data.declaration import PrivateData
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import (
@@ -22,20 +23,19 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
-from pymc_private.ledgers import ledger_for
-from pymc_private.posterior import (
-    PosteriorSampleResponder,
-    psaqr_utility_bound,
-    sample_posterior,
-)
-from pymc_private.priors import (
+from pymc_private.pay_once.privatize import privatize
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedGamma,
     TruncatedNormal,
 )
-from pymc_private.privatize import privatize
-from pymc_private.release import ledger_of
+from pymc_private.release.seal import ledger_of
+from pymc_private.sampling.posterior import (
+    PosteriorSampleResponder,
+    psaqr_utility_bound,
+    sample_posterior,
+)
 
 Beta = stats.make_distribution(stats.beta)
 Gamma = stats.make_distribution(stats.gamma)
@@ -117,7 +117,7 @@ def test_budget_refusal_draws_and_reads_nothing(model, monkeypatch):
     def no_data(*args, **kwargs):
         raise AssertionError("the private data was read before the budget check")
 
-    monkeypatch.setattr("pymc_private.posterior.raw_statistics", no_data)
+    monkeypatch.setattr("pymc_private.sampling.posterior.raw_statistics", no_data)
     with pytest.raises(BudgetExceededError, match=r"at most n = 4 draws fit \(asked for n = 5\)"):
         sample_posterior(model, 5, temperature=temperature, budget=budget, random_seed=rng)
     assert rng.bit_generator.state == state
@@ -335,7 +335,7 @@ def test_invalid_random_seed_is_refused_before_anything_is_read_or_recorded(
     def no_data(*args, **kwargs):
         raise AssertionError("the private data was read before random_seed was checked")
 
-    monkeypatch.setattr("pymc_private.posterior.raw_statistics", no_data)
+    monkeypatch.setattr("pymc_private.sampling.posterior.raw_statistics", no_data)
     ledger = ledger_for(model)
     before = len(ledger)
     with pytest.raises(error, match="random_seed must be None, a non-negative integer"):

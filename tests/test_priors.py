@@ -27,8 +27,7 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.prior_mass import _dirichlet_log_mass_by_convolution, _imhof_cdf
-from pymc_private.priors import (
+from pymc_private.priors.distributions import (
     TruncatedBeta,
     TruncatedDirichlet,
     TruncatedExponential,
@@ -37,7 +36,8 @@ from pymc_private.priors import (
     TruncatedNormal,
     _InteriorTruncatedRV,
 )
-from pymc_private.support import ParameterSupport, parameter_support
+from pymc_private.priors.mass import _dirichlet_log_mass_by_convolution, _imhof_cdf
+from pymc_private.priors.support import ParameterSupport, parameter_support
 
 FAST = "FAST_COMPILE"
 GAUSS_NODES, GAUSS_WEIGHTS = np.polynomial.legendre.leggauss(120)

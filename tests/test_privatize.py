@@ -24,18 +24,23 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 from scipy import special, stats
 
-from pymc_private.analysis import analyze
-from pymc_private.audit import epsilon_lower_bound
-from pymc_private.data import RELEASED_TAG, PrivateData
+from pymc_private.analysis.core import analyze
+from pymc_private.analysis.privatisation import privatisation_of, privatised_statistics
+from pymc_private.data.declaration import RELEASED_TAG, PrivateData
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.ledgers import ledger_for
-from pymc_private.priors import TruncatedBeta, TruncatedGamma, TruncatedMvNormal, TruncatedNormal
-from pymc_private.privatisation import privatisation_of, privatised_statistics
-from pymc_private.privatize import privatize, release_statistics
-from pymc_private.release import ledger_of
-from pymc_private.release_plan import chosen_plan
-from pymc_private.report import privacy_report
-from pymc_private.sampling import sample
+from pymc_private.pay_once.plans import chosen_plan
+from pymc_private.pay_once.privatize import privatize, release_statistics
+from pymc_private.priors.distributions import (
+    TruncatedBeta,
+    TruncatedGamma,
+    TruncatedMvNormal,
+    TruncatedNormal,
+)
+from pymc_private.release.report import privacy_report
+from pymc_private.release.seal import ledger_of
+from pymc_private.sampling.sample import sample
 
 matplotlib.use("Agg")
 

@@ -18,13 +18,13 @@ import pytest
 from scipy import optimize, special
 
 import pymc_private as pmp
-from pymc_private.analysis import analyze
-from pymc_private.audit import epsilon_lower_bound
+from pymc_private.analysis.core import analyze
+from pymc_private.analysis.privatisation import privatisation_of
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.events import zcdp_epsilon
-from pymc_private.ledgers import ledger_for
-from pymc_private.privatisation import privatisation_of
-from pymc_private.privatize import release_statistics
-from pymc_private.release_plan import CellsPlan, chosen_plan
+from pymc_private.pay_once.plans import CellsPlan, chosen_plan
+from pymc_private.pay_once.privatize import release_statistics
 
 N = 120
 AUDIT_DELTA = 1e-3

@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from pymc.model.fgraph import clone_model
 
 import pymc_private as pmp
-from pymc_private import statistic_kinds
-from pymc_private.analysis import analyze
-from pymc_private.data import PrivateData, exact_statistics, private_data
-from pymc_private.demo import naive_bayes_model
+from pymc_private.analysis.core import analyze
+from pymc_private.data.declaration import PrivateData, exact_statistics, private_data
+from pymc_private.data.records import record_digest, rows_per_chunk
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
-from pymc_private.records import record_digest, rows_per_chunk
-from pymc_private.statistics import StatisticSpec
+from pymc_private.examples.demo import naive_bayes_model
+from pymc_private.families import kinds as statistic_kinds
+from pymc_private.families.statistics import StatisticSpec
 from pymc_private.steps.metropolis import PrivateMetropolis
 
 da = pytest.importorskip("dask.array")
@@ -430,7 +430,7 @@ def test_dask_backed_models_copy_and_pickle_without_loading_the_records(records)
 
 
 def test_coverage_studies_read_the_records_not_the_placeholder():
-    from pymc_private.calibration import coverage_study
+    from pymc_private.examples.calibration import coverage_study
 
     def build(data):
         with pm.Model() as model:

@@ -250,7 +250,7 @@ def test_replicated_group_counts_follow_the_model_that_was_fitted(make_naive_bay
 @pytest.fixture(scope="module")
 def naive_bayes_fit():
     """Naive Bayes privatised at ε = 1 (noise-aware: latent class sizes), drawn in numpy."""
-    from pymc_private.demo import naive_bayes_model
+    from pymc_private.examples.demo import naive_bayes_model
 
     rng = np.random.default_rng(21)
     labels = rng.integers(0, 2, 300)

@@ -32,12 +32,12 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import Elemwise
 
 import pymc_private as pmp
-from pymc_private.audit import epsilon_lower_bound
+from pymc_private.analysis.leak_guard import reads_private_data, runtime_graphs
+from pymc_private.analysis.record_likelihood import private_data_vars, record_log_likelihood
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.barker import barker_epsilon
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
-from pymc_private.leak_guard import reads_private_data, runtime_graphs
-from pymc_private.ledgers import ledger_for
-from pymc_private.record_likelihood import private_data_vars, record_log_likelihood
 
 A = 0.05
 X = np.random.default_rng(35).uniform(-1, 1, 12)

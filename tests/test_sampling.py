@@ -18,9 +18,10 @@ import pymc as pm
 import pytest
 from scipy import stats
 
+from pymc_private.analysis.privatisation import privatisation_of
 from pymc_private.compiling import PYMC_ADVICE
-from pymc_private.data import PrivateData
-from pymc_private.demo import naive_bayes_model
+from pymc_private.data.declaration import PrivateData
+from pymc_private.data.ledgers import PrivacyLedger, ledger_for
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.events import PureEvent, Release
 from pymc_private.errors import (
@@ -30,14 +31,13 @@ from pymc_private.errors import (
     PrivacyError,
     UnsupportedModelError,
 )
-from pymc_private.ledgers import PrivacyLedger, ledger_for
-from pymc_private.posterior import batched_posterior
-from pymc_private.priors import TruncatedBeta
-from pymc_private.privatisation import privatisation_of
-from pymc_private.privatize import privatize
-from pymc_private.release import ledger_of
-from pymc_private.report import plot_privacy, privacy_report
-from pymc_private.sampling import sample
+from pymc_private.examples.demo import naive_bayes_model
+from pymc_private.pay_once.privatize import privatize
+from pymc_private.priors.distributions import TruncatedBeta
+from pymc_private.release.report import plot_privacy, privacy_report
+from pymc_private.release.seal import ledger_of
+from pymc_private.sampling.posterior import batched_posterior
+from pymc_private.sampling.sample import sample
 from pymc_private.steps.metropolis import PrivateMetropolis
 
 matplotlib.use("Agg")
@@ -469,7 +469,7 @@ def test_nutpie_is_the_default_nuts_where_only_released_values_are_sampled(shrun
     assert az.summary(idata)["r_hat"].max() < 1.02
     idata.to_netcdf(tmp_path / "nutpie.nc")
     assert ledger_of(az.from_netcdf(tmp_path / "nutpie.nc")).epsilon() == spent
-    from pymc_private.release import check_release
+    from pymc_private.release.seal import check_release
 
     assert check_release(az.from_netcdf(tmp_path / "nutpie.nc"))
 

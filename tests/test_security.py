@@ -21,7 +21,7 @@ import pytest
 from pytensor.tensor.special import xlogy
 
 import pymc_private as pmp
-from pymc_private.privatisation import privatisation_of
+from pymc_private.analysis.privatisation import privatisation_of
 
 A = 0.05
 

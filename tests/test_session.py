@@ -79,7 +79,7 @@ def test_scenario_4a_threads_started_together_release_only_what_fits(route, monk
 
 
 def test_scenario_4a_the_second_thread_is_refused_before_any_noise(monkeypatch):
-    module = sys.modules["pymc_private.privatize"]
+    module = sys.modules["pymc_private.pay_once.privatize"]
     release_statistics, drawn = module.release_statistics, []
 
     def slow_release(*args, **kwargs):

@@ -11,7 +11,7 @@ import numpy as np
 import pytensor.tensor as pt
 import pytest
 
-from pymc_private.statistic_kinds import (
+from pymc_private.families.kinds import (
     COUNTS,
     GRAM,
     KINDS,
@@ -20,7 +20,7 @@ from pymc_private.statistic_kinds import (
     simplex_projection,
     statistic_kind,
 )
-from pymc_private.statistics import StatisticSpec, complete_statistic
+from pymc_private.families.statistics import StatisticSpec, complete_statistic
 
 
 @pytest.mark.parametrize("kind", list(KINDS.values()), ids=list(KINDS))

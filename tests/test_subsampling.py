@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pymc_private as pmp
-from pymc_private.audit import epsilon_lower_bound
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.events import (
     STEP_DELTA,
     SUBSAMPLED_RDP_ORDERS,
@@ -28,8 +28,8 @@ from pymc_private.dp.events import (
 )
 from pymc_private.dp.subsampling import SubsampledGaussianTest, exact_sampling_rate
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
-from pymc_private.release import ledger_of
-from pymc_private.sampling import _rate_advice
+from pymc_private.release.seal import ledger_of
+from pymc_private.sampling.sample import _rate_advice
 
 
 def _core(test: SubsampledGaussianTest):

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from pymc_private.conjugate import DIRICHLET, MVNORMAL
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.support import ParameterSupport
-from pymc_private.truncated import (
+from pymc_private.priors.conjugate import DIRICHLET, MVNORMAL
+from pymc_private.priors.support import ParameterSupport
+from pymc_private.priors.truncated import (
     CENTRE_SWEEPS,
     mvnormal_in_ball,
     truncated_beta,
@@ -200,7 +200,8 @@ def test_truncated_dirichlet_matches_rejection_from_numpy(a, min_prob):
 
 
 def test_truncated_dirichlet_hopeless_acceptance_is_a_clear_error_with_public_parameters():
-    # These samplers see public parameters only (raw data goes through pymc_private.exact).
+    # These samplers see public parameters only (raw data goes through
+    # pymc_private.conditionals.exact).
     with pytest.raises(UnsupportedModelError, match=r"`theta`.*smaller `min_prob`") as error:
         truncated_dirichlet(
             np.random.default_rng(10), [1e4, 1.0, 1.0], 0.2, name="theta", max_proposals=1000

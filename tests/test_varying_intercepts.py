@@ -1,5 +1,5 @@
 """Varying intercepts by a public group index, ``alpha[g] + X_obs @ w``
-(`pymc_private.regression`, "Varying intercepts"): the graph forms that reach the pay-once
+(`pymc_private.families.regression`, "Varying intercepts"): the graph forms that reach the pay-once
 route, the joint sensitivity of the per-group moments against every pair of box corners, the
 audit of their release, the posterior read from them (numpy and PyTensor alike, the Gram
 noise's covariance against simulation, close to the exact posterior, intervals that cover),
@@ -21,21 +21,25 @@ from pytensor.graph.traversal import graph_inputs
 from scipy import optimize, special
 
 import pymc_private as pmp
-from pymc_private.analysis import analyze
-from pymc_private.audit import epsilon_lower_bound
+from pymc_private.analysis.core import analyze
+from pymc_private.analysis.privatisation import privatisation_of
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.events import zcdp_epsilon
 from pymc_private.errors import PrivacyError, UnsupportedModelError
-from pymc_private.ledgers import ledger_for
-from pymc_private.noise_aware import cell_log_likelihood, noise_laws, term_observations
-from pymc_private.privatisation import privatisation_of
-from pymc_private.regression import (
+from pymc_private.families.regression import (
     LogisticRegression,
     NormalLinearRegression,
     PoissonRegression,
     intercept_noise_covariance,
 )
-from pymc_private.release_plan import CellsPlan
-from pymc_private.statistics import complete_statistic, regression_group, regression_l2_squared
+from pymc_private.families.statistics import (
+    complete_statistic,
+    regression_group,
+    regression_l2_squared,
+)
+from pymc_private.noise_aware.likelihood import cell_log_likelihood, noise_laws, term_observations
+from pymc_private.pay_once.plans import CellsPlan
 
 AUDIT_DELTA = 1e-3
 G = 3

@@ -5,7 +5,7 @@
 ledger may live in journal files (`pymc_private.dp.journal`): the session's journal of each
 data set (`pymc_private.dp.session`), and ledger files made by `PrivacyLedger.open` that
 outlive the session. The ledger knows data sets by their ids only; which data sets a model
-reads, and so which ledger charges it, is the data layer's business (`pymc_private.ledgers`).
+reads, and so which ledger charges it, is the data layer's business (`pymc_private.data.ledgers`).
 """
 
 from __future__ import annotations
@@ -424,7 +424,7 @@ class PrivacyLedger:
     def _attach_datasets(self, datasets: Iterable[str]) -> None:
         """Charge this ledger (made by `open`) with every release from the data sets of ids
         ``datasets``, in this process, from now on, and with what this session released from
-        them earlier: the session's side of `pymc_private.ledgers.PrivacyLedger.attach`, which
+        them earlier: the session's side of `pymc_private.data.ledgers.PrivacyLedger.attach`, which
         finds the data sets a model reads.
 
         A process forked from one whose session it shares (see `pymc_private.dp.session`)
@@ -476,7 +476,8 @@ class PrivacyLedger:
     @classmethod
     def _session_view(cls, datasets: Iterable[str]) -> PrivacyLedger:
         """The ledger of everything released from the given private data sets (by the ids
-        `pymc_private.data` gives them): the union of their journals in the session directory
+        `pymc_private.data.declaration` gives them): the union of their journals in the session
+        directory
         and of the ledger files attached to them, one per set of data sets in the session. A
         release recorded in it is recorded for each of them."""
         key = tuple(sorted(set(datasets)))

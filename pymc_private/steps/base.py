@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from pymc.util import get_untransformed_name, is_transformed_name
 
+from pymc_private.data.ledgers import PrivacyLedger
 from pymc_private.dp.events import PureEvent, Release
-from pymc_private.ledgers import PrivacyLedger
 
 if TYPE_CHECKING:
-    from pymc_private.analysis import PrivacyAnalysis
+    from pymc_private.analysis.core import PrivacyAnalysis
 
 __all__ = ["PrivateStep", "RouteCost", "route_cost", "route_costs", "tempered_epsilon"]
 
@@ -53,8 +53,8 @@ class RouteCost:
     (before a step's floating-point allowance) from the analysis's L, L_j and Δ alone.
 
     The module that runs a route states its cost beside it and registers it with
-    `route_cost` (`pymc_private.posterior`, `pymc_private.steps.gibbs`,
-    `pymc_private.steps.metropolis`, `pymc_private.privatize`); the analysis asks
+    `route_cost` (`pymc_private.sampling.posterior`, `pymc_private.steps.gibbs`,
+    `pymc_private.steps.metropolis`, `pymc_private.pay_once.privatize`); the analysis asks
     `route_costs` and names no route itself.
 
     Attributes

@@ -3,7 +3,8 @@ block on raw private data.
 
 Each block is one free variable drawn exactly from its closed-form (tempered) conditional
 given the current values of the others, truncated to its prior's support
-(`pymc_private.conditionals`, `pymc_private.conjugate`). The conditional reads the data only
+(`pymc_private.conditionals.blocks`, `pymc_private.priors.conjugate`). The conditional reads the
+data only
 through sufficient statistics: the privatised ones of a model returned by `pmp.privatize`
 (post-processing, ε = 0), or the exact ones computed once from the raw `PrivateData` (the
 exponential mechanism, ε = 2·L_j/T per block).
@@ -25,9 +26,10 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
 
-from pymc_private.analysis import PrivacyAnalysis, analyze
+from pymc_private.analysis.core import PrivacyAnalysis, analyze
+from pymc_private.analysis.privatisation import has_closed_form_conditional, privatised_route
 from pymc_private.compiling import compiling
-from pymc_private.conditionals import (
+from pymc_private.conditionals.blocks import (
     NOISE_AWARE_GIBBS,
     ConjugateBlock,
     conjugate_block,
@@ -36,22 +38,21 @@ from pymc_private.conditionals import (
     no_conditional,
     raw_statistics,
 )
-from pymc_private.data import datasets_of
+from pymc_private.conditionals.exact import DEFAULT_CELLS
+from pymc_private.data.declaration import datasets_of
+from pymc_private.data.ledgers import ledger_for
 from pymc_private.dp.checks import checked_cells, checked_secure, checked_temperature
 from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import UnsupportedModelError
-from pymc_private.exact import DEFAULT_CELLS
-from pymc_private.ledgers import ledger_for
-from pymc_private.privatisation import has_closed_form_conditional, privatised_route
-from pymc_private.privatize import term_statistics
-from pymc_private.statistics import as_exact
+from pymc_private.families.statistics import as_exact
+from pymc_private.pay_once.privatize import term_statistics
+from pymc_private.priors.support import prior_parameter_graphs
 from pymc_private.steps.base import (
     PrivateStep,
     RouteCost,
     route_cost,
     tempered_epsilon,
 )
-from pymc_private.support import prior_parameter_graphs
 
 __all__ = ["PrivateGibbs"]
 
@@ -96,7 +97,7 @@ def _blocks(
 
 # On privatised statistics, rejection proposals per draw before a block (a Dirichlet or
 # regression weights) moves by π-invariant Markov moves from its current value instead
-# (`pymc_private.conjugate`, "Giving up, or moving on"): the chain never stops.
+# (`pymc_private.priors.conjugate`, "Giving up, or moving on"): the chain never stops.
 GIBBS_PROPOSALS = 1_000
 
 
@@ -156,14 +157,14 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         θ_j ~ ξ_j(θ_j) · Π_i p(x_i | θ_j, θ_−j)^{1/T}   on Θ_j,
 
     given the current values θ_−j of the other variables. The conditionals are the conjugate
-    updates of `pymc_private.families` (Beta / Dirichlet for Bernoulli, Binomial and
+    updates of `pymc_private.families.univariate` (Beta / Dirichlet for Bernoulli, Binomial and
     Categorical counts; Gamma for Poisson and Exponential rates and for the precision of a
     Normal; Normal for a mean with σ known or given; MvNormal for regression weights).
 
     **Privacy cost per iteration.**
     *On a model returned by* `pmp.privatize`: ε = 0. The statistics are the privatised ones,
     already paid for by the privatisation's release; every draw is post-processing, drawn
-    exactly in floating point (`pymc_private.conjugate`); a Dirichlet or regression-weight
+    exactly in floating point (`pymc_private.priors.conjugate`); a Dirichlet or regression-weight
     block whose truncated conditional has almost no mass where rejection proposes (none of
     1000 proposals accepted) moves instead by Markov moves from its current value that leave
     the conditional invariant, so sampling never stops after ε was spent. This step is
@@ -176,13 +177,15 @@ class PrivateGibbs(BlockedStep, PrivateStep):
 
     L_j the record Lipschitz constant of the observed nodes that depend on θ_j over the prior
     supports of all parameters (`pmp.analyze(model).block_lipschitz`), a_j the block's
-    floating-point allowance (`pymc_private.exact.GridBlock.allowance`, ~1e-13 for ordinary
+    floating-point allowance (`pymc_private.conditionals.exact.GridBlock.allowance`, ~1e-13 for
+    ordinary
     models). The argument (Foulds et al. 2016, §4.1; Dimitrakakis et al. 2017, Theorem 8
     applied per block): given the released current state θ_−j, the update draws θ_j with
     density ∝ ξ_j(θ_j) exp(u(D, θ_j)/T), u(D, θ_j) = Σ_i ℓ(x_i; θ_j, θ_−j); replacing one
     record moves u by at most L_j at every θ_j, so the update is the exponential mechanism,
     (2·L_j/T)-DP. As implemented, θ_j is drawn on a public grid of ``cells`` cells per entry
-    by an exact selection (`pymc_private.exact`, whose module docstring proves the bound for
+    by an exact selection (`pymc_private.conditionals.exact`, whose module docstring proves the
+    bound for
     the code as it runs: data-independent output support, scores from exact rational
     statistics with a proved rounding bound a_j, OpenDP's exact Gumbel noisy max). A sweep is
     the sequential composition of its block updates, each conditioned on the already-released
@@ -318,7 +321,8 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         temperature
             T ≥ 1, already checked.
         allowances
-            a_j, each block's floating-point allowance (`pymc_private.exact.GridBlock`);
+            a_j, each block's floating-point allowance
+            (`pymc_private.conditionals.exact.GridBlock`);
             none for the exact-arithmetic figure.
         """
         lipschitz = sum(analysis.lipschitz_for(block) for block in blocks)

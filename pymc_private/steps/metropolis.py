@@ -32,9 +32,17 @@ from pytensor.graph.traversal import graph_inputs
 from pytensor.link.c.basic import CLinker
 from pytensor.link.vm import VMLinker
 
-from pymc_private.analysis import analyze
+from pymc_private.analysis.core import analyze
+from pymc_private.analysis.leak_guard import refuse_private_paths
+from pymc_private.analysis.record_likelihood import (
+    checked_vars,
+    private_data_vars,
+    record_log_likelihood,
+    split_logp,
+)
 from pymc_private.compiling import compiling
-from pymc_private.data import check_private_data, datasets_of, in_memory_values
+from pymc_private.data.declaration import check_private_data, datasets_of, in_memory_values
+from pymc_private.data.ledgers import ledger_for
 from pymc_private.dp.barker import LOG_ODDS_BOUND, barker_epsilon, barker_log_odds
 from pymc_private.dp.checks import checked_secure, checked_temperature
 from pymc_private.dp.events import PureEvent, Release
@@ -48,15 +56,7 @@ from pymc_private.errors import (
     UnboundedSensitivityError,
     UnsupportedModelError,
 )
-from pymc_private.leak_guard import refuse_private_paths
-from pymc_private.ledgers import ledger_for
-from pymc_private.likelihood import LikelihoodTerm
-from pymc_private.record_likelihood import (
-    checked_vars,
-    private_data_vars,
-    record_log_likelihood,
-    split_logp,
-)
+from pymc_private.families.likelihood import LikelihoodTerm
 from pymc_private.steps.base import PrivateStep, RouteCost, route_cost
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""Exact draws of conditionals: conjugate blocks and the exact grid mechanism."""

@@ -1,0 +1,2 @@
+"""What a record can move: the likelihood contract, sufficient statistics and one object per
+likelihood family."""

@@ -1,0 +1,2 @@
+"""The posterior of released statistics read as noisy: its likelihood, projection and numpy
+sampler."""

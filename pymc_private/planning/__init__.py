@@ -1,0 +1,1 @@
+"""Before any data: the posterior accuracy a release at ε gives, and the ε an accuracy needs."""

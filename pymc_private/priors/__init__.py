@@ -1,0 +1,2 @@
+"""Priors whose support the analysis reads: truncated distributions, their mass, draws, densities
+and conjugate families."""

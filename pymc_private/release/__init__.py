@@ -1,0 +1,1 @@
+"""What leaves: sealed InferenceData, synthetic data and the privacy report."""

@@ -1,0 +1,640 @@
+"""What may leave the building: sealed groups of a result (the `xarray.DataTree` PyMC and
+ArviZ use), the ledger they carry (`ledger_of`), `check_release`, and posterior predictive
+draws that read no raw data (`sample_posterior_predictive`).
+
+Every group a private route returns (`pmp.sample`, `pmp.sample_posterior`,
+`pmp.sample_posterior_predictive`) is *sealed*: its attributes hold a SHA-256 digest of its
+variables and coordinates (``privacy_release``). The digest is of values that are released
+anyway, so it reveals nothing more. `check_release` recomputes it for every group of the
+tree, nested ones included: a group without a seal (``observed_data``, ``log_likelihood`` or
+the ``posterior_predictive`` of ``pm.sample_posterior_predictive`` on the original model,
+added by ``idata.update``), a sealed group changed since, data at the root of the tree
+(outside every group), or an attribute outside the public ones is reported with the reason.
+The seal guards against accidents, not against a user who forges it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from dataclasses import dataclass
+from typing import NoReturn
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import xarray as xr
+from pymc.model.fgraph import clone_model
+from pytensor.graph.traversal import ancestors
+
+from pymc_private.analysis.intervals import check_public_indices
+from pymc_private.analysis.leak_guard import refuse_private_paths
+from pymc_private.analysis.privatisation import privatised_route
+from pymc_private.compiling import compiling, quiet_sampling
+from pymc_private.data.declaration import private_data
+from pymc_private.data.ledgers import PrivacyLedger
+from pymc_private.errors import (
+    DataBoundsError,
+    NotReleasableError,
+    UnsupportedModelError,
+    counted,
+)
+from pymc_private.noise_aware.likelihood import replicate_statistics
+
+__all__ = [
+    "ReleaseCheck",
+    "check_release",
+    "ledger_of",
+    "loo",
+    "sample_posterior_predictive",
+    "seal",
+    "seal_frame",
+    "sealed",
+]
+
+SEAL_ATTR = "privacy_release"
+LEDGER_ATTR = "privacy_ledger"
+# A synthetic table's posterior draw (chain, draw), public: an index into a released posterior.
+POSTERIOR_DRAW_ATTR = "posterior_draw"
+# 1 on the ``constant_data`` of a fit of a noise-aware privatised model, 0 on a plug-in one.
+NOISE_AWARE_ATTR = "noise_aware"
+# The group of the noise-aware likelihood's latent variables (`noise_aware.latent_names`):
+# released like the posterior, kept out of it so that ArviZ shows the user's model.
+LATENT_GROUP = "latent_posterior"
+# Attributes PyMC and ArviZ write that are public: versions and settings. Anything else (e.g.
+# `sampling_time`, a timing side channel of data-dependent rejection sampling) is dropped.
+PUBLIC_ATTRS = (
+    "created_at",
+    "creation_library",
+    "creation_library_version",
+    "creation_library_language",
+    "inference_library",
+    "inference_library_version",
+    "sample_dims",
+    "tuning_steps",
+    "sampler",
+    "temperature",
+    NOISE_AWARE_ATTR,
+)
+
+_WHY = {
+    "observed_data": "the raw observed values of the private data",
+    "constant_data": "the values of the model's data, which may include raw `PrivateData`",
+    "log_likelihood": (
+        "the log-likelihood of each raw record: a function of that record alone, so it is "
+        "not releasable (this is why az.loo and az.compare cannot run on a private "
+        "fit; pmp.loo says what to run instead)"
+    ),
+    "posterior_predictive": (
+        "draws of the original model's observed nodes, computed from its raw covariates; "
+        "use pmp.sample_posterior_predictive"
+    ),
+    "predictions": "predictions of the original model; use pmp.sample_posterior_predictive",
+    "prior_predictive": "prior predictive draws computed from the model's raw covariates",
+    "posterior": (
+        "draws not released by a private route: pm.sample may read raw data, and nothing "
+        "checked what its draws depend on; sample with pmp.sample"
+    ),
+    "sample_stats": "sampler statistics (lp, energy, ...) of a run no private route checked",
+}
+
+
+_POST_PROCESSING = (
+    "Selecting, thinning or concatenating released draws is post-processing and costs "
+    "nothing, but this check cannot tell it from other changes: release the fit as a private "
+    "route returned it, or check the change yourself."
+)
+_NOT_PUBLIC = (
+    "an attribute that is not public: its value was not checked by a private route; delete "
+    "it before releasing."
+)
+
+
+def _digest(group: xr.DataTree | xr.Dataset, attrs: dict | None = None, names=PUBLIC_ATTRS) -> str:
+    """SHA-256 of a group's variables and coordinates (names, dims, dtypes, values) and of
+    the values of its attributes ``names`` (from ``attrs``, the group's own by default), in a
+    form that survives ``to_netcdf`` and ``to_zarr`` (numbers come back as numpy scalars,
+    lists as arrays)."""
+    digest = hashlib.sha256()
+    attrs = group.attrs if attrs is None else attrs
+    for name in names:
+        if name in attrs:
+            value = json.dumps(np.asarray(attrs[name]).tolist())
+            digest.update(f"attr|{name}|{value}|".encode())
+    for kind, variables in (("var", group.data_vars), ("coord", group.coords)):
+        for name in sorted(variables, key=str):
+            values = np.asarray(variables[name].values)
+            digest.update(f"{kind}|{name}|{variables[name].dims}|{values.shape}|".encode())
+            if values.dtype.kind in "OUSMm":
+                digest.update(json.dumps(values.astype(str).tolist()).encode())
+            else:
+                digest.update(values.dtype.str.lstrip("<>=|").encode())
+                digest.update(np.ascontiguousarray(values).astype(values.dtype.newbyteorder("<")))
+    return digest.hexdigest()
+
+
+def seal(idata: xr.DataTree) -> xr.DataTree:
+    """Seal every group of ``idata`` (in place) as released by a private route; returns it.
+
+    Only the private routes call this, on what they release: trees whose root holds no data
+    and whose groups are its children."""
+    for group in idata.children.values():
+        group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
+        group.attrs[SEAL_ATTR] = _digest(group)
+    idata.attrs[SEAL_ATTR] = _root_digest(idata)
+    return idata
+
+
+def _root_digest(idata: xr.DataTree) -> str:
+    """SHA-256 of the values of a result's public attributes and its ledger."""
+    return _digest(xr.Dataset(), idata.attrs, (LEDGER_ATTR, *PUBLIC_ATTRS))
+
+
+def sealed(group: xr.DataTree | xr.Dataset) -> bool:
+    """Whether a group was sealed by a private route and is unchanged since."""
+    return group.attrs.get(SEAL_ATTR) == _digest(group)
+
+
+def _frame_digest(frame: pd.DataFrame) -> str:
+    """SHA-256 of a table's columns (position, name, dtype, values) and index, by `_digest`."""
+    columns = {
+        f"{j}|{name}": xr.DataArray(frame.iloc[:, j].to_numpy(), dims=["row"])
+        for j, name in enumerate(frame.columns)
+    }
+    table = xr.Dataset(columns, coords={"row": frame.index.to_numpy()})
+    return _digest(table, frame.attrs, (LEDGER_ATTR, POSTERIOR_DRAW_ATTR))
+
+
+def seal_frame(frame: pd.DataFrame, ledger: str, draw: tuple[int, int]) -> pd.DataFrame:
+    """Seal a synthetic table (in place), with the JSON ``ledger`` of what paid for it and the
+    (chain, draw) of the released posterior draw it was generated from (``frame.attrs``);
+    returns it."""
+    frame.attrs = {LEDGER_ATTR: ledger, POSTERIOR_DRAW_ATTR: [int(i) for i in draw]}
+    frame.attrs[SEAL_ATTR] = _frame_digest(frame)
+    return frame
+
+
+def separate_latents(idata: xr.DataTree, names: list[str]) -> xr.DataTree:
+    """Move the variables ``names`` (latents of the noise-aware likelihood) from
+    ``idata.posterior`` to its group ``latent_posterior`` (in place; returns ``idata``), so
+    that az.summary and az.plot_trace show the variables the user declared."""
+    posterior = idata["posterior"].to_dataset()
+    names = [name for name in names if name in posterior]
+    if names:
+        idata[LATENT_GROUP] = posterior[names]
+        kept = posterior.drop_vars(names)
+        used = {dim for variable in kept.data_vars.values() for dim in variable.dims}
+        idata["posterior"] = kept.drop_vars(
+            [c for c in kept.coords if not set(kept[c].dims) <= used]
+        )
+    return idata
+
+
+def ledger_of(idata: xr.DataTree) -> PrivacyLedger:
+    """The ledger `pmp.sample` attached to its result (also after `to_netcdf`/`to_zarr`)."""
+    if not isinstance(idata, xr.DataTree):
+        raise TypeError(
+            f"ledger_of takes the xarray.DataTree pmp.sample returned, got {type(idata).__name__}."
+        )
+    if LEDGER_ATTR not in idata.attrs:
+        raise UnsupportedModelError(
+            "This DataTree carries no privacy ledger: it was not returned by pmp.sample."
+        )
+    return PrivacyLedger.from_json(idata.attrs[LEDGER_ATTR])
+
+
+@dataclass(frozen=True, repr=False)
+class ReleaseCheck:
+    """What `check_release` found: one ``(where, why)`` per item that would leak.
+
+    ``releasable`` is True when nothing was found; ``repr()``, ``str()`` and Jupyter show
+    the list, one finding a line."""
+
+    findings: tuple[tuple[str, str], ...]
+
+    @property
+    def releasable(self) -> bool:
+        return not self.findings
+
+    def __bool__(self) -> bool:
+        return self.releasable
+
+    def __str__(self) -> str:
+        if self.releasable:
+            return "Releasable: every group was sealed by a private route and is unchanged."
+        lines = [f"Not releasable ({counted(len(self.findings), 'finding')}):"]
+        lines += [f"- {where}: {why}" for where, why in self.findings]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        if self.releasable:
+            return f"<p>{html.escape(str(self))}</p>"
+        items = "".join(
+            f"<li><code>{html.escape(where)}</code>: {html.escape(why)}</li>"
+            for where, why in self.findings
+        )
+        heading = f"Not releasable ({counted(len(self.findings), 'finding')}):"
+        return f"<p>{heading}</p><ul>{items}</ul>"
+
+
+def check_release(idata: xr.DataTree | pd.DataFrame) -> ReleaseCheck:
+    """Whether ``idata`` may be released: which groups and attributes would leak, and why.
+
+    A pandas DataFrame (a synthetic data set of `pmp.synthesize`) is releasable when it is
+    sealed and unchanged since (its values, columns, dtypes and index), with no attribute but
+    the seal, the ledger and the posterior draw it came from.
+
+    Releasable means every group of the tree (nested ones included) was sealed by
+    `pmp.sample`, `pmp.sample_posterior` or `pmp.sample_posterior_predictive` and is unchanged
+    since (also after ``to_netcdf`` or ``to_zarr``), the root holds no data of its own, and
+    every attribute is public (versions, settings, the privacy ledger). Reported otherwise:
+    groups without a seal (``observed_data``, ``constant_data``, ``log_likelihood``, the
+    ``posterior_predictive`` of ``pm.sample_posterior_predictive`` on the original model, a
+    posterior from ``pm.sample``, a group nested in a sealed one), sealed groups whose values,
+    variables, coordinates or public attributes changed, variables or coordinates at the root,
+    a changed ledger, and other attributes (e.g. ``sampling_time``, a timing side channel).
+    """
+    if isinstance(idata, pd.DataFrame):
+        return _check_frame(idata)
+    if not isinstance(idata, xr.DataTree):
+        raise TypeError(
+            "check_release takes an xarray.DataTree or a pandas DataFrame (what pmp.sample "
+            f"and pmp.synthesize return), got {type(idata).__name__}."
+        )
+    findings = []
+    root = sorted(str(name) for name in (*idata.data_vars, *idata.coords))
+    if root:
+        findings.append(
+            (
+                "/",
+                f"data at the root of the tree, outside every group ({', '.join(root)}): no "
+                "private route puts any there; what it was computed from is unknown.",
+            )
+        )
+    for group in idata.descendants:
+        name = group.path.lstrip("/")
+        seal_value = group.attrs.get(SEAL_ATTR)
+        if seal_value is None:
+            why = _WHY.get(name, "added after the release: what it was computed from is unknown")
+            findings.append((name, f"not sealed by a private route: {why}."))
+            continue
+        if seal_value != _digest(group):
+            findings.append(
+                (
+                    name,
+                    "changed since a private route sealed it (values, variables, coords or "
+                    f"public attributes). {_POST_PROCESSING}",
+                )
+            )
+        for key in sorted(set(group.attrs) - {SEAL_ATTR, *PUBLIC_ATTRS}):
+            findings.append((f"{name}.attrs[{key!r}]", _NOT_PUBLIC))
+    root_seal = idata.attrs.get(SEAL_ATTR)
+    if root_seal is None and LEDGER_ATTR in idata.attrs:
+        findings.append(("attrs", "a privacy ledger that no private route sealed."))
+    elif root_seal is not None and root_seal != _root_digest(idata):
+        findings.append(
+            ("attrs", "the ledger or a public attribute changed since a private route sealed it.")
+        )
+    for key in sorted(set(idata.attrs) - {SEAL_ATTR, LEDGER_ATTR, *PUBLIC_ATTRS}):
+        findings.append((f"attrs[{key!r}]", _NOT_PUBLIC))
+    return ReleaseCheck(tuple(findings))
+
+
+def _check_frame(frame: pd.DataFrame) -> ReleaseCheck:
+    """`check_release` of a table: sealed by a private route and unchanged since."""
+    seal_value = frame.attrs.get(SEAL_ATTR)
+    if seal_value is None:
+        findings = [("table", "not sealed by a private route: what it holds is unknown.")]
+    elif seal_value != _frame_digest(frame):
+        findings = [("table", "changed since a private route sealed it (values, columns, index).")]
+    else:
+        findings = []
+    for key in sorted(set(frame.attrs) - {SEAL_ATTR, LEDGER_ATTR, POSTERIOR_DRAW_ATTR}, key=str):
+        findings.append((f"attrs[{key!r}]", _NOT_PUBLIC))
+    return ReleaseCheck(tuple(findings))
+
+
+def loo(data: xr.DataTree, *args, **kwargs) -> NoReturn:
+    """`az.loo` on a private fit: it cannot run, and this says why and what to run instead.
+
+    PSIS-LOO (like az.compare) reads log p(x_i | θ_s), the log-likelihood of every
+    record x_i under every posterior draw θ_s: a function of record i alone, computed
+    without noise, so releasing it would release each record (its sensitivity to one
+    record is unbounded; no ε covers it). No private route computes it, so the DataTree
+    of a private fit has no ``log_likelihood`` group and az.loo fails with ArviZ's "log
+    likelihood not found". `check_release` reports the group if one is added.
+
+    Instead, free of privacy cost: posterior predictive checks of what was released,
+    ``pmp.sample_posterior_predictive(idata, private)`` and `pmp.plot_ppc`, with their
+    tail probabilities (compare models by how well each reproduces the released
+    statistics); or az.loo on a model fitted to public data.
+
+    Parameters
+    ----------
+    data, *args, **kwargs
+        As for az.loo; not read.
+
+    Raises
+    ------
+    NotReleasableError
+        Always (also a `TypeError`, as ArviZ's), with the explanation above.
+    """
+    raise NotReleasableError(
+        "az.loo (and az.compare) needs the log-likelihood of every raw record under "
+        "every draw, a function of each record alone that no private route releases, so a "
+        "private fit has no log_likelihood group. Check the fit on what was released instead, "
+        "free: ppc = pmp.sample_posterior_predictive(idata, private); pmp.plot_ppc(ppc) (one "
+        "panel per released cell, with P(rep >= released)); compare models by how well each "
+        "reproduces the released statistics."
+    )
+
+
+def sample_posterior_predictive(
+    idata: xr.DataTree,
+    model: pm.Model | None = None,
+    *,
+    inputs: dict | None = None,
+    var_names: list[str] | None = None,
+    random_seed=None,
+    progressbar: bool = False,
+    extend_inferencedata: bool = False,
+    return_inferencedata: bool = True,
+    **kwargs,
+) -> xr.DataTree | dict[str, np.ndarray]:
+    """Posterior predictive draws of a private fit that read no raw data: post-processing,
+    free of privacy cost. Takes `pm.sample_posterior_predictive`'s keywords.
+
+    On a model returned by `pmp.privatize`: replicated releases s̃_rep ~ p(s̃ | θ), one per
+    posterior draw (`noise_aware.replicate_statistics`), in ``posterior_predictive``,
+    beside the released values in ``observed_data`` (both public); `pmp.plot_ppc` draws one
+    panel per released cell.
+
+    On the original model (with its `pmp.PrivateData`) and the idata of its private fit or of
+    its privatised version (the parameters' names are the same): draws of its observed nodes
+    on a copy of the model in which every `PrivateData` is replaced, by ``inputs[name]``
+    (public values, e.g. new covariates or group indices to predict at), or, for data the
+    predicted nodes only *observe*, by a placeholder at the declared lower bound (a forward
+    draw reads only its shape). So ``n_new`` new records (the length of the ``inputs``) get
+    predictions; without ``inputs``, n replicated records (n is public), which needs
+    predicted nodes that read no private covariates. They are in the group ``predictions``
+    (with ``inputs``, the public values, in ``predictions_constant_data``).
+
+    Every group is sealed: `check_release` accepts the fit extended with them.
+
+    Parameters
+    ----------
+    idata
+        What a private route (`pmp.sample`, `pmp.sample_posterior`) returned.
+    model
+        The privatised model, or the original one (default: the context model).
+    inputs
+        Public values of the original model's data to predict at, by name.
+    var_names
+        The released statistics (privatised model) or observed nodes (original model) to
+        draw; default all.
+    random_seed
+        Seed of the draws.
+    progressbar
+        PyMC's progress bar on the original model (off by default: the draws take seconds;
+        the replicated releases of a privatised model are drawn in numpy, without one).
+    extend_inferencedata
+        True: add the groups to ``idata`` (``idata.update``) and return it, as PyMC.
+    return_inferencedata
+        False: return the draws as a dict of arrays by name (chain, draw, ...), as PyMC.
+    **kwargs
+        ``sample_dims``, ``progressbar_theme`` and ``compile_kwargs`` go to
+        `pm.sample_posterior_predictive` on the original model. ``predictions`` and
+        ``idata_kwargs`` are refused: the group is decided by the model (above), and an
+        DataTree of PyMC's making could hold the observed data.
+
+    Raises
+    ------
+    UnsupportedModelError
+        ``idata`` holds no sealed posterior; a predicted node reads private data that
+        ``inputs`` does not replace (the message names it); ``var_names`` not observed nodes
+        or released statistics; ``inputs`` for a privatised model.
+    DataBoundsError
+        ``inputs`` not finite, of different lengths, or of the wrong record shape.
+    TypeError
+        A keyword `pm.sample_posterior_predictive` does not take, or one refused above.
+    """
+    refused = sorted(set(kwargs) & set(_REFUSED_PREDICTIVE))
+    if refused:
+        raise TypeError(
+            f"pmp.sample_posterior_predictive does not take {refused[0]}=: "
+            f"{_REFUSED_PREDICTIVE[refused[0]]}"
+        )
+    unknown = sorted(set(kwargs) - _PASSED_PREDICTIVE)
+    if unknown:
+        raise TypeError(
+            f"pmp.sample_posterior_predictive got unexpected keyword arguments {unknown}."
+        )
+    result = _predictive(
+        idata, model, inputs, var_names, random_seed, {"progressbar": progressbar, **kwargs}
+    )
+    if not return_inferencedata:
+        group = "posterior_predictive" if "posterior_predictive" in result else "predictions"
+        return {name: values.values for name, values in result[group].data_vars.items()}
+    if extend_inferencedata:
+        idata.update(result.children)
+        return idata
+    return result
+
+
+# pm.sample_posterior_predictive keywords passed through on the original model, and those
+# refused (with why).
+_PASSED_PREDICTIVE = {"sample_dims", "progressbar_theme", "compile_kwargs"}
+_REFUSED_PREDICTIVE = {
+    "predictions": "the group is decided by the model (see the docstring).",
+    "idata_kwargs": "the DataTree is built by pmp, without the observed data.",
+    "trace": "pass the private fit as idata.",
+}
+
+
+def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> xr.DataTree:
+    """`sample_posterior_predictive` once its keywords are checked."""
+    model = pm.modelcontext(model)
+    if not isinstance(idata, xr.DataTree) or "posterior" not in idata.children:
+        raise UnsupportedModelError("idata must be a DataTree with a posterior group.")
+    if not sealed(idata["posterior"]):
+        raise UnsupportedModelError(
+            "This posterior was not released by a private route (or changed since): its "
+            "predictive draws would carry whatever it was computed from. Sample with "
+            "pmp.sample or pmp.sample_posterior first."
+        )
+    posterior = idata["posterior"].to_dataset()
+    privatisation = privatised_route(model)
+    if privatisation is not None:
+        if LATENT_GROUP in idata.children:  # the latent group sizes replicate the counts
+            latent = idata[LATENT_GROUP].to_dataset()
+            if not sealed(latent):
+                raise UnsupportedModelError(
+                    f"The group {LATENT_GROUP} was not released by a private route (or "
+                    "changed since). Sample with pmp.sample first."
+                )
+            posterior = xr.merge([posterior, latent])
+        return _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
+    # The draws run the observed nodes' random graphs and Python random functions (a
+    # pm.CustomDist's) on a copy whose data are replaced: none may read the private data.
+    refuse_private_paths(model)
+    specs = private_data(model)
+    inputs = dict(inputs or {})
+    observed = {rv.name: model.rvs_to_values[rv] for rv in model.observed_RVs}
+    var_names = list(observed) if var_names is None else list(var_names)
+    unknown = sorted(set(var_names) - set(observed))
+    if unknown:
+        raise UnsupportedModelError(
+            f"var_names must name observed nodes of the model ({sorted(observed)}); got {unknown}."
+        )
+    public = {v.name: v.get_value(borrow=True) for v in model.data_vars if v.name not in specs}
+    unknown = sorted(set(inputs) - set(specs) - set(public))
+    if unknown:
+        raise UnsupportedModelError(
+            f"inputs replace the model's data ({sorted(specs)} private, "
+            f"{sorted(public)} public pm.Data); got {unknown}."
+        )
+    records = {name: (spec.record_shape, spec.integer) for name, spec in specs.items()}
+    for name, value in public.items():
+        records[name] = (np.shape(value)[1:], np.asarray(value).dtype.kind in "iub")
+    size = _checked_inputs(inputs, records)
+    if size is None:  # public pm.Data already set to the new records (pm.set_data)
+        lengths = {np.shape(value)[0] for value in public.values() if np.ndim(value)}
+        n = next(iter(specs.values())).n if specs else 0
+        size = lengths.pop() if len(lengths) == 1 else n
+    # Private data each predicted node reads, other than its own observed values (whose
+    # shape alone sizes its draw). Every PrivateData is replaced below whatever this finds,
+    # so nothing raw is read either way; this refuses predictions at placeholder covariates.
+    read = set()
+    for name in var_names:
+        own = {v.name for v in ancestors([observed[name]]) if v.name in specs}
+        read |= {v.name for v in ancestors([model[name]]) if v.name in specs} - own
+    missing = sorted(read - set(inputs))
+    if missing:
+        raise UnsupportedModelError(
+            f"The predicted nodes read the private data {missing}: pass public values for it "
+            f"(inputs={{{missing[0]!r}: ...}}, e.g. new covariates to predict at); predictions "
+            "at the raw values would release them."
+        )
+    copy = clone_model(model)
+    values = {
+        name: np.asarray(inputs[name]).astype(np.asarray(public[name]).dtype)
+        for name in public
+        if name in inputs
+    }
+    for name, spec in specs.items():
+        current = copy[name].get_value(borrow=True)
+        if name in inputs:
+            values[name] = np.asarray(inputs[name]).astype(current.dtype)
+        else:
+            placeholder = np.broadcast_to(spec.lower, (size, *spec.record_shape))
+            values[name] = placeholder.astype(current.dtype)
+    with copy:
+        pm.set_data(values, coords=_record_coords(copy, values, size))
+    check_public_indices(
+        [copy[name] for name in var_names], "the predicted nodes", inputs_public=True
+    )
+    parameters = [name for name in posterior.data_vars if name in copy.named_vars]
+    with quiet_sampling():  # without rich's ipywidgets warning in Jupyter
+        result = pm.sample_posterior_predictive(
+            posterior[parameters],
+            model=copy,
+            var_names=var_names,
+            predictions=True,
+            random_seed=random_seed,
+            **pm_kwargs,
+        )
+    groups = {"predictions": result.predictions}
+    if inputs:
+        groups["predictions_constant_data"] = xr.Dataset(
+            {
+                name: xr.DataArray(values[name], dims=_dims(name, values[name].ndim))
+                for name in inputs
+            }
+        )
+    return seal(xr.DataTree.from_dict(groups))
+
+
+def _replicated(posterior, model, privatisation, inputs, var_names, random_seed):
+    """Posterior predictive checks of a privatised model: its replicated released statistics
+    in ``posterior_predictive`` against the released ones in ``observed_data`` (both public,
+    so az.plot_ppc and az.bpv run on the sealed result)."""
+    if inputs:
+        raise UnsupportedModelError(
+            "A privatised model holds released statistics, not records, so it predicts no "
+            "new records: pass the original model (with its PrivateData) and the idata of "
+            "the privatised fit to predict at public inputs."
+        )
+    with compiling():
+        replicated, released = replicate_statistics(
+            posterior, model, privatisation, np.random.default_rng(random_seed)
+        )
+    var_names = list(replicated) if var_names is None else list(var_names)
+    unknown = sorted(set(var_names) - set(replicated))
+    if unknown:
+        raise UnsupportedModelError(
+            f"var_names must name released statistics ({sorted(replicated)}); got {unknown}."
+        )
+    coords = {"chain": posterior.chain.values, "draw": posterior.draw.values}
+    return seal(
+        xr.DataTree.from_dict(
+            {
+                "posterior_predictive": xr.Dataset(
+                    {
+                        name: xr.DataArray(
+                            replicated[name],
+                            dims=["chain", "draw", *_dims(name, replicated[name].ndim - 2)],
+                            coords=coords,
+                        )
+                        for name in var_names
+                    }
+                ),
+                "observed_data": xr.Dataset(
+                    {
+                        name: xr.DataArray(released[name], dims=_dims(name, released[name].ndim))
+                        for name in var_names
+                    }
+                ),
+            }
+        )
+    )
+
+
+def _record_coords(model: pm.Model, values: dict, size: int) -> dict:
+    """New coordinates 0 … size − 1 for the record dimension of every replaced data
+    variable whose dims name one of another length (PyMC requires them with pm.set_data)."""
+    coords = {}
+    for name in values:
+        dims = model.named_vars_to_dims.get(name) or ()
+        if dims and dims[0] is not None and len(model.coords.get(dims[0]) or ()) != size:
+            coords[dims[0]] = np.arange(size)
+    return coords
+
+
+def _dims(name: str, ndim: int) -> list[str]:
+    """ArviZ's default names for the ``ndim`` axes of a variable's values."""
+    return [f"{name}_dim_{i}" for i in range(ndim)]
+
+
+def _checked_inputs(inputs: dict, records: dict) -> int | None:
+    """The common length of the public ``inputs`` (None without inputs), checked against
+    ``records``: (record shape, integer) of each data variable by name."""
+    sizes = set()
+    for name, value in inputs.items():
+        array = np.asarray(value)
+        record_shape, integer = records[name]
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise DataBoundsError(f"inputs[{name!r}] must hold finite numbers.")
+        if array.ndim < 1 or array.shape[0] == 0 or array.shape[1:] != record_shape:
+            raise DataBoundsError(
+                f"inputs[{name!r}] must have shape (n_new, *{record_shape}) with n_new "
+                f">= 1, like the records of {name}; got {array.shape}."
+            )
+        if integer and not np.all(array == np.round(array)):
+            raise DataBoundsError(f"inputs[{name!r}] must hold integers, like {name}.")
+        sizes.add(array.shape[0])
+    if len(sizes) > 1:
+        raise DataBoundsError(f"inputs must all have the same length; got {sorted(sizes)}.")
+    return sizes.pop() if sizes else None

@@ -1,0 +1,1 @@
+"""Draws: pmp.sample, exact posterior draws, private MAP and predictions."""
