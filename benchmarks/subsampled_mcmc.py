@@ -330,13 +330,13 @@ def smallest_noise(total) -> float:
     return _fitting(total, 1e-3, 100.0, grows=False)
 
 
-def composed(chain: pmp.Release, before: tuple) -> float:
+def composed(chain: pmp.dp.Release, before: tuple) -> float:
     return pmp.PrivacyLedger([*before, chain]).composition(1e-6).epsilon
 
 
 def barker_total(clip: float, before: tuple = ()) -> float:
-    release = pmp.Release(
-        "clipped_barker_metropolis", pmp.PureEvent(2 * clip + 2**-43), count=STEPS
+    release = pmp.dp.Release(
+        "clipped_barker_metropolis", pmp.dp.PureEvent(2 * clip + 2**-43), count=STEPS
     )
     return composed(release, before)
 

@@ -1,41 +1,43 @@
-"""pymc-private: differentially private posterior sampling for PyMC models."""
+"""pymc-private: differentially private posterior sampling for PyMC models.
 
-from pymc_private.analysis.core import PrivacyAnalysis, analyze
-from pymc_private.analysis.leak_guard import refuse_private_paths
-from pymc_private.analysis.privatisation import privatised_statistics
-from pymc_private.data.declaration import PrivateData, check_private_data, private_data
-from pymc_private.data.ledgers import PrivacyLedger, ledger_for
-from pymc_private.dp.audit import AuditResult, epsilon_lower_bound
-from pymc_private.dp.budget import Budget
-from pymc_private.dp.composition import Composition
-from pymc_private.dp.events import (
-    PrivacyEvent,
-    PureEvent,
-    Release,
-    SubsampledGaussianEvent,
-    UnitShiftGaussianEvent,
-    ZcdpEvent,
+The names a PyMC author calls are here: declare the private data and the truncated priors,
+analyse and plan, pay once (`privatize`) or per draw (`PrivateGibbs`, `PrivateMetropolis`),
+sample within a `Budget`, and report and check what is released. Everything else is in the
+subpackages, as namespaces: ``pmp.dp`` (events, mechanisms, composition, the auditor),
+``pmp.data``, ``pmp.priors``, ``pmp.families``, ``pmp.analysis``, ``pmp.conditionals``,
+``pmp.noise_aware``, ``pmp.pay_once``, ``pmp.steps``, ``pmp.sampling``, ``pmp.planning``,
+``pmp.release`` and ``pmp.errors`` (every exception and warning).
+"""
+
+from pymc_private import (
+    analysis,
+    conditionals,
+    data,
+    dp,
+    errors,
+    families,
+    noise_aware,
+    pay_once,
+    planning,
+    priors,
+    release,
+    sampling,
+    steps,
 )
-from pymc_private.dp.mechanisms import discrete_laplace, exponential_mechanism, laplace
+from pymc_private.analysis.core import analyze
+from pymc_private.analysis.privatisation import privatised_statistics
+from pymc_private.data.declaration import PrivateData
+from pymc_private.data.ledgers import PrivacyLedger, ledger_for
+from pymc_private.dp.budget import Budget
 from pymc_private.errors import (
     BudgetExceededError,
-    CalibrationWarning,
-    ConvergenceWarning,
     DataBoundsError,
     InvalidPrivacyParameterError,
-    LedgerError,
-    LedgerIntegrityError,
-    LedgerWriteError,
-    NotReleasableError,
-    NUTSFallbackWarning,
     PrivacyError,
     UnboundedSensitivityError,
-    UncoveredDataWarning,
-    UnsupportedEventError,
     UnsupportedModelError,
 )
 from pymc_private.pay_once.privatize import privatize
-from pymc_private.planning.plan import PrivacyPlan
 from pymc_private.planning.planner import plan
 from pymc_private.priors.distributions import (
     TruncatedBeta,
@@ -45,58 +47,28 @@ from pymc_private.priors.distributions import (
     TruncatedMvNormal,
     TruncatedNormal,
 )
-from pymc_private.priors.support import ParameterSupport, parameter_support
-from pymc_private.release.report import PrivacyReport, plot_ppc, plot_privacy, privacy_report
-from pymc_private.release.seal import (
-    ReleaseCheck,
-    check_release,
-    ledger_of,
-    loo,
-    sample_posterior_predictive,
-)
-from pymc_private.release.synthetic import SyntheticEstimate, combine_synthetic, synthesize
-from pymc_private.sampling.map_estimate import map_utility_bound, private_map
-from pymc_private.sampling.posterior import (
-    PosteriorSampleResponder,
-    psaqr_utility_bound,
-    sample_posterior,
-)
+from pymc_private.release.report import plot_ppc, plot_privacy, privacy_report
+from pymc_private.release.seal import check_release, ledger_of
+from pymc_private.release.synthetic import combine_synthetic, synthesize
+from pymc_private.sampling.map_estimate import private_map
+from pymc_private.sampling.posterior import sample_posterior
+from pymc_private.sampling.predictive import sample_posterior_predictive
 from pymc_private.sampling.sample import sample
 from pymc_private.steps.gibbs import PrivateGibbs
 from pymc_private.steps.metropolis import PrivateMetropolis
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "AuditResult",
     "Budget",
     "BudgetExceededError",
-    "CalibrationWarning",
-    "Composition",
-    "ConvergenceWarning",
     "DataBoundsError",
     "InvalidPrivacyParameterError",
-    "LedgerError",
-    "LedgerIntegrityError",
-    "LedgerWriteError",
-    "NUTSFallbackWarning",
-    "NotReleasableError",
-    "ParameterSupport",
-    "PosteriorSampleResponder",
-    "PrivacyAnalysis",
     "PrivacyError",
-    "PrivacyEvent",
     "PrivacyLedger",
-    "PrivacyPlan",
-    "PrivacyReport",
     "PrivateData",
     "PrivateGibbs",
     "PrivateMetropolis",
-    "PureEvent",
-    "Release",
-    "ReleaseCheck",
-    "SubsampledGaussianEvent",
-    "SyntheticEstimate",
     "TruncatedBeta",
     "TruncatedDirichlet",
     "TruncatedExponential",
@@ -104,45 +76,34 @@ __all__ = [
     "TruncatedMvNormal",
     "TruncatedNormal",
     "UnboundedSensitivityError",
-    "UncoveredDataWarning",
-    "UnitShiftGaussianEvent",
-    "UnsupportedEventError",
     "UnsupportedModelError",
-    "ZcdpEvent",
+    "analysis",
     "analyze",
-    "check_private_data",
     "check_release",
     "combine_synthetic",
-    "discrete_laplace",
-    "epsilon_lower_bound",
-    "exponential_mechanism",
-    "laplace",
+    "conditionals",
+    "data",
+    "dp",
+    "errors",
+    "families",
     "ledger_for",
     "ledger_of",
-    "loo",
-    "map_utility_bound",
-    "parameter_support",
+    "noise_aware",
+    "pay_once",
     "plan",
+    "planning",
     "plot_ppc",
     "plot_privacy",
+    "priors",
     "privacy_report",
-    "private_data",
     "private_map",
     "privatised_statistics",
     "privatize",
-    "psaqr_utility_bound",
-    "refuse_private_paths",
+    "release",
     "sample",
     "sample_posterior",
     "sample_posterior_predictive",
+    "sampling",
+    "steps",
     "synthesize",
 ]
-
-
-def __getattr__(name: str):
-    """`pmp.demo` without importing it (and its data set) with the package."""
-    if name == "demo":
-        import importlib
-
-        return importlib.import_module("pymc_private.examples.demo")
-    raise AttributeError(f"module 'pymc_private' has no attribute {name!r}")

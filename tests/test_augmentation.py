@@ -19,16 +19,15 @@ from scipy import special, stats
 
 import pymc_private as pmp
 from pymc_private.analysis.privatisation import privatisation_of
-from pymc_private.noise_aware.latent import IntegerNoise
+from pymc_private.dp.noise import NoiseLaw
 from pymc_private.noise_aware.sampler import augmented_sampler
 
 A = 0.05
 GRID = 2001
 
 
-def _noise(private, name: str) -> IntegerNoise:
-    law = privatisation_of(private).noise[name]
-    return IntegerNoise(law.kind, law.scale)
+def _noise(private, name: str) -> NoiseLaw:
+    return privatisation_of(private).noise[name]
 
 
 def _released(private, name: str) -> np.ndarray:
@@ -317,11 +316,11 @@ def test_models_the_moves_do_not_cover_are_left_to_nuts():
     with private:
         pm.Potential("shrink", -((private["theta"] - 0.5) ** 2))
     assert augmented_sampler(private, privatisation_of(private)) is None
-    with pytest.warns(pmp.NUTSFallbackWarning, match="Potential `shrink`"):
+    with pytest.warns(pmp.errors.NUTSFallbackWarning, match="Potential `shrink`"):
         idata = _sample(private, draws=20, chains=1, tune=20)
     assert idata.attrs["sampler"].startswith("pm.sample: ")
     with warnings.catch_warnings():
-        warnings.simplefilter("error", pmp.NUTSFallbackWarning)
+        warnings.simplefilter("error", pmp.errors.NUTSFallbackWarning)
         with private:
             _sample(private, draws=20, chains=1, tune=20, step=pm.NUTS())
     plug_in = pmp.privatize(bernoulli(x), 1.0, noise_aware=False, secure=False, random_seed=18)

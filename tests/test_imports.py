@@ -1,6 +1,6 @@
 """The package's imports: no module imports itself back through others (lazy imports inside
-functions included), and importing the package leaves the user's warnings filters and
-loggers as they were."""
+functions, imports for annotations only and the names a subpackage's face reads included),
+and importing the package leaves the user's warnings filters and loggers as they were."""
 
 from __future__ import annotations
 
@@ -27,28 +27,26 @@ def _module_names() -> dict[str, Path]:
     return modules
 
 
-def _runs(node: ast.If) -> bool:
-    """False for ``if TYPE_CHECKING:`` blocks, which never run."""
-    test = node.test
-    name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
-    return name != "TYPE_CHECKING"
-
-
 def _imported(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The package's modules that ``module`` imports anywhere in its body (module level,
-    inside functions, ``importlib.import_module("...")`` of a constant name). ``from
-    pymc_private import session`` is the module ``pymc_private.session`` when it exists; an
-    import does not count as one of the packages above the module it names (their
-    ``__init__`` runs first, but imports the submodules, not the other way round)."""
+    inside functions, under ``if TYPE_CHECKING:`` (a coupling all the same),
+    ``importlib.import_module("...")`` of a constant name, and the modules a subpackage's
+    face names in its ``_NAMES``). ``from pymc_private import session`` is the module
+    ``pymc_private.session`` when it exists; an import does not count as one of the packages
+    above the module it names (their ``__init__`` runs first, but imports the submodules, not
+    the other way round)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
     pending: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.If) and not _runs(node):
-            pending.extend(node.orelse)
-            continue
         pending.extend(ast.iter_child_nodes(node))
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(target, "id", None) for target in node.targets] == ["_NAMES"]
+            and isinstance(node.value, ast.Dict)
+        ):
+            found.update(f"{package}.{value.value}" for value in node.value.values)
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -104,7 +102,7 @@ def test_the_graph_reads_every_kind_of_import():
     assert (
         "pymc_private.dp.session" in graph["pymc_private.data.declaration"]
     )  # from pymc_private import x
-    assert "pymc_private.examples.demo" in graph["pymc_private"]  # importlib.import_module("...")
+    assert "pymc_private.dp.mechanisms" in graph["pymc_private.dp"]  # a face's names
     assert "pymc_private.examples.demo" in graph["pymc_private.__main__"]  # inside a function
     assert "pymc_private.steps.gibbs" in graph["pymc_private"]
     assert not any("pymc_private" in targets for targets in graph.values())

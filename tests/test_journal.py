@@ -145,7 +145,7 @@ def test_scenario_3_a_changed_byte_refuses_open_and_every_release_before_any_noi
     lines = path.read_bytes().split(b"\n")
     lines[2] = lines[2].replace(b'"epsilon":0.3', b'"epsilon":0.1')  # the second release
     path.write_bytes(b"\n".join(lines))
-    with pytest.raises(pmp.LedgerIntegrityError, match=r"survey\.ledger, line 3"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match=r"survey\.ledger, line 3"):
         pmp.PrivacyLedger.open(path)
     drawn = []
     monkeypatch.setattr(
@@ -154,7 +154,7 @@ def test_scenario_3_a_changed_byte_refuses_open_and_every_release_before_any_noi
         lambda *a, **k: drawn.append(1),
     )
     # Today: the file said 0.6 and a fourth 0.3 was accepted against Budget(1.0).
-    with pytest.raises(pmp.LedgerIntegrityError, match="line 3"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="line 3"):
         pmp.privatize(coin_model, 0.3)
     assert drawn == []
 
@@ -163,10 +163,10 @@ def test_scenario_3_an_unparseable_or_removed_line_is_refused_not_skipped(tmp_pa
     path = tmp_path / "survey.ledger"
     lines = _written(path).split(b"\n")
     path.write_bytes(b"\n".join([*lines[:2], lines[2][:-5] + b"#" + lines[2][-4:], *lines[3:]]))
-    with pytest.raises(pmp.LedgerIntegrityError, match="line 3"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="line 3"):
         pmp.PrivacyLedger.open(path)
     path.write_bytes(b"\n".join([lines[0], *lines[2:]]))  # the first release removed
-    with pytest.raises(pmp.LedgerIntegrityError, match="line 2"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="line 2"):
         pmp.PrivacyLedger.open(path)
 
 
@@ -174,11 +174,11 @@ def test_scenario_3_an_emptied_file_or_an_edited_budget_is_refused(tmp_path):
     path = tmp_path / "survey.ledger"
     text = _written(path)
     path.write_bytes(b"")  # today: silently re-created with the budget passed next
-    with pytest.raises(pmp.LedgerIntegrityError, match="empty"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="empty"):
         pmp.PrivacyLedger.open(path, budget=pmp.Budget(5.0))
     assert path.read_bytes() == b""
     path.write_bytes(text.replace(b'"epsilon":1.0', b'"epsilon":9.0', 1))
-    with pytest.raises(pmp.LedgerIntegrityError, match="line 1"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="line 1"):
         pmp.PrivacyLedger.open(path)
 
 
@@ -194,7 +194,7 @@ def test_any_changed_byte_of_a_ledger_file_is_refused(tmp_path, where, byte):
         return
     text[position] = byte
     path.write_bytes(bytes(text))
-    with pytest.raises((pmp.LedgerIntegrityError, pmp.InvalidPrivacyParameterError)):
+    with pytest.raises((pmp.errors.LedgerIntegrityError, pmp.InvalidPrivacyParameterError)):
         pmp.PrivacyLedger.open(path)
 
 
@@ -210,7 +210,7 @@ def test_a_line_torn_by_a_crash_is_skipped_and_cut_off_by_the_next_append(tmp_pa
     assert [r.epsilon for r in pmp.PrivacyLedger.open(path).releases] == [0.3, 0.3, 0.2]
     # A last line that is whole but whose newline was changed was damaged, not torn.
     path.write_bytes(path.read_bytes()[:-1] + b" ")
-    with pytest.raises(pmp.LedgerIntegrityError, match="last byte"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="last byte"):
         pmp.PrivacyLedger.open(path)
 
 
@@ -245,11 +245,11 @@ def test_a_file_truncated_or_replaced_while_attached_is_refused(tmp_path, coin_m
     odometer.attach(coin_model)
     assert pmp.ledger_for(coin_model).epsilon() == pytest.approx(0.6)
     path.write_bytes(text[: text.rfind(b"\n", 0, len(text) - 1) + 1])  # the last line cut off
-    with pytest.raises(pmp.LedgerIntegrityError, match="shorter"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="shorter"):
         pmp.ledger_for(coin_model).epsilon()
     path.unlink()
     pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0))  # a new file at the same path
-    with pytest.raises(pmp.LedgerIntegrityError, match="replaced"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="replaced"):
         pmp.privatize(coin_model, 0.1)
 
 
@@ -307,7 +307,7 @@ def test_a_ledger_file_of_format_1_is_refused_until_migrated(tmp_path, caplog):
     lines += [json.dumps({"uid": f"u{i}", "release": SPEND.to_dict()}) for i in range(2)]
     lines.insert(2, '{"uid": "torn", "release": {"mech')  # closed off by format 1
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(pmp.LedgerError, match=r"PrivacyLedger\.migrate"):
+    with pytest.raises(pmp.errors.LedgerError, match=r"PrivacyLedger\.migrate"):
         pmp.PrivacyLedger.open(path)
     with caplog.at_level(logging.WARNING, logger="pymc_private"):
         migrated = pmp.PrivacyLedger.migrate(path)
@@ -355,11 +355,13 @@ def test_a_cut_tail_is_refused_not_refunded(tmp_path, cut):
     before = pmp.PrivacyLedger.open(path)
     end = len(text) - 40 if cut == 40 else text.rfind(b"\n", 0, len(text) - 1) + 1
     path.write_bytes(text[:end])
-    with pytest.raises(pmp.LedgerIntegrityError, match="holds 3 whole lines, but its commit"):
+    with pytest.raises(
+        pmp.errors.LedgerIntegrityError, match="holds 3 whole lines, but its commit"
+    ):
         pmp.PrivacyLedger.open(path)
-    with pytest.raises(pmp.LedgerIntegrityError, match="shorter"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="shorter"):
         before.record(SPEND)
-    with pytest.raises(pmp.LedgerIntegrityError):
+    with pytest.raises(pmp.errors.LedgerIntegrityError):
         pmp.PrivacyLedger.open(path).record(SPEND)
     assert path.read_bytes() == text[:end]
 
@@ -444,7 +446,7 @@ def test_no_cut_of_a_ledger_file_or_its_record_counts_less_than_was_committed(
     target.write_bytes(text[: int(where * len(text))])
     try:
         reopened = pmp.PrivacyLedger.open(path)
-    except (pmp.LedgerIntegrityError, pmp.InvalidPrivacyParameterError):
+    except (pmp.errors.LedgerIntegrityError, pmp.InvalidPrivacyParameterError):
         return
     # Only the newline of the last line can go unnoticed: its line is whole and counted.
     assert reopened.epsilon() >= committed
@@ -483,7 +485,7 @@ def test_a_file_written_before_commit_records_reads_as_before_but_never_skips_a_
     assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.9)  # the same total
     assert not (tmp_path / "old.ledger.commit").exists()
     path.write_bytes(text[:-40])  # no record to tell a crash from a cut: refused
-    with pytest.raises(pmp.LedgerIntegrityError, match=r"incomplete line of [0-9]+ bytes"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match=r"incomplete line of [0-9]+ bytes"):
         pmp.PrivacyLedger.open(path)
     with pytest.raises(pmp.InvalidPrivacyParameterError, match="reason"):
         pmp.PrivacyLedger.acknowledge_torn_line(path, reason="")
@@ -501,7 +503,7 @@ def test_a_file_written_before_commit_records_reads_as_before_but_never_skips_a_
     ledger.record(SPEND)
     cut = path.read_bytes()
     path.write_bytes(cut[: cut.rfind(b"\n", 0, len(cut) - 1) + 1])  # now a cut is refused
-    with pytest.raises(pmp.LedgerIntegrityError, match="commit record says 5"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="commit record says 5"):
         pmp.PrivacyLedger.open(path)
 
 
@@ -513,10 +515,10 @@ def test_a_missing_or_foreign_commit_record_is_refused(tmp_path):
     _written(other, count=2)
     kept = record.read_bytes()
     record.unlink()
-    with pytest.raises(pmp.LedgerIntegrityError, match="is missing"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="is missing"):
         pmp.PrivacyLedger.open(path)
     record.write_bytes((tmp_path / "other.ledger.commit").read_bytes())
-    with pytest.raises(pmp.LedgerIntegrityError, match="another journal"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="another journal"):
         pmp.PrivacyLedger.open(path)
     record.write_bytes(kept)
     assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.6)
@@ -537,7 +539,7 @@ def test_a_commit_that_fails_discards_the_release_and_its_line_counts(tmp_path, 
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(journal.os, "pwrite", no_space)
-    with pytest.raises(pmp.LedgerWriteError, match="lines stay in the journals and count"):
+    with pytest.raises(pmp.errors.LedgerWriteError, match="lines stay in the journals and count"):
         ledger.record(SPEND)
     monkeypatch.undo()
     assert _committed_lines(path) == 2

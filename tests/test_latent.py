@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+from pymc_private.dp.noise import GaussianNoise, LaplaceNoise
 from pymc_private.noise_aware.latent import (
-    IntegerNoise,
     MultinomialCounts,
     PoissonCounts,
     add_records,
@@ -53,10 +53,10 @@ def _agrees(draws: np.ndarray, support: np.ndarray, log_pmf: np.ndarray) -> None
     assert p_value > 1e-4
 
 
-LAPLACE, GAUSSIAN = IntegerNoise("laplace", 3.0), IntegerNoise("gaussian", 20.0)
+LAPLACE, GAUSSIAN = LaplaceNoise(3.0), GaussianNoise(20.0)
 
 
-@pytest.mark.parametrize("noise", [LAPLACE, GAUSSIAN, IntegerNoise("laplace", 0.05)])
+@pytest.mark.parametrize("noise", [LAPLACE, GAUSSIAN, LaplaceNoise(0.05)])
 @pytest.mark.parametrize(
     ("total", "q", "first", "second"),
     [
@@ -83,16 +83,16 @@ def test_two_variants_share_a_window_and_each_is_exact():
     rng = np.random.default_rng(2)
     total, first, second = np.full(DRAWS, 180), np.full(DRAWS, 150.0), np.full(DRAWS, 40.0)
     q = np.stack([np.full(DRAWS, 0.7), np.full(DRAWS, 0.9)])
-    draws, marginal = binary_split(rng, total, q, first, second, IntegerNoise("laplace", 61.0))
+    draws, marginal = binary_split(rng, total, q, first, second, LaplaceNoise(61.0))
     for variant in range(2):
-        support, log_pmf = _pair_pmf(180, q[variant, 0], 150.0, 40.0, IntegerNoise("laplace", 61.0))
+        support, log_pmf = _pair_pmf(180, q[variant, 0], 150.0, 40.0, LaplaceNoise(61.0))
         _agrees(draws[variant], support, log_pmf)
         assert marginal[variant, 0] == pytest.approx(special.logsumexp(log_pmf), abs=1e-9)
 
 
 def test_huge_totals_and_noise_keep_the_marginal_exact():
     """T = 10⁶ with noise of scale 10⁵: a wide window, still closed by the tail bound."""
-    noise = IntegerNoise("laplace", 1e5)
+    noise = LaplaceNoise(1e5)
     total, q, released = 1_000_000, 0.3, 250_000.0
     _, marginal = binary_split(
         None, np.array([total]), np.array([q]), np.array([released]), None, noise
@@ -105,7 +105,7 @@ def test_huge_totals_and_noise_keep_the_marginal_exact():
 def test_a_window_started_far_from_the_mode_still_closes_exactly():
     """window_draw is handed a centre 400 steps off and a reach of 1: it widens until the
     tail bound holds, and the draws are the exact pmf's."""
-    noise = IntegerNoise("gaussian", 15.0)
+    noise = GaussianNoise(15.0)
 
     def logpmf(x, rows):
         return (stats.binom.logpmf(x, 600, 0.5) + noise.log_pmf(320.0 - x))[None]
@@ -137,7 +137,7 @@ def test_pair_sweeps_leave_the_multinomial_posterior_invariant():
     """Gibbs sweeps over the category pairs of K = 3 counts (all released) from a draw of
     the exact joint law stay distributed as that law: compare the first count's marginal."""
     rng = np.random.default_rng(5)
-    n, p, noise = 12, np.array([0.5, 0.3, 0.2]), IntegerNoise("laplace", 2.0)
+    n, p, noise = 12, np.array([0.5, 0.3, 0.2]), LaplaceNoise(2.0)
     released = np.array([3.0, 6.0, 1.0])
     states = [(a, b, n - a - b) for a in range(n + 1) for b in range(n + 1 - a)]
     log_joint = np.array(
@@ -195,7 +195,7 @@ def test_a_cell_of_no_exposure_has_no_records():
         np.array([2.0, 2.0]),
         np.array([1.0, 1.0]),
         np.array([-3.0, 57.0]),
-        IntegerNoise("laplace", 10.0),
+        LaplaceNoise(10.0),
         200,
     )
     assert (draws[0] == 0).all() and draws[1].mean() > 10

@@ -224,7 +224,7 @@ def test_scenario_5_data_from_the_same_source_is_charged_to_its_ledger_file(tmp_
         pmp.privatize(_survey(pd.Series(SURVEY).astype("Int64")), 0.2)  # another container
     with original:
         pm.set_data({"y": corrected.astype(np.int32)})
-    pmp.check_private_data(original)
+    pmp.data.check_private_data(original)
     with pytest.raises(BudgetExceededError):
         pmp.privatize(original, 0.2)
     assert [r["epsilon"] for r in _releases_in(path)] == [0.6, 0.3]
@@ -236,7 +236,7 @@ def test_scenario_5_without_a_source_a_release_on_uncovered_data_warns(tmp_path)
     odometer.attach(_survey(SURVEY, source=None))
     corrected = SURVEY.copy()
     corrected[3] = 1
-    with pytest.warns(pmp.UncoveredDataWarning, match="source="):
+    with pytest.warns(pmp.errors.UncoveredDataWarning, match="source="):
         pmp.privatize(_survey(corrected, source=None), 0.6)
 
 
@@ -258,12 +258,12 @@ def test_a_file_of_a_source_is_charged_silently_for_its_records_declared_either_
     corrected = SURVEY.copy()
     corrected[3] = 1
     with warnings.catch_warnings():
-        warnings.simplefilter("error", pmp.UncoveredDataWarning)
+        warnings.simplefilter("error", pmp.errors.UncoveredDataWarning)
         pmp.privatize(original, 0.6, secure=False)
         pmp.privatize(_survey(corrected), 0.6, secure=False)
         pmp.privatize(_survey(SURVEY, source=None), 0.6, secure=False)
     assert [r["epsilon"] for r in _releases_in(path)] == [0.6, 0.6, 0.6]
-    with pytest.warns(pmp.UncoveredDataWarning, match="source="):
+    with pytest.warns(pmp.errors.UncoveredDataWarning, match="source="):
         pmp.privatize(_survey(corrected, source=None), 0.6, secure=False)
 
 

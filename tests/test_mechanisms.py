@@ -13,19 +13,21 @@ from scipy import stats
 
 from pymc_private.dp.audit import epsilon_lower_bound
 from pymc_private.dp.mechanisms import (
-    FLOAT_SAMPLER_SCALE_LIMIT,
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     ExponentialMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     UnitShiftGaussianMechanism,
-    _binary_digit_plan,
-    binary_digit_count,
-    binary_digit_geometric,
     discrete_laplace,
     exponential_mechanism,
     laplace,
+)
+from pymc_private.dp.noise import (
+    FLOAT_SAMPLER_SCALE_LIMIT,
+    _binary_digit_plan,
+    binary_digit_count,
+    binary_digit_geometric,
     numpy_discrete_gaussian,
     numpy_discrete_laplace,
     saturating_add,

@@ -313,7 +313,7 @@ def test_values_changed_in_place_after_their_check_are_refused_at_release(record
     model = naive_bayes_model(labels, features)
     base = features.astype(np.int32)
     model["x_obs"].set_value(base[:], borrow=True)
-    pmp.check_private_data(model)
+    pmp.data.check_private_data(model)
     base[:] = 1000  # out of bounds, behind the read-only view's back
     with pytest.raises(DataBoundsError, match="row 0, column 0 lies outside"):
         pmp.privatize(model, 1.0)
@@ -335,7 +335,7 @@ def test_clipped_data_changed_in_place_is_refused_by_routes_that_read_records(re
     model = naive_bayes_model(labels, features, out_of_bounds="clip")
     base = features.astype(np.int32)
     model["x_obs"].set_value(base[:], borrow=True)
-    pmp.check_private_data(model)
+    pmp.data.check_private_data(model)
     base[base == 1] = 1_000_000  # clips back to 1: the same clipped records
     for release in (lambda: pmp.privatize(model, 1.0), lambda: PrivateMetropolis(temperature=10)):
         with model, pytest.raises(DataBoundsError, match="no longer holds the records"):

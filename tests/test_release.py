@@ -70,7 +70,7 @@ def test_the_ordinary_follow_ups_are_caught_with_their_reasons(regression):
     assert not check.releasable
     assert "raw observed values" in found["observed_data"]
     assert "pmp.sample_posterior_predictive" in found["posterior_predictive"]
-    assert "az.loo" in found["log_likelihood"] and "pmp.loo" in found["log_likelihood"]
+    assert "az.loo" in found["log_likelihood"] and "pmp.release.loo" in found["log_likelihood"]
     assert "attrs['sampling_time']" in found
     assert "<li>" in check._repr_html_()
 
@@ -346,14 +346,14 @@ def test_posterior_predictive_takes_pymcs_keywords(privatised_fit, regression):
 
 
 def test_loo_says_why_it_cannot_run_and_what_to_run_instead(privatised_fit):
-    """az.loo fails on a private fit with ArviZ's bare message; pmp.loo, its stand-in, says
+    """az.loo fails on a private fit with ArviZ's bare message; pmp.release.loo, its stand-in, says
     why (a per-record log-likelihood is not releasable) and names the free alternative, with
     a typed error that is also ArviZ's TypeError."""
     _, idata = privatised_fit
     with pytest.raises(TypeError, match="log likelihood not found"):
         az.loo(idata)
-    with pytest.raises(pmp.NotReleasableError, match="every raw record") as refusal:
-        pmp.loo(idata, pointwise=True)
+    with pytest.raises(pmp.errors.NotReleasableError, match="every raw record") as refusal:
+        pmp.release.loo(idata, pointwise=True)
     assert isinstance(refusal.value, TypeError)
     assert "pmp.sample_posterior_predictive" in str(refusal.value)
     assert "pmp.plot_ppc" in str(refusal.value)
@@ -376,7 +376,7 @@ def test_plain_pymc_calls_on_raw_data_are_named_by_check_release(coin_model):
     found = dict(pmp.check_release(idata).findings)
     assert {"posterior", "sample_stats", "observed_data", "log_likelihood"} <= set(found)
     assert "sample with pmp.sample" in found["posterior"]
-    assert "pmp.loo" in found["log_likelihood"]
+    assert "pmp.release.loo" in found["log_likelihood"]
 
 
 # -- the DataTree PyMC 6 returns ----------------------------------------------------------------

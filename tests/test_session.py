@@ -206,14 +206,14 @@ def test_a_session_journal_removed_while_the_session_runs_is_refused():
 
     model = _coin([0, 1, 1, 0, 1, 1])
     pmp.privatize(model, 0.6, budget=pmp.Budget(1.0))
-    (dataset,) = {spec.dataset for spec in pmp.private_data(model).values()}
+    (dataset,) = {spec.dataset for spec in pmp.data.private_data(model).values()}
     (session.directory() / f"{dataset}.jsonl").unlink()
     with pm.Model() as wider:  # the same records with another column: a new ledger view
         y = pmp.PrivateData("y", np.array([0, 1, 1, 0, 1, 1]), bounds=(0, 1))
         z = pmp.PrivateData("z", np.array([1, 1, 0, 0, 1, 0]), bounds=(0, 1))
         p = pmp.TruncatedBeta("p", 1.0, 1.0, lower=0.01, upper=0.99, shape=2)
         pm.Bernoulli("obs", p[z], observed=y)
-    with pytest.raises(pmp.LedgerIntegrityError, match="was removed while this session ran"):
+    with pytest.raises(pmp.errors.LedgerIntegrityError, match="was removed while this session ran"):
         pmp.privatize(wider, 0.6, budget=pmp.Budget(1.0))
 
 

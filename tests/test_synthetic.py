@@ -172,12 +172,12 @@ def test_combining_rules_on_closed_forms():
     """Equal estimates: the mixture is their common Normal, its interval q ± z √u. Three
     estimates 1, 2, 3 with u = 0.5: the mixture's variance ū + (m − 1)/m b = 0.5 + 2/3, and
     Raghunathan et al.'s T_f = (1 + 1/3)·1 − 0.5 with ν = 2 (1 − 0.5 / (4/3))²."""
-    with pytest.warns(pmp.CalibrationWarning, match="many more records"):
+    with pytest.warns(pmp.errors.CalibrationWarning, match="many more records"):
         same = pmp.combine_synthetic([2.0] * 5, [0.25] * 5, n_synthetic=1000, n_original=100)
     low, high = same.interval(0.9)
     assert np.allclose([low, high], [2 - 1.6449 * 0.5, 2 + 1.6449 * 0.5], atol=1e-4)
     spread = [1.0, 2.0, 3.0]
-    with pytest.warns(pmp.CalibrationWarning, match="too small for the mixture"):
+    with pytest.warns(pmp.errors.CalibrationWarning, match="too small for the mixture"):
         mixture = pmp.combine_synthetic(spread, [0.5] * 3, n_synthetic=100, n_original=100)
     assert mixture.estimate == 2.0 and np.isclose(mixture.variance, 0.5 + 2 / 3)
     low, high = mixture.interval(0.8)
@@ -190,7 +190,7 @@ def test_combining_rules_on_closed_forms():
     assert np.isclose(rubin.variance, 4 / 3 - 0.5) and np.isclose(rubin.dof, dof)
     low, high = rubin.interval(0.9)
     assert np.isclose(high - 2, stats.t.ppf(0.95, dof) * np.sqrt(4 / 3 - 0.5))
-    with pytest.warns(pmp.CalibrationWarning, match="Reiter"):
+    with pytest.warns(pmp.errors.CalibrationWarning, match="Reiter"):
         tight = pmp.combine_synthetic(
             [1.0, 1.01, 0.99], [1.0] * 3, n_synthetic=50, n_original=100, method="rubin"
         )
@@ -277,7 +277,7 @@ def test_check_release_reads_tables_by_their_seal(naive_bayes):
 def test_the_mixture_interval_holds_its_probability(estimates, sd, prob):
     """The interval's ends are the mixture's (1 ∓ prob)/2 quantiles, whatever the spread."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pmp.CalibrationWarning)
+        warnings.simplefilter("ignore", pmp.errors.CalibrationWarning)
         combined = pmp.combine_synthetic(
             estimates, [sd**2] * len(estimates), n_synthetic=1000, n_original=100
         )

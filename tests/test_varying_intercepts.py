@@ -447,7 +447,7 @@ def test_plug_in_model_reads_the_augmented_moments():
     model = varying(g, x, y)
     # The statistic the warning names is the one whose noise is largest next to its spread
     # given the released Gram matrix, which the seed fixes.
-    with pytest.warns(pmp.CalibrationWarning, match=r"noise on `(cross|sum)\(x?_?\w*"):
+    with pytest.warns(pmp.errors.CalibrationWarning, match=r"noise on `(cross|sum)\(x?_?\w*"):
         private = pmp.privatize(
             model, 3.0, delta=1e-6, secure=False, noise_aware=False, random_seed=12
         )
@@ -505,7 +505,7 @@ def test_plug_in_augmented_gram_is_projected_with_its_public_group_sizes():
         pm.Normal("y", alpha[pm.Data("g", g)] + x_obs @ w, tau=tau, observed=y_obs)
     sizes = np.bincount(g, minlength=G).astype(float)
     for seed in range(5):
-        with pytest.warns(pmp.CalibrationWarning):
+        with pytest.warns(pmp.errors.CalibrationWarning):
             private = pmp.privatize(model, 0.5, secure=False, noise_aware=False, random_seed=seed)
         privatisation = privatisation_of(private)
         statistics = privatisation.statistics

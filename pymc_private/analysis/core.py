@@ -24,20 +24,22 @@ import html
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+import numpy as np
 import pymc as pm
 
 from pymc_private.analysis.leak_guard import check_initial_values, refuse_private_paths
 from pymc_private.analysis.record_likelihood import clipped_route_note
+from pymc_private.analysis.routes import RouteCost, route_costs
 from pymc_private.analysis.terms import TermReader
 from pymc_private.data.declaration import PrivateDataSpec, check_private_data, private_data
 from pymc_private.dp.events import subsampled_gaussian_epsilon
 from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families.likelihood import LikelihoodTerm
-from pymc_private.families.statistics import StatisticSpec
-from pymc_private.steps.base import RouteCost, route_costs
+from pymc_private.families.statistics import StatisticSpec, complete_statistic
 
-__all__ = ["PrivacyAnalysis", "analyze", "declared_analysis"]
+__all__ = ["PrivacyAnalysis", "analyze", "declared_analysis", "term_statistics", "term_totals"]
 
 
 @functools.cache
@@ -180,7 +182,7 @@ class PrivacyAnalysis:
         """The ε one draw costs under ``route``, at temperature T ≥ 1.
 
         Each route states its cost beside the code that runs it
-        (`pymc_private.steps.base.RouteCost`), in exact arithmetic, before the steps'
+        (`pymc_private.analysis.routes.RouteCost`), in exact arithmetic, before the steps'
         floating-point allowances:
 
         - ``"posterior_sampling"``: ε = 2L/T, L = ``record_lipschitz``
@@ -492,3 +494,30 @@ def _collect_statistics(
             if term.node not in known.nodes:
                 merged[spec.name] = replace(known, nodes=(*known.nodes, term.node))
     return tuple(merged.values()), unavailable
+
+
+def term_statistics(
+    analysis: PrivacyAnalysis, statistics: dict[str, np.ndarray], node: str
+) -> tuple[dict[str, np.ndarray], Any]:
+    """The full statistics of one observed node, by kind, and its totals.
+
+    ``statistics`` holds released-form statistics by name (privatised, or computed from raw
+    data by a pay-per-draw sampler). Totals are n, or the group sizes n_g of a grouped node
+    completed from the released group counts. Post-processing only.
+    """
+    term = analysis.term(node)
+    totals = term_totals(term, statistics)
+    full = {
+        kind: complete_statistic(spec, statistics[spec.name], totals)
+        for kind, spec in analysis.statistics_of(node).items()
+    }
+    return full, totals
+
+
+def term_totals(term, statistics: dict[str, np.ndarray]) -> Any:
+    """The records behind each cell of ``term``'s statistics: n, a public index's group
+    sizes, or a private index's sizes completed from their released-form counts."""
+    totals_spec = term.totals_statistic()
+    if totals_spec is None:
+        return term.public_totals()
+    return complete_statistic(totals_spec, statistics[totals_spec.name], term.n)

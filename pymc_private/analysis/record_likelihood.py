@@ -20,10 +20,10 @@ from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
 from pytensor.tensor.basic import Alloc, Join
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from pytensor.tensor.linalg import SolveBase
 from pytensor.tensor.math import Dot
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
-from pytensor.tensor.linalg import SolveBase
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, indices_from_subtensor
 

@@ -208,7 +208,7 @@ def intervals(lower, upper) -> np.ndarray:
 def statistic_bounds(analysis, node: str) -> tuple[dict[str, np.ndarray], object]:
     """Public interval bounds on a node's full statistics (natural units, by kind) and its
     totals, over every data set of n records within the declared bounds: what
-    `pymc_private.pay_once.privatize.term_statistics` returns for actual data, as intervals."""
+    `pymc_private.analysis.core.term_statistics` returns for actual data, as intervals."""
     term = analysis.term(node)
     n = analysis.n_records
     public = term.public_totals()

@@ -1,1 +1,16 @@
-"""Private data: its declaration, the one pass over the records, the ledgers it charges."""
+"""Private data: its declaration (`PrivateData`, the one door in for raw data), the one pass
+over the records, and the ledger of each data set."""
+
+from pymc_private.namespaces import face
+
+_NAMES = {
+    "PrivacyLedger": "ledgers",
+    "PrivateData": "declaration",
+    "PrivateDataSpec": "declaration",
+    "check_private_data": "declaration",
+    "datasets_of": "declaration",
+    "ledger_for": "ledgers",
+    "private_data": "declaration",
+}
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = face(__name__, _NAMES)

@@ -504,7 +504,7 @@ def _check_identity(declared: dict[str, PrivateDataSpec], sources, findings) -> 
             raise DataBoundsError(
                 f"PrivateData `{name}` no longer holds the records it was checked with (a "
                 "value changed in place, or the files of a Dask collection changed), so the "
-                "ledger checked for it is not theirs: call pmp.check_private_data(model) "
+                "ledger checked for it is not theirs: call pmp.data.check_private_data(model) "
                 "after changing data, or declare it again with pmp.PrivateData."
             )
 

@@ -1,17 +1,22 @@
-"""Privacy budgets: what everything released from one data set may cost, checked against a
-ledger (`pymc_private.dp.ledger.PrivacyLedger`) before anything is released."""
+"""Privacy budgets: what everything released from one data set may cost, checked before
+anything is released against what a ledger has spent.
+
+A `Budget` judges a snapshot of the spending it is handed (`Spending.spent`: the releases
+recorded so far, counted by event), never a ledger's own state: `pymc_private.dp.ledger`
+uses budgets, and nothing here reads the ledger back."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pymc_private.dp.checks import checked_delta
 from pymc_private.dp.composition import (
     Composition,
+    add_releases,
     compose,
     counts_of,
     exact_sum,
@@ -23,13 +28,24 @@ from pymc_private.dp.composition import (
     validated_releases,
     within,
 )
-from pymc_private.dp.events import PureEvent, Release
+from pymc_private.dp.events import PrivacyEvent, PureEvent, Release
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError, counted
 
-if TYPE_CHECKING:
-    from pymc_private.dp.ledger import PrivacyLedger
+__all__ = ["Budget", "Spending", "checked_budget"]
 
-__all__ = ["Budget", "checked_budget"]
+
+class Spending(Protocol):
+    """What a budget reads of a ledger: the releases recorded so far, counted by event (a
+    `pymc_private.dp.ledger.PrivacyLedger` is one)."""
+
+    def spent(self) -> Mapping[PrivacyEvent, int]: ...
+
+
+def _counts(ledger: Spending, planned: Iterable[Release] = ()) -> dict[PrivacyEvent, int]:
+    """The spending of ``ledger`` with ``planned`` added, counted by event (a copy)."""
+    counts = dict(ledger.spent())
+    add_releases(counts, planned)
+    return counts
 
 
 def checked_budget(budget: Any) -> Budget | None:
@@ -99,7 +115,7 @@ class Budget:
             f"releases with smaller δ_i, or a budget with delta >= {six_digits(floor)}."
         )
 
-    def check(self, ledger: PrivacyLedger, planned: Iterable[Release] = ()) -> Composition:
+    def check(self, ledger: Spending, planned: Iterable[Release] = ()) -> Composition:
         """The composition of ``ledger`` plus ``planned``, if it fits; never records anything.
 
         Raises
@@ -109,7 +125,8 @@ class Budget:
             what is already spent and what to change.
         """
         items = validated_releases(planned, "planned")
-        groups = ledger._groups(items)
+        spending = _counts(ledger)
+        groups = groups_of(_counts(ledger, items))
         floor = unavoidable_delta(groups)
         if floor > self.delta:
             raise BudgetExceededError(self._over_delta_message(floor))
@@ -122,7 +139,7 @@ class Budget:
             )
         total = compose(groups, self.delta)
         if total.epsilon > self.epsilon:
-            spent = ledger.composition(self.delta)
+            spent = compose(groups_of(spending), self.delta)
             planned_groups = groups_of(counts_of(items))
             planned_sum = rounded(exact_sum(planned_groups))
             count_hint = (
@@ -156,13 +173,13 @@ class Budget:
             f"delta={_HINT_DELTA:g}) accepts them if a failure probability δ is acceptable."
         )
 
-    def remaining(self, ledger: PrivacyLedger) -> float:
+    def remaining(self, ledger: Spending) -> float:
         """The budget ε minus the ledger's composed ε at the budget's δ (0 when none is left).
 
         With δ > 0 compositions are not additive: use `check` or `affordable_count` to ask
         whether planned releases fit, not this difference.
         """
-        groups = ledger._groups()
+        groups = groups_of(_counts(ledger))
         if unavoidable_delta(groups) > self.delta:
             return 0.0
         if self.delta == 0 and has_rdp_only(groups):
@@ -172,7 +189,7 @@ class Budget:
         return max(0.0, self.epsilon - compose(groups, self.delta).epsilon)
 
     def affordable_count(
-        self, ledger: PrivacyLedger, epsilon_per_release: float, *, per_count: int = 1
+        self, ledger: Spending, epsilon_per_release: float, *, per_count: int = 1
     ) -> int:
         """The largest k such that k more groups of ``per_count`` releases fit the budget.
 
@@ -208,8 +225,7 @@ class Budget:
             )
         eps = float(epsilon_per_release)
         event = PureEvent(eps)
-        ledger._sync()
-        base = dict(ledger._counts)
+        base = _counts(ledger)
         if unavoidable_delta(groups_of(base)) > self.delta or (
             self.delta == 0 and has_rdp_only(groups_of(base))
         ):

@@ -59,6 +59,7 @@ from scipy import stats
 from scipy.special import expit
 
 from pymc_private.dp.events import (
+    JOURNAL_EVENTS,
     RDP_ORDERS,
     SUBSAMPLED_RDP_ORDERS,
     PrivacyEvent,
@@ -66,7 +67,6 @@ from pymc_private.dp.events import (
     Release,
     SubsampledGaussianEvent,
     UnitShiftGaussianEvent,
-    ZcdpEvent,
     sound_curve,
     unit_shift_epsilon,
 )
@@ -132,18 +132,20 @@ _METHOD_DESCRIPTIONS = {
 Groups = tuple[tuple[PrivacyEvent, int], ...]
 
 ACCOUNTANTS: dict[str, tuple[type[PrivacyEvent], ...]] = {
-    "sum": (PureEvent, ZcdpEvent, UnitShiftGaussianEvent, SubsampledGaussianEvent),
+    "sum": JOURNAL_EVENTS,
     "pld": (PureEvent,),
     "profile": (UnitShiftGaussianEvent,),
-    "rdp": (PureEvent, ZcdpEvent, UnitShiftGaussianEvent, SubsampledGaussianEvent),
+    "rdp": JOURNAL_EVENTS,
 }
 """The event types each accountant reads, exactly (a subclass is not read as its base: its
 bound may differ). The plain sum reads every event's own (ε_i, δ_i); the PLD a randomized-
 response worst case of a pure event's (ε_i, δ_i) only (a dominating pair of the others' is not
 used here); the profile the unit-shift discrete Gaussian's exact privacy profile, of events
 of one σ; the RDP accountant every event's Rényi curve and the δ it pays apart. The sum and
-the RDP accountant read every type a ledger takes (`refuse_unknown` refuses the rest before
-any composition), so `compose` asks `accepts` of the PLD and the profile only."""
+the RDP accountant read every type a ledger takes, the event types of
+`pymc_private.dp.events.JOURNAL_EVENTS`, which each state their own (ε, δ) and Rényi curve (so
+a new event type is its class and its entry there), and `refuse_unknown` refuses the rest
+before any composition; `compose` asks `accepts` of the PLD and the profile only."""
 
 
 class Composition(NamedTuple):

@@ -44,6 +44,7 @@ from pymc_private.dp.measurements import ceil_float
 from pymc_private.errors import InvalidPrivacyParameterError
 
 __all__ = [
+    "JOURNAL_EVENTS",
     "RDP_ORDERS",
     "STEP_DELTA",
     "SUBSAMPLED_RDP_ORDERS",

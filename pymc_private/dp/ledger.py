@@ -592,9 +592,14 @@ class PrivacyLedger:
     def __len__(self) -> int:
         return len(self.releases)
 
-    def _groups(self, planned: Iterable[Release] = ()) -> Groups:
+    def spent(self) -> dict[PrivacyEvent, int]:
+        """The releases recorded so far, counted by event (a copy, synced with the journals
+        first): what a `Budget` judges (`pymc_private.dp.budget.Spending`)."""
         self._sync()
-        counts = dict(self._counts)
+        return dict(self._counts)
+
+    def _groups(self, planned: Iterable[Release] = ()) -> Groups:
+        counts = self.spent()
         add_releases(counts, planned)
         return groups_of(counts)
 

@@ -24,15 +24,11 @@ kinds compare by identity).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import numpy as np
 import pytensor.tensor as pt
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from pymc_private.families.statistics import StatisticSpec
 
 __all__ = [
     "COUNTS",
@@ -43,6 +39,7 @@ __all__ = [
     "KINDS",
     "SUM",
     "SUM_SQUARES",
+    "Cells",
     "StatisticKind",
     "expand_totals",
     "gram_size",
@@ -54,6 +51,26 @@ __all__ = [
 # Rows per block of the float32 products that count categories: every partial sum of a block
 # is an integer below 2²⁴, exact in float32.
 _FLOAT32_EXACT_ROWS = 2**24
+
+
+class Cells(Protocol):
+    """What a kind reads of the statistic it computes, completes and projects
+    (`pymc_private.families.statistics.StatisticSpec` is one): its data and their public
+    grids, its layout (shape, groups, categories, the derived first cell), a record's cell
+    ranges, and the public covariates of a regression's moments."""
+
+    data: tuple[str, ...]
+    shape: tuple[int, ...]
+    grids: tuple[Any, ...]
+    group_by: str | None
+    n_groups: int | None
+    n_categories: int | None
+    derived_first: bool
+    record_lower: np.ndarray
+    record_upper: np.ndarray
+    covariate_values: np.ndarray | None
+
+    def natural(self, values, *, exact: bool = False) -> np.ndarray: ...
 
 
 class StatisticKind(str):
@@ -80,19 +97,18 @@ class StatisticKind(str):
         """The public name (a plain `str`)."""
         return str(self)
 
-    def compute(
-        self, spec: StatisticSpec, arrays: Mapping[str, np.ndarray], group, rows
-    ) -> np.ndarray:
+    def compute(self, spec: Cells, arrays: Mapping[str, np.ndarray], group, rows) -> np.ndarray:
         """s(D) of ``spec`` in released form, exact int64, from the raw arrays of the rows
-        ``rows`` (`StatisticSpec.compute`); ``group`` is the group index at those rows."""
+        ``rows`` (`pymc_private.families.statistics.StatisticSpec.compute`); ``group`` is the
+        group index at those rows."""
         raise NotImplementedError
 
-    def complete(self, spec: StatisticSpec, released, totals):
+    def complete(self, spec: Cells, released, totals):
         """The full statistic from its released form (post-processing): numpy arrays, object
         arrays of exact rationals, or PyTensor tensors. Returned as it is by default."""
         return released
 
-    def project(self, spec: StatisticSpec, value, totals) -> np.ndarray:
+    def project(self, spec: Cells, value, totals) -> np.ndarray:
         """A noisy released value onto what a data set of ``totals`` records per cell can
         produce (post-processing); floats as they are by default."""
         return np.asarray(value, dtype=np.float64)

@@ -9,15 +9,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pymc_private.analysis.core import term_statistics
 from pymc_private.conditionals.blocks import conjugate_block
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families.kinds import COUNTS, SUM
 from pymc_private.families.likelihood import LikelihoodTerm
 from pymc_private.families.statistics import complete_statistic, entries_to_cells, reduce_to_entries
+from pymc_private.noise_aware.counts import CountBlock, CountNode
 from pymc_private.noise_aware.latent import (
     MultinomialCounts,
     PoissonCounts,
@@ -29,14 +30,11 @@ from pymc_private.noise_aware.latent import (
     remove_records,
     resample_pairs,
 )
+from pymc_private.noise_aware.projection import projected_statistics
 from pymc_private.noise_aware.slice_moves import SliceMoves, from_line, start_reference, to_line
-from pymc_private.pay_once.privatize import projected_statistics, term_statistics
 from pymc_private.priors.conjugate import BETA
 from pymc_private.priors.density import evaluate, support_centre
 from pymc_private.priors.support import prior_parameter_graphs
-
-if TYPE_CHECKING:
-    from pymc_private.noise_aware.sampler import _CountBlock, _CountNode
 
 __all__ = ["AugmentedChain"]
 
@@ -273,7 +271,7 @@ class AugmentedChain(SliceMoves):
 
     # -- moves on counts --------------------------------------------------------------
 
-    def _resample(self, count: _CountNode) -> None:
+    def _resample(self, count: CountNode) -> None:
         """s | θ, N, s̃ for every cell of a count node (exact)."""
         latent, law = self.latent[count.term.node], self._law(count.term)
         released = np.broadcast_to(count.released, latent.shape)
@@ -292,7 +290,7 @@ class AugmentedChain(SliceMoves):
         )
         self.latent[count.term.node] = flat.reshape(latent.shape)
 
-    def _collapsed(self, name: str, block: _CountBlock, iteration: int | None) -> None:
+    def _collapsed(self, name: str, block: CountBlock, iteration: int | None) -> None:
         """Metropolis moves of every entry of a count block with its cells' latent statistics
         summed out, each followed by the exact redraw of those statistics: for a Dirichlet,
         every pair of categories in turn (measured on wine: 1.7 times the effective draws per
@@ -304,7 +302,7 @@ class AugmentedChain(SliceMoves):
         for index, pair in enumerate(category_pairs(support.lower.shape[-1])):
             self._collapsed_move(name, block, iteration, pair, index)
 
-    def _collapsed_move(self, name, block: _CountBlock, iteration, pair, index) -> None:
+    def _collapsed_move(self, name, block: CountBlock, iteration, pair, index) -> None:
         """Propose θ′ on a transformed scale (a Dirichlet's share of the pair's mass), accept
         on log prior + Σ_cells log Σ_s p(s | θ) p(s̃ | s), then draw the cells' s | θ (the
         draws under θ and θ′ and both marginals come from one window per cell)."""
@@ -361,7 +359,7 @@ class AugmentedChain(SliceMoves):
         if iteration is not None:
             proposer.adapt(iteration, self.tune, accept, np.where(accept, moved, position))
 
-    def _splits(self, count: _CountNode, laws, pair):
+    def _splits(self, count: CountNode, laws, pair):
         """For the current and the proposed law of a count node's cells: draws of the latent
         statistic being moved (the successes, category i of ``pair``, or the Poisson sum)
         and the log likelihood of the cell with it summed out; each of shape
@@ -391,7 +389,7 @@ class AugmentedChain(SliceMoves):
             )
         return draws.reshape(2, *shape), marginals.reshape(2, *shape)
 
-    def _set_split(self, count: _CountNode, x: np.ndarray, pair) -> None:
+    def _set_split(self, count: CountNode, x: np.ndarray, pair) -> None:
         """Write the moved latent statistic back (keeping each cell's or pair's total)."""
         node = count.term.node
         if count.poisson:

@@ -43,9 +43,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from pymc_private.dp.noise import NoiseLaw
+
 __all__ = [
     "TAIL",
-    "IntegerNoise",
     "MultinomialCounts",
     "PoissonCounts",
     "add_records",
@@ -82,34 +83,6 @@ def log_factorial(x) -> np.ndarray:
         size = min(_TABLE_LIMIT, max(2 * largest + 2, 1024))
         _log_factorials = special.gammaln(np.arange(size, dtype=np.float64) + 1.0)
     return _log_factorials.take(x)
-
-
-@dataclass(frozen=True)
-class IntegerNoise:
-    """The integer noise of a release: ``kind`` "laplace" (discrete Laplace of scale b) or
-    "gaussian" (discrete Gaussian of scale σ), in integer steps."""
-
-    kind: str
-    scale: float
-
-    def log_pmf(self, z) -> np.ndarray:
-        """log P(Z = z), up to a constant."""
-        if self.kind == "laplace":
-            return -np.abs(z) / self.scale
-        return -0.5 * (np.asarray(z, dtype=np.float64) / self.scale) ** 2
-
-    @property
-    def variance(self) -> float:
-        """The variance of the continuous law of the same scale (to locate windows)."""
-        return 2.0 * self.scale**2 if self.kind == "laplace" else self.scale**2
-
-    def reach(self, spread: np.ndarray) -> np.ndarray:
-        """Half-width of a first window for a conditional of standard deviation about
-        ``spread`` that has this noise as a factor: 9 spreads for Gaussian-like tails, up to
-        about 23 (32 Laplace scales) where the Laplace factor's exponential tails dominate."""
-        if self.kind == "laplace":
-            return spread * (9.0 + 14.0 * spread * spread / self.variance)
-        return 9.0 * spread
 
 
 @dataclass(frozen=True)
@@ -341,13 +314,13 @@ def _pair(
     probability: np.ndarray,
     first: np.ndarray | None,
     second: np.ndarray | None,
-    noise: IntegerNoise | None,
+    noise: NoiseLaw | None,
 ):
     """f(x) ∝ C(T, x) q^x (1 − q)^{T−x}·P(Z = r₁ − x)·P(Z = r₂ − (T − x)) on [0, T]: the law
     of one of two categories' counts given their total T and releases r₁, r₂ (None: not
     released), in V variants of q (``probability`` of shape (V, B); the others (B,)), as a
     log pmf for `window_draw` with one window's centre and reach covering every variant
-    (the precision-weighted normal approximation of the factors; `IntegerNoise.reach`)."""
+    (the precision-weighted normal approximation of the factors; `NoiseLaw.reach`)."""
     q = np.clip(probability, 1e-300, 1.0 - 1e-16)
     log_odds = np.log(q) - np.log1p(-q)
 
@@ -380,7 +353,7 @@ def binary_split(
     probability: np.ndarray,
     first: np.ndarray | None,
     second: np.ndarray | None,
-    noise: IntegerNoise | None,
+    noise: NoiseLaw | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The split x of T trials between two categories given their releases, for every entry
     (shape (B,)) and every variant of q (``probability``, shape (V, B) or (B,)): draws
@@ -401,7 +374,7 @@ def resample_pairs(
     counts: np.ndarray,
     probabilities: np.ndarray,
     released: np.ndarray,
-    noise: IntegerNoise | None,
+    noise: NoiseLaw | None,
 ) -> None:
     """One Gibbs sweep over the category pairs of every cell, in place: ``counts`` (B, K) int,
     ``probabilities`` (B, K), ``released`` (B, K) noisy values in count units, NaN in the
@@ -422,7 +395,7 @@ def category_pairs(width: int) -> list[tuple[int, int]]:
     return [(0, 1)] if width == 2 else [(k, (k + 1) % width) for k in range(width)]
 
 
-def _poisson(means: np.ndarray, released: np.ndarray, noise: IntegerNoise):
+def _poisson(means: np.ndarray, released: np.ndarray, noise: NoiseLaw):
     """f(x) ∝ μ^x/x!·P(Z = r − x) on x ≥ 0, in V variants of μ (``means`` of shape (V, B)),
     as a log pmf with one window's centre and reach covering every variant."""
     log_mean = np.log(np.maximum(means, 1e-300))
@@ -452,7 +425,7 @@ def beta_binomial_split(
     beta: np.ndarray,
     first: np.ndarray | None,
     second: np.ndarray | None,
-    noise: IntegerNoise,
+    noise: NoiseLaw,
     count: int,
 ) -> np.ndarray:
     """``count`` independent draws per entry (shape (B, count)) of the split x of T trials
@@ -490,7 +463,7 @@ def gamma_poisson_split(
     alpha: np.ndarray,
     rate: np.ndarray,
     released: np.ndarray,
-    noise: IntegerNoise,
+    noise: NoiseLaw,
     count: int,
 ) -> np.ndarray:
     """``count`` independent draws per entry of a Poisson(T·λ) sum with λ summed out under a
@@ -523,7 +496,7 @@ def poisson_split(
     rng: np.random.Generator | None,
     means: np.ndarray,
     released: np.ndarray,
-    noise: IntegerNoise,
+    noise: NoiseLaw,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draws of Poisson sums given their releases (zeros without ``rng``) and
     log Σ_x Poisson(x; μ)·P(Z = r − x), for every entry (``released`` of shape (B,)) and

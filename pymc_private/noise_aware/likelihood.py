@@ -60,6 +60,7 @@ import pytensor
 import pytensor.tensor as pt
 from scipy import special
 
+from pymc_private.dp.noise import GaussianNoise, LaplaceNoise, NoiseLaw
 from pymc_private.families.kinds import GRAM, GROUP_GRAM
 from pymc_private.families.statistics import complete_statistic
 from pymc_private.families.univariate import DiagonalMinusOuter
@@ -67,7 +68,6 @@ from pymc_private.priors.density import support_centre
 from pymc_private.priors.support import parameter_support
 
 __all__ = [
-    "NoiseLaw",
     "Observation",
     "add_noise_aware_likelihood",
     "cell_log_likelihood",
@@ -120,26 +120,6 @@ def _ops(*values) -> SimpleNamespace:
     return _PYTENSOR if any(isinstance(v, pt.Variable) for v in values) else _NUMPY
 
 
-@dataclass(frozen=True)
-class NoiseLaw:
-    """The law of the noise added to one released statistic, in natural units.
-
-    Attributes
-    ----------
-    kind
-        ``"laplace"`` or ``"gaussian"``.
-    scale
-        The Laplace scale b, or the Gaussian standard deviation σ.
-    """
-
-    kind: str
-    scale: float
-
-    @property
-    def variance(self) -> float:
-        return 2.0 * self.scale**2 if self.kind == "laplace" else self.scale**2
-
-
 def normal_laplace_logp(value, mean, variance, scale):
     """log density at ``value`` of Normal(``mean``, ``variance``) + Laplace(0, ``scale``).
 
@@ -171,11 +151,7 @@ def normal_laplace_logp(value, mean, variance, scale):
 
 def _noise_logp(observed, true, law: NoiseLaw):
     """log density of released values given the true ones, elementwise (continuous laws)."""
-    if law.kind == "laplace":
-        return -pt.abs(observed - true) / law.scale - math.log(2.0 * law.scale)
-    return -0.5 * ((observed - true) / law.scale) ** 2 - math.log(
-        law.scale * math.sqrt(2 * math.pi)
-    )
+    return law.log_density(observed - true, pt)
 
 
 def _marginal_logp(observed, mean, cov, laws: list[tuple[NoiseLaw, int]]):
@@ -184,7 +160,7 @@ def _marginal_logp(observed, mean, cov, laws: list[tuple[NoiseLaw, int]]):
     the noise law of each stacked statistic and how many entries of the vector axis it
     takes."""
     low_rank = isinstance(cov, DiagonalMinusOuter)
-    if len(laws) == 1 and laws[0][1] == 1 and laws[0][0].kind == "laplace":
+    if len(laws) == 1 and laws[0][1] == 1 and isinstance(laws[0][0], LaplaceNoise):
         if low_rank:
             variance = cov.diagonal[..., 0] - cov.factor[..., 0] ** 2
         else:
@@ -244,7 +220,7 @@ class Observation:
 
 def noise_laws(privatisation) -> dict[str, NoiseLaw]:
     """The noise law of every released statistic (a zero scale where Δ = 0: released as is)."""
-    exact = NoiseLaw("gaussian", 0.0)
+    exact = GaussianNoise(0.0)
     return {name: privatisation.noise.get(name, exact) for name in privatisation.statistics}
 
 
@@ -323,7 +299,7 @@ def cell_log_likelihood(observation: Observation) -> np.ndarray:
     mean, cov = observation.mean, observation.cov
     if isinstance(cov, DiagonalMinusOuter):
         cov = cov.dense()
-    if len(laws) == 1 and laws[0][1] == 1 and laws[0][0].kind == "laplace":
+    if len(laws) == 1 and laws[0][1] == 1 and isinstance(laws[0][0], LaplaceNoise):
         variance = np.maximum(cov[..., 0, 0], _VARIANCE_FLOOR)
         return normal_laplace_logp(observed[..., 0], mean[..., 0], variance, laws[0][0].scale)
     noise = np.concatenate([np.full(width, law.variance) for law, width in laws])
@@ -442,9 +418,7 @@ def noise_to_spread(model: pm.Model, analysis, privatisation) -> dict[str, float
             for kind in kinds:
                 spec = specs[kind]
                 width = _vector_width(spec)
-                noise = laws[spec.name].scale * (
-                    np.sqrt(2.0) if laws[spec.name].kind == "laplace" else 1.0
-                )
+                noise = laws[spec.name].standard_deviation
                 if noise > 0:
                     cells = spread[..., offset : offset + width]
                     ratio = float(np.max(noise / cells))
@@ -503,13 +477,13 @@ def replicate_statistics(
             values = iter(function(*(posterior[rv.name].values[chain, draw] for rv in inputs)))
             for name in targets:
                 true = next(values)
-                replicated.setdefault(name, []).append(true + _noise(laws[name], true.shape, rng))
+                replicated.setdefault(name, []).append(true + laws[name].sample(rng, true.shape))
             for observation in found:
                 mean, cov = next(values), next(values)
                 root = np.linalg.cholesky(cov + _VARIANCE_FLOOR * np.eye(cov.shape[-1]))
                 true = mean + (root @ rng.standard_normal(mean.shape)[..., None])[..., 0]
                 for (name, cells), law in zip(_cells(observation), observation.laws, strict=True):
-                    value = true[..., cells] + _noise(law, true[..., cells].shape, rng)
+                    value = true[..., cells] + law.sample(rng, true[..., cells].shape)
                     replicated.setdefault(name, []).append(_squeezed(value))
     shaped = {
         name: np.stack(values).reshape(chains, draws, *values[0].shape)
@@ -530,12 +504,3 @@ def _cells(observation: Observation) -> list[tuple[str, slice]]:
 def _squeezed(value: np.ndarray) -> np.ndarray:
     """A statistic of one entry per cell without its vector axis."""
     return value[..., 0] if value.shape[-1] == 1 else value
-
-
-def _noise(law: NoiseLaw, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    """Fresh noise of ``law`` (continuous; a zero scale adds nothing)."""
-    if law.scale == 0:
-        return np.zeros(shape)
-    if law.kind == "laplace":
-        return rng.laplace(0.0, law.scale, shape)
-    return rng.normal(0.0, law.scale, shape)

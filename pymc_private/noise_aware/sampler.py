@@ -62,7 +62,6 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from dataclasses import dataclass
 from dataclasses import replace as _replace
 
 import numpy as np
@@ -76,8 +75,9 @@ from pymc_private.families.kinds import COUNTS, SUM
 from pymc_private.families.likelihood import LikelihoodTerm
 from pymc_private.families.statistics import StatisticSpec, complete_statistic
 from pymc_private.noise_aware.chain import AugmentedChain
+from pymc_private.noise_aware.counts import CountBlock, CountNode, GroupSizes
 from pymc_private.noise_aware.latent import (
-    IntegerNoise,
+    NoiseLaw,
     PoissonCounts,
     beta_binomial_split,
     gamma_poisson_split,
@@ -98,49 +98,6 @@ _log = logging.getLogger("pymc")
 # Rounds of rejection (the prior's truncation) of independent exact draws before the Markov
 # chain is used instead (each round keeps a draw with the probability that θ | x is inside).
 _INDEPENDENT_ROUNDS = 64
-
-
-@dataclass(frozen=True, eq=False)
-class _CountNode:
-    """A node whose released statistic is integer counts or an integer sum: its latent
-    statistic, in the layout of `pymc_private.noise_aware.latent` (a category axis for counts and
-    Binomial
-    sums, none for a Poisson sum), with ``released`` in that layout (NaN where a category is
-    not released) and its integer ``noise``; ``sizes`` names the group-count statistic whose
-    latent group sizes are its totals (None: public totals)."""
-
-    term: LikelihoodTerm
-    spec: StatisticSpec
-    released: np.ndarray
-    noise: IntegerNoise
-    sizes: str | None
-    poisson: bool
-
-
-@dataclass(frozen=True, eq=False)
-class _GroupSizes:
-    """The latent group sizes N of a private group index: the released group counts (full
-    layout, NaN where derived) and their noise, the node that observes the index (its counts
-    are N; None when no node does: a flat prior), the count nodes grouped by it and the other
-    (sums) nodes grouped by it."""
-
-    spec: StatisticSpec
-    released: np.ndarray
-    noise: IntegerNoise
-    node: LikelihoodTerm | None
-    counts: tuple[str, ...]
-    sums: tuple[str, ...]
-
-
-@dataclass(frozen=True, eq=False)
-class _CountBlock:
-    """A free variable of count nodes, drawn from its conjugate conditional (``block``);
-    ``collapsible`` when no node it enters observes a group index (whose counts are the
-    latent sizes, moved by the thinning moves instead)."""
-
-    block: object
-    nodes: tuple[str, ...]
-    collapsible: bool
 
 
 class _Uncovered(Exception):
@@ -224,7 +181,7 @@ class AugmentedSampler:
                 raise _Uncovered(f"`{term.node}` reads `{gone[0]}`, no longer a free variable")
         self.sizes = self._group_sizes()
         size_nodes = {s.node.node for s in self.sizes.values() if s.node is not None}
-        self.counts: dict[str, _CountNode] = {}
+        self.counts: dict[str, CountNode] = {}
         self.sums: dict[str, tuple[LikelihoodTerm, dict, dict]] = {}
         for term in analysis.terms:
             if term.node in size_nodes:
@@ -243,7 +200,7 @@ class AugmentedSampler:
             for term in analysis.terms
         }
         self.public_totals = {term.node: term.public_totals() for term in analysis.terms}
-        self.count_blocks: dict[str, _CountBlock] = {}
+        self.count_blocks: dict[str, CountBlock] = {}
         self.variables: dict[str, SumsVariable] = {}
         self.shares = {true_share_name(s.spec.name): name for name, s in self.sizes.items()}
         for rv in model.free_RVs:
@@ -254,7 +211,7 @@ class AugmentedSampler:
 
     # -- the plan -------------------------------------------------------------------------
 
-    def _group_sizes(self) -> dict[str, _GroupSizes]:
+    def _group_sizes(self) -> dict[str, GroupSizes]:
         analysis, found = self.analysis, {}
         for term in analysis.terms:
             spec = term.totals_statistic()
@@ -272,18 +229,18 @@ class AugmentedSampler:
             released = np.asarray(self.released[spec.name], dtype=np.float64)
             if spec.derived_first:
                 released = np.concatenate([[np.nan], released])
-            found[spec.name] = _GroupSizes(
+            found[spec.name] = GroupSizes(
                 spec, released, self._integer_noise(spec), node, counts, sums
             )
         return found
 
-    def _integer_noise(self, spec: StatisticSpec) -> IntegerNoise:
+    def _integer_noise(self, spec: StatisticSpec) -> NoiseLaw:
         law = self.laws[spec.name]
         if spec.unit != 1.0 or law.scale <= 0:
             raise _Uncovered(f"{spec.name} is not an integer statistic released with noise")
-        return IntegerNoise(law.kind, law.scale)
+        return law
 
-    def _count_node(self, term: LikelihoodTerm) -> _CountNode:
+    def _count_node(self, term: LikelihoodTerm) -> CountNode:
         (spec,) = _specs(self.analysis, term)
         released = np.asarray(self.released[spec.name], dtype=np.float64)
         poisson = _count_law_type(term) is PoissonCounts
@@ -292,7 +249,7 @@ class AugmentedSampler:
         elif spec.kind is SUM and not poisson:  # a Binomial sum: the successes
             released = np.stack([np.full(released.shape, np.nan), released], axis=-1)
         totals = term.totals_statistic()
-        return _CountNode(
+        return CountNode(
             term,
             spec,
             released,
@@ -316,7 +273,7 @@ class AugmentedSampler:
             if block.hyper:
                 raise _Uncovered(f"{name} has a hyperprior over count parameters")
             collapsible = all(node in self.counts for node in nodes)
-            self.count_blocks[name] = _CountBlock(block, nodes, collapsible)
+            self.count_blocks[name] = CountBlock(block, nodes, collapsible)
             return
         support = parameter_support(rv)
         if support is None:
@@ -420,7 +377,7 @@ class AugmentedSampler:
             found[name] = drawn
         return found
 
-    def _independent_block(self, name, block: _CountBlock, count: int, rng):
+    def _independent_block(self, name, block: CountBlock, count: int, rng):
         conjugate = block.block
         if conjugate.family not in (BETA, GAMMA) or len(block.nodes) != 1:
             return None

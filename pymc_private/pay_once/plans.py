@@ -37,10 +37,10 @@ from pymc_private.dp import mechanisms
 from pymc_private.dp.events import Release, ZcdpEvent, unit_shift_scale, zcdp_rho
 from pymc_private.dp.measurements import ceil_float
 from pymc_private.dp.mechanisms import RandomState, ceil_sqrt
+from pymc_private.dp.noise import NoiseLaw
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families.kinds import COUNTS
 from pymc_private.families.statistics import StatisticSpec, regression_group, regression_l2_squared
-from pymc_private.noise_aware.likelihood import NoiseLaw
 
 __all__ = [
     "CellsPlan",
@@ -52,6 +52,13 @@ __all__ = [
 ]
 
 Noised = tuple[dict[str, np.ndarray], list[Release], dict[str, NoiseLaw]]
+
+# The integer mechanism of each ``mechanism=`` a cell release takes, whose noise law the plan
+# hands to the noise-aware likelihood.
+_CELL_MECHANISMS: dict[str, type[mechanisms.Mechanism]] = {
+    "laplace": mechanisms.DiscreteLaplaceMechanism,
+    "gaussian": mechanisms.DiscreteGaussianMechanism,
+}
 
 
 def chosen_plan(
@@ -321,7 +328,7 @@ class CellsPlan:
             scale = ceil_sqrt(spec.sensitivity_l2_squared) / math.sqrt(2.0 * share)
         else:
             scale = spec.sensitivity / share
-        return NoiseLaw(self.mechanism, float(spec.unit) * scale)
+        return _CELL_MECHANISMS[self.mechanism].noise_law(float(spec.unit) * scale)
 
     def _merged(self, releases: list[Release]) -> list[Release]:
         """``releases`` with the regression's moments merged into one release at their joint
@@ -449,7 +456,7 @@ class UnitShiftPlan:
 
     def noise_laws(self) -> dict[str, NoiseLaw]:
         """N(0, σ²) per cell of every noised count (unit 1), known before any data."""
-        return {spec.name: NoiseLaw("gaussian", self.sigma) for spec in self._noised}
+        return {spec.name: self.noise.noise_law(self.sigma) for spec in self._noised}
 
 
 @dataclass(frozen=True)
@@ -714,7 +721,7 @@ class FourierPlan:
         else:
             scale = mechanism.sensitivity / release.epsilon
         index = self.counts.index_spec
-        noise = {index.name: NoiseLaw(self.mechanism, scale)} if index else {}
+        noise = {index.name: mechanism.noise_law(scale)} if index else {}
         return self.counts.tables(noisy), [release], noise
 
 

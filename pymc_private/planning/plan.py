@@ -12,14 +12,20 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from pymc_private.planning.planner import _Planner
+__all__ = ["ParameterSpread", "Predictor", "PrivacyPlan", "StatisticNoise"]
 
-__all__ = ["ParameterSpread", "PrivacyPlan", "StatisticNoise"]
+
+class Predictor(Protocol):
+    """What a plan asks of the prediction it was made from (`pmp.plan`'s planner): the
+    posterior sd of a parameter at an ε, and the ε a target needs."""
+
+    def sd(self, parameter: str, epsilon: float, delta: float, *, private: bool) -> np.ndarray: ...
+
+    def epsilon_for(self, delta, sd_inflation, sd, parameters) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,7 @@ class PrivacyPlan:
     parameters: tuple[ParameterSpread, ...]
     statistics: tuple[StatisticNoise, ...]
     notes: tuple[str, ...]
-    planner: _Planner = field(repr=False, compare=False)
+    planner: Predictor = field(repr=False, compare=False)
 
     def sd(self, parameter: str, *, private: bool = True) -> np.ndarray:
         """The predicted posterior sd of every entry of the free variable ``parameter``, in

@@ -43,11 +43,12 @@ from scipy.optimize import brentq
 
 from pymc_private.analysis.core import PrivacyAnalysis, declared_analysis
 from pymc_private.dp.checks import checked_delta, checked_epsilon
+from pymc_private.dp.noise import NoiseLaw
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families.kinds import COUNTS, GRAM
 from pymc_private.families.statistics import complete_statistic
 from pymc_private.families.univariate import DiagonalMinusOuter
-from pymc_private.noise_aware.likelihood import NoiseLaw, _vector_width
+from pymc_private.noise_aware.likelihood import _vector_width
 from pymc_private.pay_once.plans import chosen_plan
 from pymc_private.pay_once.privatize import _checked_mechanism
 from pymc_private.planning.plan import ParameterSpread, PrivacyPlan, StatisticNoise
@@ -542,7 +543,7 @@ class _Planner:
         if (epsilon, delta) not in self.laws:
             release = chosen_plan(self.analysis, epsilon, delta=delta, mechanism=self.mechanism)
             laws = release.noise_laws()
-            kinds = {law.kind for law in laws.values()}
+            kinds = {law.name for law in laws.values()}
             self.laws[epsilon, delta] = (kinds.pop() if len(kinds) == 1 else "none"), laws
         return self.laws[epsilon, delta]
 
@@ -630,7 +631,7 @@ class _Planner:
         for name, law in laws.items():
             cells = spreads.get(name)
             spread = math.nan if cells is None else float(np.sqrt(np.median(np.concatenate(cells))))
-            rows.append(StatisticNoise(name, law.kind, math.sqrt(law.variance), spread))
+            rows.append(StatisticNoise(name, law.name, math.sqrt(law.variance), spread))
         return tuple(rows)
 
     def epsilon_for(self, delta, sd_inflation, sd, parameters) -> float:

@@ -29,7 +29,7 @@ from fractions import Fraction
 import numpy as np
 import pymc as pm
 
-from pymc_private.analysis.core import analyze
+from pymc_private.analysis.core import analyze, term_statistics
 from pymc_private.analysis.privatisation import privatised_route
 from pymc_private.conditionals.blocks import ConjugateBlock, grid_block, raw_statistics
 from pymc_private.conditionals.exact import DEFAULT_CELLS, GridBlock
@@ -40,7 +40,6 @@ from pymc_private.dp.events import PureEvent, Release
 from pymc_private.dp.measurements import ceil_float
 from pymc_private.dp.session import releasing
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
-from pymc_private.pay_once.privatize import term_statistics
 from pymc_private.sampling.posterior import product_of_blocks
 
 __all__ = ["map_utility_bound", "private_map"]

@@ -23,8 +23,9 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from pymc_private.analysis.core import PrivacyAnalysis, analyze
+from pymc_private.analysis.core import PrivacyAnalysis, analyze, term_statistics
 from pymc_private.analysis.privatisation import POTENTIAL_SUFFIX, Privatisation, privatised_route
+from pymc_private.analysis.routes import RouteCost, route_cost, tempered_epsilon
 from pymc_private.conditionals.blocks import (
     NOISE_AWARE_GIBBS,
     ConjugateBlock,
@@ -43,10 +44,8 @@ from pymc_private.errors import (
     InvalidPrivacyParameterError,
     UnsupportedModelError,
 )
-from pymc_private.pay_once.privatize import term_statistics
 from pymc_private.priors.truncated import CENTRE_SWEEPS
 from pymc_private.release.seal import LEDGER_ATTR, seal
-from pymc_private.steps.base import RouteCost, route_cost, tempered_epsilon
 
 __all__ = ["PosteriorSampleResponder", "psaqr_utility_bound", "sample_posterior"]
 

@@ -26,8 +26,9 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
 
-from pymc_private.analysis.core import PrivacyAnalysis, analyze
+from pymc_private.analysis.core import PrivacyAnalysis, analyze, term_statistics
 from pymc_private.analysis.privatisation import has_closed_form_conditional, privatised_route
+from pymc_private.analysis.routes import RouteCost, route_cost, tempered_epsilon
 from pymc_private.compiling import compiling
 from pymc_private.conditionals.blocks import (
     NOISE_AWARE_GIBBS,
@@ -45,14 +46,8 @@ from pymc_private.dp.checks import checked_cells, checked_secure, checked_temper
 from pymc_private.dp.session import PrivatePayload
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families.statistics import as_exact
-from pymc_private.pay_once.privatize import term_statistics
 from pymc_private.priors.support import prior_parameter_graphs
-from pymc_private.steps.base import (
-    PrivateStep,
-    RouteCost,
-    route_cost,
-    tempered_epsilon,
-)
+from pymc_private.steps.base import PrivateStep
 
 __all__ = ["PrivateGibbs"]
 
@@ -310,7 +305,7 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         allowances: Sequence[float] = (),
     ) -> float:
         """The ε of one sweep on raw data, from public quantities only: Σ_j (2·L_j/T + a_j)
-        ("Privacy cost per iteration" above; `pymc_private.steps.base.tempered_epsilon`).
+        ("Privacy cost per iteration" above; `pymc_private.analysis.routes.tempered_epsilon`).
 
         Parameters
         ----------

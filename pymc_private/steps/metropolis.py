@@ -40,6 +40,7 @@ from pymc_private.analysis.record_likelihood import (
     record_log_likelihood,
     split_logp,
 )
+from pymc_private.analysis.routes import RouteCost, route_cost
 from pymc_private.compiling import compiling
 from pymc_private.data.declaration import check_private_data, datasets_of, in_memory_values
 from pymc_private.data.ledgers import ledger_for
@@ -57,7 +58,7 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 from pymc_private.families.likelihood import LikelihoodTerm
-from pymc_private.steps.base import PrivateStep, RouteCost, route_cost
+from pymc_private.steps.base import PrivateStep
 
 __all__ = [
     "LOG_LIKELIHOOD_ERROR",
@@ -237,7 +238,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
 
     *In exact arithmetic: why 2L, and why both outcomes.* Let D and D' differ in one record,
     x in D and x' in D'. The data reach Λ only through the observed likelihoods:
-    `pmp.refuse_private_paths` refuses a prior, Potential or Deterministic that reads
+    `pmp.analysis.refuse_private_paths` refuses a prior, Potential or Deterministic that reads
     `PrivateData` or an observed variable (which PyMC evaluates at its observed data).
     Every other term of Λ is the same for both, so
 
@@ -318,7 +319,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     families whose density is positive and finite on the whole declared domain (a support
     that depends on θ, as for Uniform(0, θ), is refused without ``clip``). The step reads a
     copy of the data checked against the declared bounds when it is built
-    (`pmp.check_private_data`), so later ``pm.set_data`` calls cannot put a record outside
+    (`pmp.data.check_private_data`), so later ``pm.set_data`` calls cannot put a record outside
     X.
 
     A block on which no likelihood depends (a hyperprior) has a Λ made of prior terms only:
@@ -541,7 +542,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     def cost(sensitivity: float, temperature: float, log_likelihood_error: float = 0.0) -> float:
         """The ε of one step, from public quantities only: (2L + 8η)/T + 2⁻⁴³, or 2c/T + 2⁻⁴³
         with ``clip=c`` (c in place of L, η = 0), evaluated exactly and rounded up to a float
-        ("Privacy cost of one step" above; 2L/T is `pymc_private.steps.base.tempered_epsilon`
+        ("Privacy cost of one step" above; 2L/T is `pymc_private.analysis.routes.tempered_epsilon`
         in exact arithmetic). Infinite when it overflows floating point.
 
         Parameters
