@@ -15,6 +15,7 @@ __all__ = [
     "LedgerError",
     "LedgerIntegrityError",
     "LedgerWriteError",
+    "NUTSFallbackWarning",
     "NotReleasableError",
     "PrivacyError",
     "UnboundedSensitivityError",

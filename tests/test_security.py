@@ -1,10 +1,11 @@
 """The security audit's scenarios, each reproduced as it was found and checked closed.
 
-Scenario 1 (inverse-CDF draws) is in tests/test_exact.py, 4 (float sums) in
-tests/test_families.py, 7 (rejection and the caller's generator) in tests/test_posterior.py
-and tests/test_gibbs.py, 8 (Barker acceptance in floats) in tests/test_metropolis.py, and the
-input checks of 5 and 10 in tests/test_data.py and tests/test_analysis.py. This file holds
-the route, shape, seed, budget and pickle scenarios.
+Scenario 1 (inverse-CDF draws) is in tests/conditionals/test_exact.py, 4 (float sums) in
+tests/families/test_families.py, 7 (rejection and the caller's generator) in
+tests/sampling/test_posterior.py and tests/steps/test_gibbs.py, 8 (Barker acceptance in
+floats) in tests/steps/test_metropolis.py, and the input checks of 5 and 10 in
+tests/data/test_data.py and tests/analysis/test_analysis.py. This file holds the route, shape,
+seed, budget and pickle scenarios.
 """
 
 from __future__ import annotations

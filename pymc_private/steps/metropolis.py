@@ -247,7 +247,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     a difference of two quantities each in [−L, L]; hence |Λ_D − Λ_D'| ≤ 2L/T. The bound is
     attained: for Bernoulli data with θ ∈ [a, 1−a], x = 1, x' = 0, θ' = 1−a and θ = a, the
     brackets are +L and −L with L = ln((1−a)/a). Charging L/T would be unsound, and the
-    auditor catches it (tests/test_metropolis.py). This is the exponential-mechanism view
+    auditor catches it (tests/steps/test_metropolis.py). This is the exponential-mechanism view
     of the JMLR paper: the utility Σ_i ℓ(x_i; θ) has sensitivity L, so its difference
     between two points θ, θ' has sensitivity 2L, the factor 2 of their Theorem 8.
     d/dΛ log σ(Λ) = 1 − σ(Λ) ∈ (0, 1) and d/dΛ log(1 − σ(Λ)) = −σ(Λ) ∈ (−1, 0): both are

@@ -18,7 +18,7 @@ from pymc_private.examples.calibration import coverage_study
 from pymc_private.families.regression import gram_noise_covariance
 from pymc_private.noise_aware.likelihood import normal_laplace_logp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calibration as study
 
 A = 0.05

@@ -42,6 +42,7 @@ from pymc_private.dp.mechanisms import (
     discrete_gaussian,
     gaussian,
 )
+from pymc_private.dp.noise import GaussianNoise
 from pymc_private.errors import BudgetExceededError, InvalidPrivacyParameterError
 from pymc_private.examples.demo import naive_bayes_model
 from pymc_private.families.statistics import regression_group, regression_l2_squared
@@ -598,7 +599,7 @@ def test_auto_picks_the_gaussian_for_naive_bayes_and_the_ledger_holds_epsilon(nb
     assert release.rho == pytest.approx(61 / (2 * sigma**2), rel=1e-9)
     assert ledger_for(nb_model).composition(1e-6).epsilon <= 1.0
     for law in privatisation_of(private).noise.values():
-        assert law.kind == "gaussian" and law.scale == sigma
+        assert law == GaussianNoise(sigma)
     zcdp_sigma = math.sqrt(61) / math.sqrt(2 * zcdp_rho(1.0, 1e-6))
     assert 0.9 * zcdp_sigma < sigma < 0.95 * zcdp_sigma < math.sqrt(2) * 61 / 2
 
