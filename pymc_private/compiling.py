@@ -31,9 +31,27 @@ import contextlib
 import logging
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-__all__ = ["compiling", "quiet_sampling"]
+import pytensor
+from pytensor.compile.mode import get_mode
+from pytensor.link.c.basic import CLinker
+from pytensor.link.vm import VMLinker
+
+from pymc_private.errors import UnsupportedModelError
+
+__all__ = [
+    "CHECKED_MODE",
+    "checked_compile_kwargs",
+    "compiling",
+    "quiet_sampling",
+]
+
+# The PyTensor mode of everything the package compiles or runs PyMC's samplers under: the C
+# backend (with Python for the ops it has no C code for), whose indexing raises IndexError
+# beyond an axis. PyTensor 3's default, Numba (and JAX), do not check indices: an index
+# beyond its axis reads whatever memory it points at, in a process that holds private data.
+CHECKED_MODE = "CVM"
 
 BLAS_WARNING = "PyTensor could not link to a BLAS installation"
 IPYWIDGETS_WARNING = 'install "ipywidgets" for Jupyter support'
@@ -44,12 +62,44 @@ PYMC_ADVICE = {
 }
 
 
+def checked_compile_kwargs(compile_kwargs: Mapping | None, who: str) -> dict:
+    """The ``compile_kwargs`` a route takes: a ``mode`` whose linker checks indices (C or
+    Python: `VMLinker`, `CLinker`), or none (`CHECKED_MODE`); nothing else, since
+    ``updates`` and ``givens`` are graphs over whatever they name, compiled where no check
+    reads them for private data.
+
+    Raises
+    ------
+    UnsupportedModelError
+        Another key, or a mode that does not check indices (Numba, JAX).
+    """
+    kwargs = dict(compile_kwargs or {})
+    others = sorted(set(kwargs) - {"mode"})
+    if others:
+        raise UnsupportedModelError(
+            f"{who} takes compile_kwargs={{'mode': ...}} only, not {others}: updates and givens "
+            "are graphs compiled beside the private ones, which nothing reads for private data."
+        )
+    mode = kwargs.get("mode", CHECKED_MODE)
+    if not isinstance(get_mode(mode).linker, VMLinker | CLinker):
+        raise UnsupportedModelError(
+            f"{who} compiles with PyTensor's C or Python backend, which check every index "
+            f"(Numba, PyTensor's default, and JAX do not): compile_kwargs may not choose the "
+            f'mode {mode!r}; leave it out ("{CHECKED_MODE}").'
+        )
+    return {**kwargs, "mode": mode}
+
+
 @contextlib.contextmanager
-def compiling() -> Iterator[None]:
-    """Run a call of the package's that compiles PyTensor graphs with PyTensor's BLAS warning
-    silenced (and the warnings filters restored after it, as `warnings.catch_warnings`
-    does)."""
-    with warnings.catch_warnings():
+def compiling(mode=CHECKED_MODE) -> Iterator[None]:
+    """Run a call of the package's that compiles PyTensor graphs (or runs PyMC's samplers,
+    which compile theirs) with a mode whose indexing checks its bounds as PyTensor's default
+    mode (`CHECKED_MODE`, or a checked one the caller chose: `checked_compile_kwargs`; None
+    leaves PyTensor's, for graphs whose every advanced index is public and inside its axis),
+    and PyTensor's BLAS warning silenced (the warnings filters and the mode restored after
+    it)."""
+    flags = contextlib.nullcontext() if mode is None else pytensor.config.change_flags(mode=mode)
+    with flags, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=BLAS_WARNING, category=UserWarning)
         yield
 
@@ -66,14 +116,14 @@ class _Without(logging.Filter):
 
 
 @contextlib.contextmanager
-def quiet_sampling() -> Iterator[None]:
+def quiet_sampling(mode=CHECKED_MODE) -> Iterator[None]:
     """Run a call of PyMC's samplers inside `compiling`, without rich's ipywidgets warning
     and PyMC's advice on short chains (module docstring); the filters are removed after
     it."""
     filters = [
         (logging.getLogger(name), _Without(pattern)) for name, pattern in PYMC_ADVICE.items()
     ]
-    with compiling(), warnings.catch_warnings():
+    with compiling(mode), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=re.escape(IPYWIDGETS_WARNING))
         for logger, dropped in filters:
             logger.addFilter(dropped)

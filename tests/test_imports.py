@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import pymc_private
 
 PACKAGE = Path(pymc_private.__file__).resolve().parent
@@ -137,6 +139,7 @@ def state():
 """
 
 
+@pytest.mark.slow
 def test_import_leaves_warnings_filters_and_loggers_as_they_were():
     """PyMC, PyTensor and SciPy's special functions and statistics are imported first, so
     that only what pymc_private itself does can differ (importing them adds warnings filters

@@ -45,6 +45,7 @@ def labels():
 # -- 2. A privatised model extended with raw data ----------------------------------------
 
 
+@pytest.mark.slow
 def test_privatised_model_extended_with_raw_data_pays_per_draw(labels):
     """The audit: inside privatize(m, 0.1), a new PrivateData and a Bernoulli on it were
     sampled by NUTS for free (the ledger stayed at 0.1) and the released ``lp`` gave the
@@ -213,6 +214,7 @@ def test_one_ledger_per_data_set_whichever_model_reaches_it(labels):
         pmp.sample(5, step=pmp.PrivateGibbs(), ledger=pmp.PrivacyLedger())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mp_ctx", ["fork", "spawn"])
 def test_private_steps_charge_as_they_run_inside_plain_pm_sample(labels, mp_ctx):
     """The audit: ``pm.sample(step=pmp.PrivateGibbs(...))``, which the README advertised,
@@ -486,6 +488,7 @@ def test_the_private_data_are_never_compiled_by_numba():
         pmp.PrivateMetropolis(compile_kwargs={"mode": "NUMBA"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("logp", "refused"),
     [

@@ -66,9 +66,11 @@ def check_public_indices(
     model: pm.Model | None = None,
     *,
     inputs_public: bool = False,
-) -> None:
+) -> bool:
     """Refuse an advanced index of public values (constants or ``pm.Data``) in the graphs of
-    ``outputs`` that reaches beyond the axis it indexes (or a boolean mask of another shape).
+    ``outputs`` that reaches beyond the axis it indexes (or a boolean mask of another shape),
+    and say whether some other advanced index is computed when the graph runs (from free
+    variables or arithmetic): only a backend that checks indices may run those.
 
     PyTensor 3 compiles with Numba by default, which does not check indices: such an index
     reads whatever memory it points at (in a process that holds private data, possibly that
@@ -84,26 +86,33 @@ def check_public_indices(
         v: pt.constant(np.zeros(shapes[v.name], dtype=v.dtype))
         for v in (model.value_vars if model is not None else ())
     }
+    computed = False
     for node in applys_between(graph_inputs(outputs), outputs):
         if isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor):
-            _check_node_indices(node, where, values, inputs_public=inputs_public)
+            computed |= _check_node_indices(node, where, values, inputs_public=inputs_public)
+    return computed
 
 
 def _check_node_indices(
     node, where: str, values: dict | None = None, *, inputs_public: bool = False
-) -> None:
+) -> bool:
     """`check_public_indices` for one advanced-indexing (or -setting) node; ``values``
-    stand in for the value variables its indexed tensor reads (their shapes are public)."""
+    stand in for the value variables its indexed tensor reads (their shapes are public).
+    Whether one of its indices is computed when it runs (neither public values nor a
+    `PrivateData` bounded by its declaration)."""
     indexed, *flat = node.inputs
     if isinstance(node.op, AdvancedIncSubtensor):
         flat = flat[1:]
-    axis = 0
+    axis, computed = 0, False
     for index in indices_from_subtensor(flat, node.op.idx_list):
         if isinstance(index, slice):
             axis += 1
             continue
         public = strip_casts(index)
         ndim = index.ndim if index.dtype == "bool" else 1
+        computed |= declaration(public) is None and not (
+            isinstance(public, SharedVariable) or only_constants(public)
+        )
         if (inputs_public or declaration(public) is None) and (
             isinstance(public, SharedVariable) or only_constants(public)
         ):
@@ -124,6 +133,19 @@ def _check_node_indices(
                     "with a boolean mask of the axis's shape."
                 )
         axis += ndim
+    return computed
+
+
+def _exact_cast(source: str, target: str, interval: Interval) -> bool:
+    """Whether a cast keeps every value of ``interval`` exactly: to a float at least as wide
+    as a float, or from integers or booleans all within the target float's exact integers."""
+    source_type, target_type = np.dtype(source), np.dtype(target)
+    if target_type.kind != "f":
+        return False
+    if source_type.kind == "f":
+        return target_type.itemsize >= source_type.itemsize
+    exact = 2.0 ** (np.finfo(target_type).nmant + 1)
+    return -exact <= interval.lower and interval.upper <= exact
 
 
 def interval_of(model: pm.Model, variable: Variable, where: str) -> Interval:
@@ -525,8 +547,16 @@ class GraphReader:
         scalar = node.op.scalar_op
         inputs = [self.bound(i) for i in node.inputs]
         first = inputs[0]
-        if isinstance(scalar, ps.Cast | ps.Identity):
+        if isinstance(scalar, ps.Identity) or (
+            isinstance(scalar, ps.Cast)
+            and _exact_cast(node.inputs[0].dtype, node.outputs[0].dtype, first.interval)
+        ):
             return first
+        if isinstance(scalar, ps.Cast):
+            raise self._unsupported(
+                f"a cast from {node.inputs[0].dtype} to {node.outputs[0].dtype}, which "
+                "truncates or rounds the values it would bound,"
+            )
         if isinstance(scalar, ps.Reciprocal):
             return self._link(first, _reciprocal(first.interval), "identity", "reciprocal")
         if isinstance(scalar, ps.TrueDiv):

@@ -71,6 +71,7 @@ __all__ = [
     "pymc_log_density",
     "python_references",
     "reads_private_data",
+    "refuse_private_code",
     "refuse_private_paths",
     "runtime_graphs",
     "shape_is_public",
@@ -418,6 +419,41 @@ def _pymc_op(op) -> bool:
     )
 
 
+def refuse_private_code(model: pm.Model, objects, what: str) -> None:
+    """Refuse Python code handed to a route besides the model (a step method, its proposal, a
+    sampling callback) that refers to private data (`python_references`): of an object of
+    PyMC's or this package's class, the user's functions, classes and objects among its
+    attributes (a `pm.Metropolis` proposal); of anything else, the whole of it.
+
+    Raises
+    ------
+    UnsupportedModelError
+        Naming ``what``, the private variable it refers to and what to change; or what it
+        refers to that cannot be read in full.
+    """
+    sources = private_sources(model)
+    for obj in objects:
+        if obj is None:
+            continue
+        if _own_code(type(obj)):
+            code = [
+                value
+                for value in vars(obj).values()
+                if isinstance(value, type | types.FunctionType | functools.partial)
+                or not (_in_libraries(type(value)) or isinstance(value, _READ_AS_THEY_ARE))
+            ]
+        else:
+            code = [obj]
+        for item in code:
+            reference = _private_reference(item, sources)
+            if reference is not None:
+                raise UnsupportedModelError(
+                    f"{what} refers to {reference}: it runs in Python beside the sampler, "
+                    "where nothing bounds what it takes from the data. Give it only public "
+                    "values."
+                )
+
+
 def _refuse_other_models(model: pm.Model, graphs: Sequence[Variable]) -> None:
     """Refuse a `PrivateData` of another model among the inputs of ``graphs``."""
     own = set(model.data_vars)
@@ -546,8 +582,8 @@ def _referred(value: object, function: object) -> list[object]:
         return list(value.ravel())
     if isinstance(value, Op) and not _own_code(type(value)):
         return [*vars(value).values(), type(value)]  # an operation of the user's
-    if isinstance(value, _READ_AS_THEY_ARE):
-        return []
+    if isinstance(value, _READ_AS_THEY_ARE) or getattr(value, "charges_as_it_runs", False):
+        return []  # (a private step charges its ledger for whatever it draws, wherever it runs)
     if isinstance(value, functools.partial):
         return [value.func, *value.args, *value.keywords.values()]
     if isinstance(value, types.MethodType):
@@ -667,8 +703,8 @@ def check_initial_values(model: pm.Model | None = None, initvals: Mapping | None
     private data) included. Checked from the constants alone, before any data is read. A
     symbolic initial value of the model is checked when it is built from constants only; one
     that reads private data is refused by `refuse_private_paths`, and one that reads free
-    variables is left to PyMC. In ``initvals`` only numbers and PyMC's strategies
-    ("support_point", "prior") are taken: a graph there is read by nothing else.
+    variables is left to PyMC. In ``initvals`` only numbers are taken: a graph or a strategy
+    there would build a starting point nothing else reads.
     `analyze` calls this; `pmp.sample` calls it on its ``initvals``.
 
     Interior means: ``lower < value < upper`` elementwise for a continuous variable
@@ -698,13 +734,12 @@ def check_initial_values(model: pm.Model | None = None, initvals: Mapping | None
                 raise UnsupportedModelError(
                     f"initvals names {key!r}, which is not a free variable of the model."
                 )
-            if isinstance(value, Variable) or (
-                isinstance(value, str) and value not in ("support_point", "prior")
-            ):
+            if isinstance(value, Variable | str):
                 raise UnsupportedModelError(
-                    f"The initial value of `{rv.name}` in initvals is {value!r}: give numbers "
-                    "(or 'support_point' or 'prior'); a graph there would be evaluated where "
-                    "nothing reads it for private data."
+                    f"The initial value of `{rv.name}` in initvals is {value!r}: give numbers. "
+                    "A graph or a strategy there ('support_point', 'prior') would build a "
+                    "starting point where nothing reads it for private data; the model's own "
+                    "initval= strategies are read."
                 )
             chosen[rv] = value
     for rv in model.free_RVs:

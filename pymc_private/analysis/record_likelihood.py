@@ -23,7 +23,7 @@ from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.linalg import SolveBase
 from pytensor.tensor.math import Dot
 from pytensor.tensor.random.op import RandomVariable
-from pytensor.tensor.shape import Shape, Shape_i
+from pytensor.tensor.shape import Shape, Shape_i, SpecifyShape
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, indices_from_subtensor
 
@@ -307,7 +307,17 @@ def _keeps_records(var: Variable, inputs: list[bool], private: set[Variable]) ->
         # are kept in the op's idx_list, their bounds among the inputs.
         aligned = dict(zip(var.owner.inputs, inputs, strict=True))
         leading, *others = indices_from_subtensor(var.owner.inputs[1:], op.idx_list)
-        if first or isinstance(leading, slice) or not aligned[leading]:
+        if first:
+            # aligned[:, ..., public, ...]: one public advanced index after the record axis's
+            # full slice selects within each row (two would move their axes to the front).
+            advanced = [index for index in others if not isinstance(index, slice)]
+            return (
+                _full_slice(leading)
+                and len(advanced) == 1
+                and not aligned[advanced[0]]
+                and all(_full_slice(index) for index in others if isinstance(index, slice))
+            )
+        if isinstance(leading, slice) or not aligned[leading]:
             return False
         for index in [leading, *others]:
             if isinstance(index, slice):
@@ -323,6 +333,8 @@ def _keeps_records(var: Variable, inputs: list[bool], private: set[Variable]) ->
         # private @ public: row i of the product is row i of the private factor times it.
         x, w = var.owner.inputs
         return first and not inputs[1] and x.ndim >= 2 and w.ndim <= x.ndim
+    if isinstance(op, SpecifyShape):  # an assertion of public shapes: the values as they are
+        return first and not any(inputs[1:])
     if isinstance(op, Alloc):
         # A value broadcast to a shape of public values, without new leading axes: row i
         # stays row i (PyTensor refuses to broadcast an axis not marked broadcastable).
@@ -374,19 +386,32 @@ _SAFE_INTEGER_OPS = (
     ps.OR,
     ps.XOR,
     ps.Invert,
+    ps.GT,
+    ps.GE,
+    ps.LT,
+    ps.LE,
+    ps.EQ,
+    ps.NEQ,
+    ps.IsNan,
+    ps.IsInf,
 )
 
 
 def _cannot_raise(scalar_op, dtype: str) -> bool:
     """Whether an elementwise scalar operation with outputs of ``dtype`` cannot raise on any
     value of its inputs: compiled floating-point arithmetic gives NaN or ±∞ instead (and the
-    step evaluates under ``np.errstate(all="ignore")``), integer arithmetic only in
+    step evaluates under ``np.errstate(all="ignore")``), integer and boolean arithmetic (a
+    division of booleans raises on False as one of integers on 0) only in
     `_SAFE_INTEGER_OPS`."""
     if isinstance(scalar_op, ps.Composite):
         return all(
             _cannot_raise(node.op, node.outputs[0].dtype) for node in scalar_op.fgraph.toposort()
         )
-    return not dtype.startswith(("int", "uint")) or isinstance(scalar_op, _SAFE_INTEGER_OPS)
+    return not dtype.startswith(("int", "uint", "bool")) or isinstance(scalar_op, _SAFE_INTEGER_OPS)
+
+
+def _full_slice(index) -> bool:
+    return isinstance(index, slice) and index == slice(None)
 
 
 def _pytensor_op(op) -> bool:

@@ -44,10 +44,33 @@ from pymc_private.families.statistics import (
     read_only,
     square_range,
 )
-from pymc_private.noise_aware.latent import MultinomialCounts, PoissonCounts
 from pymc_private.priors.conjugate import ConjugateFamily
 
-__all__ = ["LikelihoodFamily", "LikelihoodTerm"]
+__all__ = ["LikelihoodFamily", "LikelihoodTerm", "MultinomialCounts", "PoissonCounts"]
+
+
+@dataclass(frozen=True)
+class MultinomialCounts:
+    """The exact law of a count statistic given θ: each cell holds the counts of K categories
+    (last axis) in ``totals`` independent trials with ``probabilities``.
+
+    ``trials`` > 1 marks a Binomial sum Σx over records of that many trials each: the
+    statistic is the count of category 1 (successes) of the cell's ``trials``·T trials, whose
+    totals are given here already multiplied; category 0 is never released.
+    """
+
+    totals: np.ndarray
+    probabilities: np.ndarray
+    trials: int = 1
+
+
+@dataclass(frozen=True)
+class PoissonCounts:
+    """The exact law of an integer sum of Poisson records given θ: Poisson(``means``), with
+    ``rates`` the per-record means (λ, broadcast like ``means``)."""
+
+    means: np.ndarray
+    rates: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)

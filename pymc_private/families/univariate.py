@@ -30,7 +30,12 @@ from pytensor.tensor.random.basic import (
 from scipy.special import gammaln, xlogy
 
 from pymc_private.families.kinds import SUM_SQUARES, expand_totals
-from pymc_private.families.likelihood import LikelihoodFamily, LikelihoodTerm
+from pymc_private.families.likelihood import (
+    LikelihoodFamily,
+    LikelihoodTerm,
+    MultinomialCounts,
+    PoissonCounts,
+)
 from pymc_private.families.statistics import (
     ElementDomain,
     Interval,
@@ -39,7 +44,6 @@ from pymc_private.families.statistics import (
     entries_to_cells,
     reduce_to_entries,
 )
-from pymc_private.noise_aware.latent import MultinomialCounts, PoissonCounts
 from pymc_private.priors.conjugate import BETA, DIRICHLET, GAMMA, NORMAL
 
 __all__ = [

@@ -16,12 +16,10 @@ from pymc_private.analysis.core import term_statistics
 from pymc_private.conditionals.blocks import conjugate_block
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.families.kinds import COUNTS, SUM
-from pymc_private.families.likelihood import LikelihoodTerm
+from pymc_private.families.likelihood import LikelihoodTerm, MultinomialCounts, PoissonCounts
 from pymc_private.families.statistics import complete_statistic, entries_to_cells, reduce_to_entries
 from pymc_private.noise_aware.counts import CountBlock, CountNode
 from pymc_private.noise_aware.latent import (
-    MultinomialCounts,
-    PoissonCounts,
     add_records,
     binary_split,
     category_pairs,

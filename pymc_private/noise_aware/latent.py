@@ -38,17 +38,15 @@ privacy cost.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
 from pymc_private.dp.noise import NoiseLaw
+from pymc_private.families.likelihood import MultinomialCounts, PoissonCounts
 
 __all__ = [
     "TAIL",
-    "MultinomialCounts",
-    "PoissonCounts",
     "add_records",
     "beta_binomial_split",
     "binary_split",
@@ -83,30 +81,6 @@ def log_factorial(x) -> np.ndarray:
         size = min(_TABLE_LIMIT, max(2 * largest + 2, 1024))
         _log_factorials = special.gammaln(np.arange(size, dtype=np.float64) + 1.0)
     return _log_factorials.take(x)
-
-
-@dataclass(frozen=True)
-class MultinomialCounts:
-    """The exact law of a count statistic given θ: each cell holds the counts of K categories
-    (last axis) in ``totals`` independent trials with ``probabilities``.
-
-    ``trials`` > 1 marks a Binomial sum Σx over records of that many trials each: the
-    statistic is the count of category 1 (successes) of the cell's ``trials``·T trials, whose
-    totals are given here already multiplied; category 0 is never released.
-    """
-
-    totals: np.ndarray
-    probabilities: np.ndarray
-    trials: int = 1
-
-
-@dataclass(frozen=True)
-class PoissonCounts:
-    """The exact law of an integer sum of Poisson records given θ: Poisson(``means``), with
-    ``rates`` the per-record means (λ, broadcast like ``means``)."""
-
-    means: np.ndarray
-    rates: np.ndarray
 
 
 def window_draw(

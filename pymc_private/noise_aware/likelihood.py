@@ -60,6 +60,7 @@ import pytensor
 import pytensor.tensor as pt
 from scipy import special
 
+from pymc_private.compiling import compiling
 from pymc_private.dp.noise import GaussianNoise, LaplaceNoise, NoiseLaw
 from pymc_private.families.kinds import GRAM, GROUP_GRAM
 from pymc_private.families.statistics import complete_statistic
@@ -464,8 +465,9 @@ def replicate_statistics(
         outputs += [observation.mean, cov.dense() if isinstance(cov, DiagonalMinusOuter) else cov]
     inputs = [rv for rv in model.free_RVs if rv.name in posterior]
     outputs = [pt.as_tensor(output) for output in outputs]  # a moment may be a constant
-    function = pytensor.function(inputs, outputs, on_unused_input="ignore")
-    given = pytensor.function([], [pt.as_tensor(o.observed) for o in found])()
+    with compiling():
+        function = pytensor.function(inputs, outputs, on_unused_input="ignore")
+        given = pytensor.function([], [pt.as_tensor(o.observed) for o in found])()
     released = {name: np.asarray(model[name].get_value()) for name in targets}
     for observation, observed in zip(found, given, strict=True):
         for name, cells in _cells(observation):

@@ -72,13 +72,12 @@ from pymc_private.analysis.core import PrivacyAnalysis
 from pymc_private.conditionals.blocks import conjugate_block
 from pymc_private.errors import NUTSFallbackWarning, UnsupportedModelError, with_article
 from pymc_private.families.kinds import COUNTS, SUM
-from pymc_private.families.likelihood import LikelihoodTerm
+from pymc_private.families.likelihood import LikelihoodTerm, PoissonCounts
 from pymc_private.families.statistics import StatisticSpec, complete_statistic
 from pymc_private.noise_aware.chain import AugmentedChain
 from pymc_private.noise_aware.counts import CountBlock, CountNode, GroupSizes
 from pymc_private.noise_aware.latent import (
     NoiseLaw,
-    PoissonCounts,
     beta_binomial_split,
     gamma_poisson_split,
 )

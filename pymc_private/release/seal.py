@@ -99,9 +99,55 @@ _NOT_PUBLIC = (
 )
 
 
+_NOT_PUBLIC_ENCODING = (
+    "an encoding that is not how xarray stores the values (it is written into the file as an "
+    "attribute, and no private route checked it); delete it before releasing."
+)
+# What xarray's writers and readers put in a variable's encoding: how its values are stored.
+_STORAGE_ENCODING = {
+    "dtype",
+    "source",
+    "original_shape",
+    "zlib",
+    "szip",
+    "zstd",
+    "bzip2",
+    "blosc",
+    "complevel",
+    "shuffle",
+    "fletcher32",
+    "contiguous",
+    "chunksizes",
+    "compression",
+    "compressor",
+    "compressors",
+    "filters",
+    "serializer",
+    "chunks",
+    "preferred_chunks",
+    "shards",
+    "endian",
+    "write_empty_chunks",
+}
+
+
+def _public_encoding(key: str, value) -> bool:
+    """Whether a variable's encoding entry only says how its values are stored: a storage
+    key, or a fill value that is the marker xarray and zarr write (None, NaN or 0)."""
+    if key in _STORAGE_ENCODING:
+        return True
+    if key not in ("_FillValue", "fill_value") or value is None:
+        return value is None
+    try:
+        return np.ndim(value) == 0 and (np.isnan(float(value)) or float(value) == 0.0)
+    except (TypeError, ValueError):
+        return False
+
+
 def _digest(group: xr.DataTree | xr.Dataset, attrs: dict | None = None, names=PUBLIC_ATTRS) -> str:
-    """SHA-256 of a group's variables and coordinates (names, dims, dtypes, values) and of
-    the values of its attributes ``names`` (from ``attrs``, the group's own by default), in a
+    """SHA-256 of a group's variables and coordinates (names, dims, dtypes, values, and the
+    names of their own attributes) and of the values of its attributes ``names`` (from
+    ``attrs``, the group's own by default), in a
     form that survives ``to_netcdf`` and ``to_zarr`` (numbers come back as numpy scalars,
     lists as arrays)."""
     digest = hashlib.sha256()
@@ -114,6 +160,7 @@ def _digest(group: xr.DataTree | xr.Dataset, attrs: dict | None = None, names=PU
         for name in sorted(variables, key=str):
             values = np.asarray(variables[name].values)
             digest.update(f"{kind}|{name}|{variables[name].dims}|{values.shape}|".encode())
+            digest.update(f"{sorted(map(str, variables[name].attrs))}|".encode())
             if values.dtype.kind in "OUSMm":
                 digest.update(json.dumps(values.astype(str).tolist()).encode())
             else:
@@ -129,6 +176,9 @@ def seal(idata: xr.DataTree) -> xr.DataTree:
     and whose groups are its children."""
     for group in idata.children.values():
         group.attrs = {key: group.attrs[key] for key in PUBLIC_ATTRS if key in group.attrs}
+        for variable in (*group.data_vars.values(), *group.coords.values()):
+            variable.attrs = {}
+            variable.encoding = {}
         group.attrs[SEAL_ATTR] = _digest(group)
     idata.attrs[SEAL_ATTR] = _root_digest(idata)
     return idata
@@ -279,6 +329,15 @@ def check_release(idata: xr.DataTree | pd.DataFrame) -> ReleaseCheck:
             )
         for key in sorted(set(group.attrs) - {SEAL_ATTR, *PUBLIC_ATTRS}):
             findings.append((f"{name}.attrs[{key!r}]", _NOT_PUBLIC))
+        for kind, variables in (("", group.data_vars), ("coords", group.coords)):
+            for variable_name, variable in variables.items():
+                where = f"{name}.{kind + '.' if kind else ''}{variable_name}"
+                findings += [(f"{where}.attrs[{key!r}]", _NOT_PUBLIC) for key in variable.attrs]
+                findings += [
+                    (f"{where}.encoding[{key!r}]", _NOT_PUBLIC_ENCODING)
+                    for key, value in variable.encoding.items()
+                    if not _public_encoding(key, value)
+                ]
     root_seal = idata.attrs.get(SEAL_ATTR)
     if root_seal is None and LEDGER_ATTR in idata.attrs:
         findings.append(("attrs", "a privacy ledger that no private route sealed."))

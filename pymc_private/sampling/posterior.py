@@ -26,6 +26,7 @@ import xarray as xr
 from pymc_private.analysis.core import PrivacyAnalysis, analyze, term_statistics
 from pymc_private.analysis.privatisation import POTENTIAL_SUFFIX, Privatisation, privatised_route
 from pymc_private.analysis.routes import RouteCost, route_cost, tempered_epsilon
+from pymc_private.compiling import CHECKED_MODE
 from pymc_private.conditionals.blocks import (
     NOISE_AWARE_GIBBS,
     ConjugateBlock,
@@ -384,8 +385,14 @@ def inference_data(
         attrs={"/": {"inference_library": "pymc_private", **attrs, LEDGER_ATTR: ledger.to_json()}},
     )
     if model.deterministics:
+        # Under a mode that checks indices: a Deterministic may index by values computed as
+        # it runs, and Numba would read past the axis into the process's memory.
         idata["posterior"] = pm.compute_deterministics(
-            idata["posterior"].to_dataset(), model=model, extend_dataset=True, progressbar=False
+            idata["posterior"].to_dataset(),
+            model=model,
+            extend_dataset=True,
+            progressbar=False,
+            compile_kwargs={"mode": CHECKED_MODE},
         )
     return seal(idata)
 

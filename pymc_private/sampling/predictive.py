@@ -16,7 +16,12 @@ from pytensor.graph.traversal import ancestors
 from pymc_private.analysis.intervals import check_public_indices
 from pymc_private.analysis.leak_guard import refuse_private_paths
 from pymc_private.analysis.privatisation import privatised_route
-from pymc_private.compiling import compiling, quiet_sampling
+from pymc_private.compiling import (
+    CHECKED_MODE,
+    checked_compile_kwargs,
+    compiling,
+    quiet_sampling,
+)
 from pymc_private.data.declaration import private_data
 from pymc_private.errors import DataBoundsError, UnsupportedModelError
 from pymc_private.noise_aware.likelihood import replicate_statistics
@@ -104,6 +109,10 @@ def sample_posterior_predictive(
     if unknown:
         raise TypeError(
             f"pmp.sample_posterior_predictive got unexpected keyword arguments {unknown}."
+        )
+    if "compile_kwargs" in kwargs:
+        kwargs["compile_kwargs"] = checked_compile_kwargs(
+            kwargs["compile_kwargs"], "pmp.sample_posterior_predictive"
         )
     result = _predictive(
         idata, model, inputs, var_names, random_seed, {"progressbar": progressbar, **kwargs}
@@ -210,7 +219,8 @@ def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> xr.D
         [copy[name] for name in var_names], "the predicted nodes", inputs_public=True
     )
     parameters = [name for name in posterior.data_vars if name in copy.named_vars]
-    with quiet_sampling():  # without rich's ipywidgets warning in Jupyter
+    # Under a mode that checks indices, without rich's ipywidgets warning in Jupyter.
+    with quiet_sampling(pm_kwargs.get("compile_kwargs", {}).get("mode", CHECKED_MODE)):
         result = pm.sample_posterior_predictive(
             posterior[parameters],
             model=copy,

@@ -21,9 +21,13 @@ import xarray as xr
 from pymc.vartypes import discrete_types
 
 from pymc_private.analysis.intervals import check_public_indices
-from pymc_private.analysis.leak_guard import check_initial_values, refuse_private_paths
+from pymc_private.analysis.leak_guard import (
+    check_initial_values,
+    refuse_private_code,
+    refuse_private_paths,
+)
 from pymc_private.analysis.privatisation import Privatisation, privatised_route
-from pymc_private.compiling import quiet_sampling
+from pymc_private.compiling import CHECKED_MODE, checked_compile_kwargs, quiet_sampling
 from pymc_private.data.declaration import check_private_data, datasets_of
 from pymc_private.data.ledgers import PrivacyLedger, ledger_for
 from pymc_private.dp.budget import Budget, checked_budget
@@ -144,6 +148,10 @@ def sample(
         only released values, without ``step``: NUTS by that implementation, free.
     """
     _check_keywords(kwargs)
+    mode = CHECKED_MODE
+    if "compile_kwargs" in kwargs:
+        kwargs["compile_kwargs"] = checked_compile_kwargs(kwargs["compile_kwargs"], "pmp.sample")
+        mode = kwargs["compile_kwargs"]["mode"]
     model = pm.modelcontext(model)
     privatisation = privatised_route(model)
     nuts_sampler = kwargs.get("nuts_sampler")
@@ -155,6 +163,9 @@ def sample(
         # Deterministic or Potential reading private data since.
         refuse_private_paths(model)
     steps = _steps_for(model, step, privatisation)
+    for each in steps:  # a step's own code, a proposal of the user's
+        refuse_private_code(model, [each], type(each).__name__)
+    refuse_private_code(model, [kwargs.get("callback")], "The callback")
     private_steps = [s for s in steps if isinstance(s, PrivateStep)]
     augmented_tune = AUGMENTED_TUNE if tune is None else tune
     if tune is None:
@@ -226,13 +237,29 @@ def sample(
     # whatever they draw outside this run (in a callback, another thread).
     run_steps = [_prepaid_copy(s) if isinstance(s, PrivateStep) else s for s in steps]
     if privatisation is not None:
-        # Compiled whole, with Numba by default, which does not check indices (on raw data,
-        # PrivateMetropolis compiles the records with a backend that does).
-        check_public_indices(
+        # PyMC's samplers run under the package's checked mode (`quiet_sampling`); nutpie,
+        # numpyro and blackjax compile themselves (Numba, JAX), without index checks: they
+        # run only where every advanced index is public and inside its axis.
+        computed = check_public_indices(
             [model.logp(), *model.deterministics], "the privatised model", model=model
         )
+        if computed and nuts_sampler not in (None, "pymc"):
+            raise UnsupportedModelError(
+                f"nuts_sampler={nuts_sampler!r} compiles the model itself, without checking "
+                "indices, and the model indexes by values computed as it runs (from free "
+                "variables or arithmetic), which could reach beyond their axis into the "
+                "process's memory: use nuts_sampler='pymc', which checks them."
+            )
+        if computed:
+            kwargs["nuts_sampler"] = "pymc"
+        elif "compile_kwargs" not in kwargs:
+            # Every advanced index is public and inside its axis: PyTensor's default mode
+            # (Numba, with nutpie the default NUTS as in PyMC 6) reads nothing beyond them.
+            mode = None
     convergence_checks = kwargs.pop("compute_convergence_checks", True)
-    with quiet_sampling():  # without PyMC's advice on short chains (and rich's on ipywidgets)
+    # Under a mode that checks indices, without PyMC's advice on short chains (and rich's on
+    # ipywidgets).
+    with quiet_sampling(mode):
         idata = pm.sample(
             draws,
             tune=tune,

@@ -41,6 +41,9 @@ class PrivateStep:
     """
 
     mechanism: ClassVar[str]
+    # Python code that refers to a private step (a sampling callback that steps it by hand)
+    # reads nothing the step does not charge (`pymc_private.analysis.leak_guard`).
+    charges_as_it_runs: ClassVar[bool] = True
     released_stats: ClassVar[tuple[str, ...]] = ("privacy_epsilon",)
     privacy_epsilon_per_draw: float
     temperature: float

@@ -29,7 +29,7 @@ from pytensor.graph.basic import Variable
 from pymc_private.analysis.core import PrivacyAnalysis, analyze, term_statistics
 from pymc_private.analysis.privatisation import has_closed_form_conditional, privatised_route
 from pymc_private.analysis.routes import RouteCost, route_cost, tempered_epsilon
-from pymc_private.compiling import compiling
+from pymc_private.compiling import checked_compile_kwargs, compiling
 from pymc_private.conditionals.blocks import (
     NOISE_AWARE_GIBBS,
     ConjugateBlock,
@@ -287,12 +287,13 @@ class PrivateGibbs(BlockedStep, PrivateStep):
         ]
         outputs = [model[name] for name in given] + [graph for *_, graph in self._prior_keys]
         self._prior_keys = [(name, key) for name, key, _ in self._prior_keys]
-        with compiling():
+        compile_kwargs = checked_compile_kwargs(compile_kwargs, "PrivateGibbs")
+        with compiling(compile_kwargs["mode"]):
             self._current_values = model.compile_fn(
                 model.replace_rvs_by_values(outputs),
                 inputs=model.value_vars,
                 on_unused_input="ignore",
-                **(compile_kwargs or {}),
+                **compile_kwargs,
             )
             self._forward = {rv.name: _forward_transform(model, rv, compile_kwargs) for rv in rvs}
         self.rng = get_random_generator(rng)
@@ -403,7 +404,7 @@ def _free_variables(model: pm.Model, vars) -> list[Variable]:
     return rvs
 
 
-def _forward_transform(model: pm.Model, rv: Variable, compile_kwargs: dict | None):
+def _forward_transform(model: pm.Model, rv: Variable, compile_kwargs: dict):
     """The compiled map from a constrained draw to the sampling space (None: identity)."""
     transform = model.rvs_to_transforms.get(rv)
     if transform is None:
@@ -413,7 +414,7 @@ def _forward_transform(model: pm.Model, rv: Variable, compile_kwargs: dict | Non
         [value],
         transform.forward(value, *rv.owner.inputs),
         on_unused_input="ignore",
-        **(compile_kwargs or {}),
+        **compile_kwargs,
     )
 
 

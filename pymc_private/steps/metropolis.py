@@ -24,13 +24,11 @@ from pymc.pytensorf import compile, floatX, join_nonshared_inputs, make_shared_r
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
-from pytensor.compile.mode import get_mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
-from pytensor.link.c.basic import CLinker
-from pytensor.link.vm import VMLinker
+from pytensor.tensor.random.type import RandomType
 
 from pymc_private.analysis.core import analyze
 from pymc_private.analysis.leak_guard import refuse_private_paths
@@ -41,7 +39,7 @@ from pymc_private.analysis.record_likelihood import (
     split_logp,
 )
 from pymc_private.analysis.routes import RouteCost, route_cost
-from pymc_private.compiling import compiling
+from pymc_private.compiling import checked_compile_kwargs, compiling
 from pymc_private.data.declaration import check_private_data, datasets_of, in_memory_values
 from pymc_private.data.ledgers import ledger_for
 from pymc_private.dp.barker import LOG_ODDS_BOUND, barker_epsilon, barker_log_odds
@@ -88,13 +86,6 @@ class GaussianRandomWalk:
 
     def __call__(self, rng: np.random.Generator) -> np.ndarray:
         return rng.normal(scale=self.s)
-
-
-# The PyTensor mode of the function that reads the private data: the C backend (with Python
-# for the ops it has no C code for), whose indexing raises IndexError beyond an axis. A mode
-# asked for in compile_kwargs must run a linker that checks indices as well (`VMLinker`: C
-# thunks or numpy; `CLinker`).
-RAW_DATA_MODE = "CVM"
 
 
 @dataclass_state
@@ -436,13 +427,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.subsampled_test = None
         self.secure = checked_secure(secure)
         self.max_step_size = _checked_max_step_size(max_step_size)
-        mode = (compile_kwargs or {}).get("mode", RAW_DATA_MODE)
-        if not isinstance(get_mode(mode).linker, VMLinker | CLinker):
-            raise UnsupportedModelError(
-                "PrivateMetropolis compiles the private data with PyTensor's C or Python "
-                "backend, which check every index (Numba, PyTensor's default, and JAX do not): "
-                f'compile_kwargs may not choose the mode {mode!r}; leave it out ("CVM").'
-            )
+        compile_kwargs = checked_compile_kwargs(compile_kwargs, "PrivateMetropolis")
 
         model = pm.modelcontext(model)
         vars = checked_vars(model, model.value_vars if vars is None else vars)
@@ -491,7 +476,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
             self.datasets = datasets_of(model)
 
         if initial_point is None:
-            initial_point = model.initial_point()
+            with compiling(compile_kwargs["mode"]):
+                initial_point = model.initial_point()
         size = sum(int(np.prod(initial_point[v.name].shape)) for v in vars)
         if proposal_scale.size not in (1, size):
             raise InvalidPrivacyParameterError(
@@ -517,11 +503,16 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         # Every other shared variable (pm.Data, or a bare pytensor.shared the model reads) is
         # public and enters as the value the analysis read: a later pm.set_data or set_value
         # cannot move the log-likelihood outside the range L was computed for.
-        frozen = {
-            v: pt.constant(v.get_value(), name=v.name)
-            for v in graph_inputs(outputs)
-            if isinstance(v, SharedVariable) and v not in private
-        }
+        shared_inputs = [
+            v for v in graph_inputs(outputs) if isinstance(v, SharedVariable) and v not in private
+        ]
+        if any(isinstance(v.type, RandomType) for v in shared_inputs):
+            raise UnsupportedModelError(
+                "PrivateMetropolis compares Λ between two points on the same data, and this "
+                "model's log-density draws random numbers as it runs (a pm.Simulator): Λ "
+                "would be noise of unknown law. Write the likelihood as a log-density."
+            )
+        frozen = {v: pt.constant(v.get_value(), name=v.name) for v in shared_inputs}
         outputs = graph_replace(outputs, frozen, strict=False)
         values = in_memory_values(model, [v.name for v in data_inputs], "pmp.PrivateMetropolis")
         self._data = PrivatePayload([np.array(value) for value in values])
@@ -845,7 +836,7 @@ def _compile_log_ratio_terms(
     q1 = q0.type("q1")
     ratios = [graph_replace(output, {q0: q1}, strict=False) - output for output in outputs]
     # The data are unused by a block no likelihood depends on (its prior ratio alone).
-    kwargs = {"on_unused_input": "ignore", "mode": RAW_DATA_MODE, **(compile_kwargs or {})}
+    kwargs = {"on_unused_input": "ignore", **compile_kwargs}
     with compiling():
         function = compile([q1, q0, *data], ratios, **kwargs)
     function.trust_input = True

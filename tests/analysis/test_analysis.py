@@ -337,6 +337,7 @@ def test_unbounded_priors_name_the_truncated_prior_to_use():
     assert "pmp.TruncatedGamma('tau', alpha, beta, lower=1/s2**2, upper=1/s1**2)" in str(info.value)
 
 
+@pytest.mark.slow
 def test_the_suggested_precision_form_runs_on_every_route_it_names():
     # The fix the HalfNormal scale's refusal suggests first: a truncated Gamma precision.
     data = np.random.default_rng(4).normal(0.0, 0.8, N).clip(-1, 1)

@@ -82,6 +82,7 @@ MIXING_LOGPS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("logp", MIXING_LOGPS.values(), ids=MIXING_LOGPS.keys())
 @pytest.mark.parametrize(
     "step_kwargs",
@@ -233,24 +234,34 @@ def test_predictions_and_synthetic_records_refuse_a_random_function_reading_the_
         pmp.synthesize(idata, model, m=1)
 
 
-def test_the_same_functions_reading_no_private_data_are_accepted():
-    with pm.Model() as model:
-        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
-        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
-        pm.Normal("y", mu, 1.0, observed=x_obs)
+def _hyperprior(random, support_point=None):
+    """A free `pm.CustomDist` ``h`` with a Python ``random`` (and ``support_point``)."""
+
+    def extra(x_obs):
         pm.CustomDist(
             "h",
             0.0,
             logp=lambda value, loc: -((value - loc) ** 2) / 2,
-            support_point=lambda rv, size, loc: loc,
-            random=lambda loc, rng=None, size=None: rng.normal(loc, size=size),
+            support_point=support_point,
+            random=random,
         )
-        step = pmp.PrivateMetropolis([model["h"]], secure=False)
+
+    return extra
+
+
+def test_the_same_functions_reading_no_private_data_are_accepted():
+    model = _normal_model(
+        _hyperprior(
+            lambda loc, rng=None, size=None: rng.normal(loc, size=size),
+            lambda rv, size, loc: loc,
+        )
+    )
+    step = pmp.PrivateMetropolis([model["h"]], model=model, secure=False)
     assert step.privacy_epsilon_per_draw == 0.0  # a block no likelihood depends on
     # Built for what the user wrote only: PyMC's Normal and the package's prior are read on
     # their declared inputs.
     assert set(runtime_graphs(model).initial_points) == {model["h"]}
-    assert mu in model.free_RVs
+    assert model["mu"] in model.free_RVs
 
 
 def test_a_privatised_model_extended_with_a_closure_over_raw_data_is_not_sampled_free():
@@ -311,6 +322,7 @@ MIXING = {
 FAST = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     operations=st.lists(
@@ -406,6 +418,7 @@ def custom_audit():
     return steps[1, 0, 0], audit
 
 
+@pytest.mark.slow
 def test_audit_of_a_clipped_custom_logp_step_is_within_its_claim(custom_audit):
     step, audit = custom_audit
     assert step.privacy_epsilon_per_draw == barker_epsilon(CLIP, T_CLIP)  # 2c/T + 2⁻⁴³, up
@@ -458,6 +471,7 @@ class _RunningSum(ps.UnaryScalarOp):
         return self.total
 
 
+@pytest.mark.slow
 def test_python_inside_an_elementwise_or_blockwise_operation_is_not_read_as_row_wise():
     """A Python scalar operation in an Elemwise, or a wrap_py in a Blockwise, may keep state
     across records (a running sum: ε ≥ 1.94 against 0.04 charged)."""
@@ -554,16 +568,9 @@ def test_references_that_cannot_be_read_in_full_are_refused():
     chain = [X]
     for _ in range(40):
         chain = [chain]
-    with pm.Model() as model:
-        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
-        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
-        pm.Normal("y", mu, 1.0, observed=x_obs)
-        pm.CustomDist(
-            "h",
-            0.0,
-            logp=lambda value, loc: -((value - loc) ** 2),
-            random=lambda loc, rng=None, size=None: rng.normal(loc + len(chain), size=size),
-        )
+    model = _normal_model(
+        _hyperprior(lambda loc, rng=None, size=None: rng.normal(loc + len(chain), size=size))
+    )
     with pytest.raises(UnsupportedModelError, match="refers to more than can be read"):
         pmp.analyze(model)
 

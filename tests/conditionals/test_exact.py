@@ -154,6 +154,7 @@ def test_exact_privacy_loss_of_the_selection_is_within_the_claim(pair):
     assert step.privacy_epsilon_per_draw == pytest.approx(2 * lipschitz / temperature)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", sorted(PAIRS))
 def test_float_allowance_bounds_the_actual_rounding_of_the_scores(pair):
     """Each float score against the same score in exact rational arithmetic (features as the

@@ -613,6 +613,7 @@ def assert_same_outcome(bounds, first, second, mask, make, family):
 PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(
     case=neighbours(INTEGER_BOUNDS, INTEGER_EXTREMES, st.integers, masks=False),
@@ -632,6 +633,7 @@ def test_integer_neighbours_give_the_same_outcome(case, masked, family):
     assert_same_outcome(bounds, first, second, mask, make, family)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(
     case=neighbours(

@@ -105,6 +105,7 @@ def _audit_pair():
     return index, {"x_obs": features}, {"x_obs": neighbour}
 
 
+@pytest.mark.slow
 def test_audit_public_index_release_and_half_scale_copy_is_caught():
     index, data, neighbour = _audit_pair()
     analysis = analyze(grouped_bernoulli(index, data["x_obs"]))
@@ -347,6 +348,7 @@ def simulated_outcome(n, family, seed=0):
     return x, np.minimum(rng.poisson(np.exp(s)), 10), (0, 10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("family", "kinds"),
     [
@@ -413,6 +415,7 @@ def test_a_numpy_design_matrix_is_public_too(named):
     assert [spec.kind for spec in analysis.statistics] == ["cross"]
 
 
+@pytest.mark.slow
 def test_audit_public_covariates_on_the_worst_pair_and_catch_half_scale(plan_at_scale):
     """Xᵀy released with Gaussian noise as `privatize` draws it, on the worst neighbouring
     pair: the row of largest norm with y at its two bounds, seen along the move."""
@@ -461,6 +464,7 @@ def _exact_posterior(x, y, family):
     return mode, np.sqrt(np.diag(np.linalg.inv(hessian)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("family", "noise_aware"), [("normal", True), ("normal", False), ("logistic", True)]
 )

@@ -71,6 +71,7 @@ def refusal(build) -> str:
     return str(info.value)
 
 
+@pytest.mark.slow
 def test_every_container_gives_the_same_statistics_ids_and_release(records):
     labels, features = records
     reference = naive_bayes_model(labels, features)
@@ -284,6 +285,7 @@ def test_dask_data_serves_statistics_routes_and_refuses_record_routes(records):
         PrivateMetropolis(temperature=10.0)
 
 
+@pytest.mark.slow
 def test_local_distributed_cluster(records):
     distributed = pytest.importorskip("distributed")
     labels, features = records
@@ -305,6 +307,7 @@ def test_local_distributed_cluster(records):
 # Found by the attacker review of the records pass: each was a counterexample script.
 
 
+@pytest.mark.slow
 def test_values_changed_in_place_after_their_check_are_refused_at_release(records):
     """A checked value is not checked again by check_private_data while it is the same
     read-only object, but it can still change (a writable base, a PyTensor update in

@@ -109,6 +109,7 @@ def test_processes_sharing_the_file_never_spend_past_its_budget_together(tmp_pat
     assert sum(accepted) == 30 == len(_releases_in(path))
 
 
+@pytest.mark.slow
 def test_a_crash_loses_no_recorded_release_and_a_torn_line_hides_nothing(tmp_path):
     path = tmp_path / "odometer.ledger"
     script = textwrap.dedent(
@@ -158,6 +159,7 @@ def test_attach_charges_the_file_with_this_and_earlier_releases_and_its_budget_h
     assert pmp.ledger_for(earlier).epsilon() == pytest.approx(0.75)
 
 
+@pytest.mark.slow
 def test_a_later_session_sees_the_file_and_is_refused_past_its_budget(tmp_path):
     path = tmp_path / "days.ledger"
     pmp.PrivacyLedger.open(path, budget=pmp.Budget(1.0)).record(Release("laplace", PureEvent(0.75)))

@@ -137,6 +137,7 @@ def test_discrete_laplace_noise_is_two_sided_geometric(secure):
     assert stats.chisquare(observed, expected).pvalue > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("secure", "monotone", "draws"),
     [(False, False, 20_000), (False, True, 20_000), (True, False, 3_000), (True, True, 3_000)],
@@ -204,6 +205,7 @@ def test_audit_numpy_noise_is_sound_and_half_scale_noise_is_caught(mechanism, ep
     assert under_noised.event.startswith("output[1]")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", [laplace, discrete_laplace])
 def test_audit_secure_noise_at_epsilon_one(mechanism):
     counts = DATA.astype(int) if mechanism is discrete_laplace else DATA
@@ -656,6 +658,7 @@ WORST_PAIRS = pytest.mark.parametrize(
 )
 
 
+@pytest.mark.slow
 @WORST_PAIRS
 def test_audit_numpy_discrete_laplace_at_a_huge_scale_stays_below_its_claim(data, neighbour):
     # Δ₁ = 2⁵³ − 1 (odd, the largest accepted) and ε = 10⁻⁴: b ≈ 9·10¹⁹, the scale of Σx² on

@@ -45,6 +45,7 @@ ROUTES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("route", ROUTES)
 def test_scenario_4a_threads_started_together_release_only_what_fits(route, monkeypatch):
     """Recording is slowed down (0.1 s) to widen the window between check and record that
@@ -133,6 +134,7 @@ def _fresh_process(script: str) -> dict:
     return json.loads(run.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_scenario_4b_threads_racing_to_the_first_release_share_one_session_directory():
     result = _fresh_process(
         """
@@ -156,6 +158,7 @@ def test_scenario_4b_threads_racing_to_the_first_release_share_one_session_direc
     assert result == {"releases": 2}
 
 
+@pytest.mark.slow
 def test_scenario_6_a_child_forked_before_any_release_shares_its_parents_ledger():
     result = _fresh_process(
         """
@@ -178,6 +181,7 @@ def test_scenario_6_a_child_forked_before_any_release_shares_its_parents_ledger(
     assert result == {"child": 0, "parent": "refused", "ledger": 0.6}
 
 
+@pytest.mark.slow
 def test_children_forked_before_the_records_are_declared_share_their_ledger():
     """Workers that load the data themselves, after the fork, name it as their parent does."""
     result = _fresh_process(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from sklearn.datasets import load_breast_cancer
 
 from pymc_private.__main__ import main
@@ -13,6 +14,7 @@ from pymc_private.examples.demo import class_probabilities, load_data
 ROW = re.compile(r"^\s*(\S+)\s+(\d\.\d+) ± (\d\.\d+)\s+(\d\.\d+)\s*$", re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_demo_prints_utility_table_and_writes_plot(tmp_path, capsys):
     png = tmp_path / "accuracy.png"
     assert main(["demo", "--quick", "--out", str(png)]) == 0

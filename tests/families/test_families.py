@@ -180,6 +180,7 @@ def test_exponential_range_is_c2_times_b(c1, c2, big_b):
     assert value == pytest.approx(c2 * big_b, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_normal_known_sigma_range_by_hand():
     """μ ∈ [−0.5, 3], σ = 2, x ∈ [−1, 2]: at μ = 3 the squared distances span [1, 16], at
     μ = −0.5 [0, 6.25]; L = 15/(2·4) = 1.875."""
@@ -306,6 +307,7 @@ def _edge_values(lower, upper):
     return [v for v in inside if lower <= v <= upper]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     centre=st.sampled_from([0.0, 1.0, -3.5, 1e3, -2e6, 1e9]),

@@ -147,6 +147,7 @@ def test_joint_l2_bound_holds_against_every_pair_of_corners():
     assert float(moved @ moved) <= regression_l2_squared(group) == Fraction(21, 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [0.3, 1.0])
 def test_audit_moment_release_on_its_worst_pair_and_catch_half_scale(epsilon, plan_at_scale):
     """XᵀX and Xᵀy of a logistic regression released together at the ρ of their joint bound,
@@ -283,6 +284,7 @@ def test_posterior_at_large_epsilon_matches_the_exact_one(logistic):
     np.testing.assert_allclose(draws.std(0), sd, rtol=0.25)
 
 
+@pytest.mark.slow
 def test_intervals_cover_weights_drawn_from_the_prior():
     """A small version of benchmarks/glm.py --coverage: 90% intervals of every weight over
     16 simulated data sets (n = 1000, ε = 1, δ = 1e-6, w from its prior)."""
@@ -301,6 +303,7 @@ def test_intervals_cover_weights_drawn_from_the_prior():
     assert 0.75 <= np.mean(covered) <= 1.0
 
 
+@pytest.mark.slow
 def test_arviz_netcdf_nuts_and_seeds(logistic, tmp_path):
     model, _, _ = logistic
     private = pmp.privatize(model, 1.0, delta=1e-6, secure=False, random_seed=3)

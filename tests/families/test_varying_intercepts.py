@@ -255,6 +255,7 @@ def test_two_groupings_of_one_response_are_not_bound_as_one():
     assert worst <= CellsPlan.l2_weights(analysis)[1]
 
 
+@pytest.mark.slow
 def test_audit_per_group_moments_on_their_worst_pair_and_catch_half_scale(plan_at_scale):
     """XᵀX, Xᵀy, yᵀy and the per-group Σx, Σy released together at the ρ of their joint bound,
     as `privatize` draws and records them, on the corner pair that moves them most, seen
@@ -401,6 +402,7 @@ def test_posterior_at_large_epsilon_matches_the_exact_one():
     np.testing.assert_allclose(sd, exact_sd, rtol=0.05)
 
 
+@pytest.mark.slow
 def test_intervals_cover_parameters_drawn_from_the_prior():
     """A small coverage check: 90% intervals of every intercept and weight over 12 simulated
     data sets (n = 500, ε = 1, δ = 1e-6, Normal with σ known), truths from the prior."""

@@ -83,6 +83,7 @@ def naive_bayes(labels, features):
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("n", "epsilon", "delta", "prior", "method"),
     [
@@ -111,6 +112,7 @@ def test_beta_bernoulli_draws_are_the_exact_noise_aware_posterior(n, epsilon, de
     assert _ks(idata.posterior["theta"].values, grid, log_density) > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shape", "method"), [(2.0, "independent"), (0.8, "data augmentation")])
 def test_poisson_rate_draws_are_the_exact_noise_aware_posterior(shape, method):
     """Gamma(2, 0.5) on [0.5, 10]: independent draws; Gamma(0.8, 0.5): the chain."""
@@ -133,6 +135,7 @@ def test_poisson_rate_draws_are_the_exact_noise_aware_posterior(shape, method):
     assert _ks(idata.posterior["lam"].values, grid, log_density) > 1e-3
 
 
+@pytest.mark.slow
 def test_naive_bayes_group_sizes_and_rates_are_the_exact_posterior():
     """One binary feature, a private class label: the class sizes N are latent (moved by
     thinning and along the ridge N ≈ n·π), every cell's split summed out. The exact marginals
@@ -189,6 +192,7 @@ def test_naive_bayes_group_sizes_and_rates_are_the_exact_posterior():
     assert np.allclose(share.sum(axis=-1), 1.0) and np.all(np.rint(share * n) == share * n)
 
 
+@pytest.mark.slow
 def test_categorical_counts_with_a_dirichlet_are_the_exact_posterior():
     """K = 3 categories, all released: pairs of categories move with their split summed out
     (the Dirichlet's share of the pair's mass). Exact: p(π) ∝ Σ_c Mult(c; n, π)·Π_k P(Z_k)
@@ -257,6 +261,7 @@ def _on_grid(logp, *axes):
     return logp(*flat).reshape(points[0].shape)
 
 
+@pytest.mark.slow
 def test_normal_mean_and_precision_follow_the_likelihood_nuts_samples(normal_fit):
     """Released sums are sampled on the closed-form likelihood of the NUTS route: its compiled
     log density on a grid of (μ, τ) against the draws' marginals."""
@@ -268,6 +273,7 @@ def test_normal_mean_and_precision_follow_the_likelihood_nuts_samples(normal_fit
     assert _ks(idata.posterior["tau"].values, taus, special.logsumexp(density, axis=0)) > 1e-3
 
 
+@pytest.mark.slow
 def test_regression_weights_follow_the_likelihood_nuts_samples():
     """Linear regression with a released Gram matrix (errors in variables), τ free: the draws
     of w against the NUTS route's log density on a grid of (w, τ)."""
@@ -290,6 +296,7 @@ def test_regression_weights_follow_the_likelihood_nuts_samples():
     assert _ks(idata.posterior["w"].values[..., 1], w1, special.logsumexp(joint, axis=0)) > 1e-3
 
 
+@pytest.mark.slow
 def test_the_default_route_is_an_ordinary_released_inference_data(normal_fit, tmp_path):
     """Chains, draws, seeds, ArviZ and netCDF as from pm.sample; reproducible by its seed."""
     private, idata = normal_fit
@@ -308,6 +315,7 @@ def test_the_default_route_is_an_ordinary_released_inference_data(normal_fit, tm
     assert pmp.check_release(az.from_netcdf(tmp_path / "fit.nc"))
 
 
+@pytest.mark.slow
 def test_models_the_moves_do_not_cover_are_left_to_nuts():
     """A Potential of the user's: the sampler declines (pmp.sample then runs NUTS); the
     plug-in model keeps its independent exact draws."""

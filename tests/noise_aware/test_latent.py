@@ -9,9 +9,8 @@ import pytest
 from scipy import special, stats
 
 from pymc_private.dp.noise import GaussianNoise, LaplaceNoise
+from pymc_private.families.likelihood import MultinomialCounts, PoissonCounts
 from pymc_private.noise_aware.latent import (
-    MultinomialCounts,
-    PoissonCounts,
     add_records,
     binary_split,
     gamma_poisson_split,
@@ -56,6 +55,7 @@ def _agrees(draws: np.ndarray, support: np.ndarray, log_pmf: np.ndarray) -> None
 LAPLACE, GAUSSIAN = LaplaceNoise(3.0), GaussianNoise(20.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", [LAPLACE, GAUSSIAN, LaplaceNoise(0.05)])
 @pytest.mark.parametrize(
     ("total", "q", "first", "second"),

@@ -79,6 +79,7 @@ GRID = np.linspace(A + 1e-4, 1 - A - 1e-4, 400)
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_noise_aware_intervals_are_calibrated_where_plug_in_ones_are_not():
     """Beta–Bernoulli, n = 100, ε = 0.1: the plug-in posterior's 90% intervals covered the
     truth about half the time. 100 repetitions with θ from the prior: a calibrated posterior
@@ -97,6 +98,7 @@ def test_noise_aware_intervals_are_calibrated_where_plug_in_ones_are_not():
     assert plug_in.coverage < 0.75
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 @pytest.mark.parametrize(("model", "n", "epsilon"), [("bernoulli", 10, 0.1), ("normal", 100, 0.01)])
 def test_the_default_sampler_is_calibrated_where_noise_dwarfs_the_data(model, n, epsilon):
@@ -132,6 +134,7 @@ def naive_bayes_data():
     return labels, (rng.random((400, 3)) < rates).astype(int)
 
 
+@pytest.mark.slow
 def test_noise_aware_naive_bayes_samples_with_nuts_and_finds_the_rates(
     make_naive_bayes, naive_bayes_data
 ):

@@ -78,6 +78,7 @@ def _parities(plan, noisy):
     return np.concatenate([[ones], x_ones, odd])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 4.0])
 def test_audit_worst_pair_passes_and_half_scale_is_caught(epsilon):
     data, neighbour = _worst_pair()

@@ -91,6 +91,7 @@ def test_discrete_gaussian_releases_integers_and_the_rho_opendp_maps():
     assert float_release.rho <= rho
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_audit_secure_discrete_gaussian_stays_below_its_claim(epsilon):
     rho = zcdp_rho(epsilon, AUDIT_DELTA)
@@ -113,6 +114,7 @@ def _vectorised(rho: float):
     return mechanism
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_audit_passes_the_gaussian_and_catches_it_at_half_scale(epsilon):
     rho = zcdp_rho(epsilon, AUDIT_DELTA)
@@ -146,6 +148,7 @@ def _convolved_delta(sigma: float, shifts: int, epsilon: float) -> float:
     return float(np.sum(total * np.clip(1 - np.exp(epsilon - loss), 0, None)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("epsilon", "delta", "shifts"), [(1.0, 1e-6, 7), (0.3, 1e-5, 3), (4, 1e-6, 9)]
 )
@@ -162,6 +165,7 @@ def test_unit_shift_profile_is_the_exact_curve_and_beats_zcdp(epsilon, delta, sh
     assert _convolved_delta(0.99 * sigma, shifts, epsilon) > delta
 
 
+@pytest.mark.slow
 def test_unit_shift_profile_is_not_used_where_the_pld_tail_is_rounding_noise():
     """Review's counterexample: K = 300 at (10, 1e-14) recorded ε = 9.96 against a true 10.02
     (positive-term convolution). Below δ = 1e-10 the zCDP route serves."""
@@ -235,6 +239,7 @@ def test_audit_two_unit_shift_releases_against_the_profile_accountant():
     assert epsilon_lower_bound(runs(half), 0, 1, **audit).epsilon_lower_bound > total.epsilon
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_audit_unit_shift_release_on_its_worst_pair_and_catch_half_scale(epsilon):
     audit = dict(n=1_000_000, alpha=0.01, vectorized=True, delta=AUDIT_DELTA)
@@ -245,6 +250,7 @@ def test_audit_unit_shift_release_on_its_worst_pair_and_catch_half_scale(epsilon
     assert epsilon_lower_bound(under, 0, 1, random_seed=7, **audit).epsilon_lower_bound > claim
 
 
+@pytest.mark.slow
 def test_audit_secure_unit_shift_release_stays_below_its_claim():
     """The secure OpenDP path of `UnitShiftPlan.run` itself, on the worst pair of K = 2 (two
     cells of one count statistic, each moved by 1)."""
@@ -419,6 +425,7 @@ def _worst_l2_squared(model, base: dict, records: list[dict]) -> dict[str, float
     return analysis, worst
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bounds", [(-1, 1), (0, 2), (-2, 1)])
 def test_regression_l2_sensitivities_bound_the_brute_force_worst_case(bounds):
     p = 3
@@ -482,6 +489,7 @@ def test_grouped_sum_l2_sensitivities_bound_the_brute_force_worst_case():
     assert all(worst[spec.name] == bounds[spec.kind] for spec in analysis.statistics)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_audit_gram_release_on_its_worst_pair_and_catch_half_scale(epsilon):
     """The Gaussian release of a Gram matrix at the bound p(p + 1)M⁴ (p = 2, M = 1: Δ₂² = 6)
@@ -516,6 +524,7 @@ def test_audit_gram_release_on_its_worst_pair_and_catch_half_scale(epsilon):
     assert under.epsilon_lower_bound > claim
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_audit_joint_regression_release_on_its_worst_pair_and_catch_half_scale(
     epsilon, plan_at_scale

@@ -454,6 +454,7 @@ def test_audit_beta_bernoulli_release_secure_default(bb_analysis):
     assert result.passes(1.0)
 
 
+@pytest.mark.slow
 def test_audit_beta_bernoulli_release_and_half_scale_copy_is_caught(bb_analysis):
     def mechanism(epsilon):
         def run(arrays, rng):
@@ -491,6 +492,7 @@ def _nb_arrays(move_record: bool):
     return {"y_obs": labels, "x_obs": features}
 
 
+@pytest.mark.slow
 def test_audit_naive_bayes_release_and_half_scale_copy_is_caught():
     data, neighbour = _nb_arrays(False), _nb_arrays(True)
     analysis = analyze(_naive_bayes(data["y_obs"], data["x_obs"]))

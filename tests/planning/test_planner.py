@@ -99,6 +99,7 @@ def nb_simulation(n: int):
     return simulate
 
 
+@pytest.mark.slow
 def test_naive_bayes_prediction_matches_realised_sd():
     """Within 20% of the noise-aware posterior's sd over repeated releases (issue 27; ε = 0.1
     and the other models in benchmarks/planner.py)."""

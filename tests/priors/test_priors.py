@@ -314,6 +314,7 @@ def assert_within_monte_carlo_error(idata, name, exact):
     assert np.all(error < 4 * sd / np.sqrt(ess)), (error, sd / np.sqrt(ess))
 
 
+@pytest.mark.slow
 def test_nuts_has_no_divergences_and_stays_in_support(nuts_idata):
     assert int(nuts_idata.sample_stats["diverging"].sum()) == 0
     posterior = nuts_idata.posterior

@@ -269,6 +269,7 @@ SCARCE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(SCARCE))
 def test_markov_moves_keep_exact_draws_exact(family):
     sampler = SCARCE[family][0]
@@ -283,6 +284,7 @@ def test_markov_moves_keep_exact_draws_exact(family):
         assert stats.ks_2samp(moved[:, k], reference[:, k]).pvalue > ALPHA
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(SCARCE))
 def test_independent_draws_that_give_up_start_at_the_centre_and_reach_the_law(family):
     sampler, parameters, bounds = SCARCE[family]
@@ -302,6 +304,7 @@ def test_independent_draws_that_give_up_start_at_the_centre_and_reach_the_law(fa
         assert stats.ks_2samp(draws[:, k], reference[:, k]).pvalue > ALPHA
 
 
+@pytest.mark.slow
 def test_hopeless_draws_with_a_current_state_move_and_stay_in_the_support():
     current = np.array([0.6, 0.2, 0.2])
     draws = truncated_dirichlet(

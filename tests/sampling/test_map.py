@@ -175,6 +175,7 @@ def test_exact_law_on_neighbours_is_within_epsilon_and_beyond_half_when_under_no
                 assert loss > epsilon
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "runs"), [(1.0, 60_000), (4.0, 20_000)])
 def test_auditor_passes_the_release_and_catches_it_under_noised_by_half(epsilon, runs):
     """D = (0), D' = (1) under Beta(0.05, 1) on [0.1, 0.9], whose mass sits at the lower

@@ -128,6 +128,7 @@ def test_budget_refusal_draws_and_reads_nothing(model, monkeypatch):
     assert rng.bit_generator.state != state
 
 
+@pytest.mark.slow
 def test_naive_bayes_means_match_the_truncated_conjugate_means(make_naive_bayes):
     """Class prior and class-conditional tables are independent blocks given the data."""
     a, temperature, n = 0.1, 2.0, 3000
@@ -199,6 +200,7 @@ def neighbours() -> dict[str, pm.Model]:
     }
 
 
+@pytest.mark.slow
 def test_audit_one_draw_is_within_two_l_and_beyond_l(neighbours):
     """One exact draw at T = 1 is 2L-DP, L = ln 9 (Theorem 8); the true loss on {θ ≥ 0.86} is
     ln(P_D'/P_D) ≈ 2.86, between L = 2.20 and 2L = 4.39, with P_D ≈ 7e-4 and P_D' ≈ 0.013.

@@ -159,6 +159,7 @@ def test_idata_without_ledger_is_refused():
         ledger_of(idata)
 
 
+@pytest.mark.slow
 def test_a_draw_costs_the_whole_sweep_of_several_steps(make_naive_bayes):
     rng = np.random.default_rng(0)
     nb = make_naive_bayes(rng.integers(0, 2, 40), rng.integers(0, 2, (40, 3)), A)
@@ -250,6 +251,7 @@ BAD_ARGUMENTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", BAD_ARGUMENTS, ids=lambda bad: "-".join(map(str, bad)))
 def test_bad_arguments_are_refused_before_anything_is_charged(model, bad):
     ledger = ledger_for(model)
@@ -342,6 +344,7 @@ def test_no_ipywidgets_warning_in_jupyter_and_the_users_filters_stay(model, monk
     assert not [w for w in seen if "ipywidgets" in str(w.message)]
 
 
+@pytest.mark.slow
 def test_import_is_light_and_pytensor_blas_warning_is_silenced_while_the_package_compiles():
     """`import pymc_private` adds no heavy module to PyMC's own (OpenDP's sklearn extras,
     dp-accounting's were 0.5 s). PyTensor's BLAS warning, a matter of speed, is silenced while
@@ -398,6 +401,7 @@ def plug_in() -> pm.Model:
     return privatize(model, 1.0, noise_aware=False, secure=False, random_seed=2)
 
 
+@pytest.mark.slow
 def test_plug_in_conjugate_models_get_independent_exact_draws(plug_in, tmp_path):
     spent = ledger_for(plug_in).epsilon()
     idata = sample(3000, chains=3, model=plug_in, random_seed=5, progressbar=False)
@@ -452,6 +456,7 @@ def shrunk() -> tuple[pm.Model, pm.Model]:
     return raw, private
 
 
+@pytest.mark.slow
 def test_nutpie_is_the_default_nuts_where_only_released_values_are_sampled(shrunk, tmp_path):
     pytest.importorskip("nutpie")
     _, private = shrunk
@@ -474,6 +479,7 @@ def test_nutpie_is_the_default_nuts_where_only_released_values_are_sampled(shrun
     assert check_release(az.from_netcdf(tmp_path / "nutpie.nc"))
 
 
+@pytest.mark.slow
 def test_numpyro_samples_a_privatised_model_too(shrunk):
     pytest.importorskip("numpyro")
     _, private = shrunk

@@ -178,6 +178,7 @@ def test_raw_gibbs_targets_the_tempered_truncated_posterior(bb_model, temperatur
     assert stats.kstest(draws, wrong).pvalue < 1e-3
 
 
+@pytest.mark.slow
 def test_naive_bayes_blocks_target_their_exact_conditionals(nb_model, nb_data):
     labels, features = nb_data
     with nb_model:
@@ -344,6 +345,7 @@ def hyperprior_and_potential(x):
     return model
 
 
+@pytest.mark.slow
 def test_hyperparameters_and_potentials_go_to_nuts_and_the_hyperprior_child_to_gibbs():
     """A hyperparameter (``mu``, in ``nu``'s prior) and a Potential's input (``c``) have no
     conjugate update and are refused; ``nu`` is conjugate given the current ``mu``."""
@@ -613,6 +615,7 @@ def hierarchical_data():
     return values, index
 
 
+@pytest.mark.slow
 def test_a_hyperprior_block_is_the_conjugate_block_at_the_current_hyperparameters(
     hierarchical_data,
 ):
@@ -643,6 +646,7 @@ def test_a_hyperprior_block_is_the_conjugate_block_at_the_current_hyperparameter
     assert step.privacy_epsilon_per_draw > fixed.privacy_epsilon_per_draw - 1e-9
 
 
+@pytest.mark.slow
 def test_gibbs_refusal_names_the_compound_step_that_runs_a_hierarchy(hierarchical_data):
     values, index = hierarchical_data
     model = hierarchical(values, index)

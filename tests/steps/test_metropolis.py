@@ -11,6 +11,7 @@ import arviz as az
 import matplotlib
 import numpy as np
 import pymc as pm
+import pytensor
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from scipy import stats
 
 import pymc_private.steps.metropolis as metropolis_module
 from pymc_private.analysis.core import analyze
+from pymc_private.compiling import CHECKED_MODE
 from pymc_private.data.declaration import PrivateData
 from pymc_private.data.ledgers import PrivacyLedger, ledger_for
 from pymc_private.dp.audit import epsilon_lower_bound
@@ -126,6 +128,7 @@ def run_releases(runs, key):
 # --- the per-draw ε is the formula ----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("key", "temperature", "secure"), [("T=1", 1.0, False), ("T=3", 3.0, True)]
 )
@@ -185,6 +188,7 @@ def test_clipped_per_draw_epsilon_is_two_c_over_t_and_lambda_clips_each_record(m
     assert lam == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("likelihood", "clip"), [("naive_bayes", None), ("naive_bayes", 1e3), ("logistic", 1e3)]
 )
@@ -244,6 +248,7 @@ def test_clipped_ratio_of_records_outside_the_support_is_bounded():
     assert down[3.5, 1.0] - down[5.0, 1.0] == pytest.approx(-clip, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_block_no_likelihood_depends_on_costs_nothing_and_samples_its_prior_ratio():
     with pm.Model() as model:
         x_obs = PrivateData("x_obs", np.array([0.2, 0.5, 0.9]), bounds=(0.0, 1.0))
@@ -318,6 +323,7 @@ def esjd_optimal_scale() -> float:
     return float(scales.ravel()[np.argmax(esjd)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", [0.001, 5.0])
 def test_tuning_reaches_the_barker_scale_from_far_away(model, esjd_optimal_scale, start):
     optimum = esjd_optimal_scale
@@ -502,6 +508,7 @@ def secure_barker_audit(secure_audit_step):
     return _acceptance_audit(secure_audit_step[1], n=8_000)
 
 
+@pytest.mark.slow
 def test_barker_step_acceptance_is_logistic_in_lambda(barker_audit, secure_barker_audit):
     _assert_acceptance_is_logistic(barker_audit, (-L_AUDIT, -3 * L_AUDIT), p_value=1e-3)
     # Not seeded: a false alarm has probability below 2·10⁻⁶.
@@ -554,6 +561,7 @@ def secure_clipped_barker_audit(secure_clipped_audit_step):
     return _acceptance_audit(secure_clipped_audit_step[1], n=8_000)
 
 
+@pytest.mark.slow
 def test_clipped_barker_step_accepts_with_the_clipped_lambda(
     clipped_audit_step, clipped_barker_audit, secure_clipped_barker_audit
 ):
@@ -581,6 +589,7 @@ def test_audit_catches_clipped_barker_step_charged_c_over_t(clipped_barker_audit
     assert not clipped_barker_audit.passes(CLIP / T_CLIP)
 
 
+@pytest.mark.slow
 def test_audit_shows_min_one_acceptance_is_not_private(audit_step, monkeypatch):
     # The same step with PyMC's min(1, e^Λ) rule. D = (1, 1, 0): Λ = +L' > 0, never
     # rejected; D' = (1, 0, 0): Λ = −L', rejected with probability 1 − e^−L' ≈ 0.75.
@@ -785,6 +794,7 @@ def _assert_neighbours_within_epsilon(step, q1, q0, data):
     return ratios
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(q1=st.tuples(coordinate, coordinate), q0=st.tuples(coordinate, coordinate), data=st.data())
 def test_normal_lambda_of_neighbouring_data_sets_moves_at_most_epsilon(
@@ -923,6 +933,7 @@ def _sample(model, step, chains=4, **kwargs):
     )
 
 
+@pytest.mark.slow
 def test_chains_match_across_cores_and_start_methods(model, plumbing_step):
     serial = _sample(model, plumbing_step, cores=1)
     again = _sample(model, plumbing_step, cores=1)
@@ -946,6 +957,7 @@ def test_chains_match_across_cores_and_start_methods(model, plumbing_step):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mp_ctx", ["fork", "spawn"])
 def test_secure_chains_run_in_parallel(model, mp_ctx):
     step = PrivateMetropolis(model=model)
@@ -958,6 +970,7 @@ def test_secure_chains_run_in_parallel(model, mp_ctx):
     assert [release.secure for release in ledger_of(idata).releases[-2:]] == [True, True]
 
 
+@pytest.mark.slow
 def test_a_seed_does_not_reproduce_secure_chains(model):
     # The seed drives the proposals only; the decisions come from the operating system.
     step = PrivateMetropolis(model=model)
@@ -966,7 +979,9 @@ def test_a_seed_does_not_reproduce_secure_chains(model):
 
 
 def test_plain_pm_sample_and_standalone_step(model, plumbing_step):
-    with model:
+    # pmp.sample runs PyMC's samplers under the package's checked mode (C, whose indexing is
+    # bounds-checked), whose transforms of the draws may differ from Numba's in the last bit.
+    with model, pytensor.config.change_flags(mode=CHECKED_MODE):
         idata = pm.sample(
             50,
             tune=20,
@@ -1164,6 +1179,7 @@ def test_a_mixture_is_refused_by_the_analysis_with_the_clipped_route():
         PrivateMetropolis(model=model)
 
 
+@pytest.mark.slow
 def test_mixture_records_are_separated_and_add_up_to_the_likelihood():
     """With a clip that never binds, Λ is the change of the model's log density: each
     record's log Σ_k w_k p_k(x_i) is computed on its own."""
@@ -1230,6 +1246,7 @@ def ordinal_logit():
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "build",
     [student_t_regression, per_record_binomial, lagged_ar1, ordinal_logit],
@@ -1266,6 +1283,7 @@ def test_a_refusal_that_clipped_barker_runs_names_it_and_its_cost_and_it_runs(bu
     np.testing.assert_array_equal(idata.sample_stats["privacy_epsilon"], cost)
 
 
+@pytest.mark.slow
 def test_a_softmax_logit_runs_on_its_record_lipschitz_constant_with_records_separated():
     with pm.Model() as model:
         x_obs = PrivateData("x_obs", _X, bounds=(-1.0, 1.0))
@@ -1304,6 +1322,7 @@ def test_the_mixture_refusal_names_the_clipped_route_once():
     assert str(refusal.value).count("clip=c") == 1
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(
     q1=st.tuples(coordinate, coordinate, coordinate),

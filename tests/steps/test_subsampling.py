@@ -65,6 +65,7 @@ def audits():
     }
 
 
+@pytest.mark.slow
 def test_audit_of_one_subsampled_step_is_within_its_amplified_epsilon(audits):
     for name in ("q=0.5", "q=0.9"):
         result, claim = audits[name]
@@ -361,6 +362,7 @@ def test_tuning_never_grows_the_scale_past_max_step_size(mean_model):
     assert largest[5e-4] == pytest.approx(0.5, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_a_released_warm_start_and_the_chain_share_one_ledger_and_budget():
     """The warm start of benchmarks/subsampled_mcmc.py: the pay-once GLM release at ε₀, its
     draws as starts and sds as the proposal; the budget check counts ε₀ with the chain."""
@@ -415,6 +417,7 @@ def rate_model():
     return model, step
 
 
+@pytest.mark.slow
 def test_budget_refusal_names_the_sampling_rate_that_fits(rate_model):
     """30 draws + 10 tuning × 2 chains at q = 0.01 cost ε ≈ 425 (δ = 1e-6), 2.15 at q = 1;
     ε falls with q (z grows): the refusal names the smallest q that fits at the same σ, T and

@@ -1,0 +1,233 @@
+"""What runs beside the checked graphs (the third review, on PyMC 6 and PyTensor 3).
+
+PyTensor 3 compiles with Numba by default, which does not check indices; `pm.sample` and the
+step methods take ``compile_kwargs`` (``updates``, ``givens``: graphs over anything), initial
+point strategies, user proposals and callbacks. Each finding below released raw records or far
+more than the ledger recorded (a boolean floor division raising for one record: ε ≥ 6.12
+against 0.2; a cast truncating a rate: ε ≥ 3.90 against 2.20; a Deterministic indexing past its
+axis: 25 of 25 raw records bit for bit); each is now refused before any noise is drawn, or runs
+under a backend that checks every index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pymc.step_methods.metropolis import NormalProposal
+
+import pymc_private as pmp
+from pymc_private.compiling import CHECKED_MODE, checked_compile_kwargs
+from pymc_private.data.ledgers import ledger_for
+from pymc_private.errors import UnsupportedModelError
+
+X = np.random.default_rng(36).uniform(-1, 1, 12)
+RUN = dict(chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
+
+
+def _normal_model(extra=None) -> pm.Model:
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        pm.Normal("y", mu, 1.0, observed=x_obs)
+        if extra is not None:
+            extra(x_obs, mu)
+    return model
+
+
+@pytest.fixture(scope="module")
+def privatised():
+    labels = (X > 0).astype(np.int64)
+    with pm.Model() as raw:
+        y_obs = pmp.PrivateData("y_obs", labels, bounds=(0, 1))
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=0.05, upper=0.95)
+        pm.Bernoulli("y", theta, observed=y_obs)
+    return raw, pmp.privatize(raw, 1.0, secure=False, random_seed=18)
+
+
+def test_a_boolean_floor_division_of_records_is_not_read_as_row_wise():
+    """``(x > .5) // (x > -.5)`` raises on a False divisor: the step raised iff a record was
+    ≤ −0.5, inside the declared bounds."""
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        pm.Normal("y", mu * ((x_obs > 0.5) // (x_obs > -0.5)), 1.0, observed=x_obs)
+    with pytest.raises(UnsupportedModelError, match="does not observe PrivateData row by row"):
+        pmp.PrivateMetropolis(model=model, clip=0.1, secure=False)
+    assert not ledger_for(model).releases
+
+
+def test_a_cast_that_truncates_a_bounded_parameter_is_refused():
+    """``Poisson(mu=cast(λ, int64))`` was analysed as a rate in [0.5, 3] while the compiled
+    model evaluated rates {0, 1, 2}: log-likelihood −∞ for a count of 1 at rate 0."""
+    with pm.Model() as model:
+        k_obs = pmp.PrivateData("k_obs", np.array([1, 0, 0]), bounds=(0, 1))
+        lam = pmp.TruncatedNormal("lam", 1.5, 2.0, lower=0.5, upper=3.0)
+        pm.Poisson("y", mu=pt.cast(lam, "int64"), observed=k_obs)
+    with pytest.raises(UnsupportedModelError, match="truncates or rounds"):
+        pmp.analyze(model)
+    # A cast to a narrower float rounds too.
+    with pm.Model() as narrowed:
+        k_obs = pmp.PrivateData("k_obs", np.array([1, 0, 0]), bounds=(0, 1))
+        lam = pmp.TruncatedNormal("lam", 1.5, 2.0, lower=0.5, upper=3.0)
+        pm.Poisson("y", mu=pt.cast(lam, "float32"), observed=k_obs)
+    with pytest.raises(UnsupportedModelError, match="from float64 to float32"):
+        pmp.analyze(narrowed)
+
+
+def test_compile_kwargs_take_a_checked_mode_only():
+    """``updates`` wrote f(x_obs) into a public pm.Data that a Deterministic released (the mean,
+    min and max of the records with every draw; the raw count under PrivateGibbs); the Numba
+    mode reads past an axis."""
+    side = {}
+
+    def leaking(x_obs, mu):
+        side["data"] = pm.Data("side", np.zeros(1))
+        pm.Deterministic("summary", side["data"] + 0.0 * mu)
+
+    model = _normal_model(leaking)
+    updates = {"updates": {side["data"]: pt.zeros_like(side["data"]) + pt.mean(model["x_obs"])}}
+    with model:
+        with pytest.raises(UnsupportedModelError, match=r"compile_kwargs=\{'mode': \.\.\.\} only"):
+            pmp.PrivateMetropolis(clip=0.05, secure=False, compile_kwargs=updates)
+        with pytest.raises(UnsupportedModelError, match="only, not \\['givens'\\]"):
+            pmp.PrivateGibbs([model["mu"]], secure=False, compile_kwargs={"givens": []})
+        with pytest.raises(UnsupportedModelError, match="may not choose the mode 'NUMBA'"):
+            pmp.PrivateMetropolis(clip=0.05, secure=False, compile_kwargs={"mode": "NUMBA"})
+        step = pmp.PrivateMetropolis(clip=0.05, secure=False)
+        with pytest.raises(UnsupportedModelError, match=r"pmp\.sample takes compile_kwargs"):
+            pmp.sample(3, tune=0, step=step, compile_kwargs=updates, **RUN)
+    assert not ledger_for(model).releases
+    assert checked_compile_kwargs(None, "x") == {"mode": CHECKED_MODE}
+    assert checked_compile_kwargs({"mode": "FAST_COMPILE"}, "x") == {"mode": "FAST_COMPILE"}
+    with pytest.raises(UnsupportedModelError, match="'FAST_RUN'"):  # Numba in PyTensor 3
+        checked_compile_kwargs({"mode": "FAST_RUN"}, "x")
+
+
+def test_an_initial_point_strategy_given_to_pmp_sample_is_refused():
+    """``initvals={"h": "support_point"}`` built the support point of a CustomDist closing over
+    x_obs, which the guard never built (the model's own initval was numeric): the chain
+    started at x_obs[0]."""
+
+    def hyperprior(x_obs, mu):
+        pm.CustomDist(
+            "h",
+            logp=lambda value: -(value**2) / 2,
+            support_point=lambda rv, size: x_obs[0],
+            initval=0.5,
+        )
+
+    model = _normal_model(hyperprior)
+    with model:
+        steps = [
+            pmp.PrivateMetropolis([model["mu"]], clip=0.05, secure=False),
+            pmp.PrivateMetropolis([model["h"]], secure=False),
+        ]
+        with pytest.raises(UnsupportedModelError, match="give numbers"):
+            pmp.sample(3, tune=0, step=steps, initvals={"h": "support_point"}, **RUN)
+    assert not ledger_for(model).releases
+
+
+def test_a_users_step_or_callback_reading_private_data_is_refused_on_the_free_route(
+    privatised,
+):
+    """A PyMC Metropolis whose proposal class read the raw model's records by name released
+    their mean in the jumps of the free draws."""
+    raw, private = privatised
+
+    class RawMeanProposal(NormalProposal):
+        def __call__(self, rng=None, size=None):
+            return np.full(self.s.shape, 1e-3 * raw["y_obs"].get_value().mean())
+
+    with private:
+        step = pm.Metropolis([private["theta"]], proposal_dist=RawMeanProposal, tune=False)
+        with pytest.raises(UnsupportedModelError, match=r"RawMeanProposal|Metropolis"):
+            pmp.sample(3, tune=0, step=step, **RUN)
+        peek = lambda trace, draw: raw["y_obs"].get_value().sum()  # noqa: E731
+        with pytest.raises(UnsupportedModelError, match="callback"):
+            pmp.sample(3, tune=0, callback=peek, **RUN)
+
+
+def test_indices_computed_as_the_model_runs_are_checked_on_the_free_route():
+    """On a privatised model a Deterministic indexing a public pm.Data by ``start +
+    arange(-W, W)`` (or by a free variable) read the process's memory under Numba: the raw
+    records of another model, bit for bit, at ε = 0. Such a model runs PyMC's NUTS under the
+    C backend, whose indexing raises; an external sampler is refused."""
+    with pm.Model() as raw:
+        y_obs = pmp.PrivateData("y_obs", (X > 0).astype(np.int64), bounds=(0, 1))
+        theta = pmp.TruncatedBeta("theta", 1, 1, lower=0.05, upper=0.95)
+        pm.Bernoulli("y", theta, observed=y_obs)
+    private = pmp.privatize(raw, 1.0, secure=False, random_seed=18)
+    with private:
+        d = pm.Data("d", np.linspace(0.5, 0.6, 16))
+        start = pm.Data("start", np.int64(0))
+        pm.Deterministic("window", d[start + np.arange(-1000, 1000)])
+    mode = pytensor.config.mode
+    with private, pytest.raises(UnsupportedModelError, match="nuts_sampler='pymc'"):
+        pmp.sample(2, tune=2, nuts_sampler="nutpie", **RUN)
+    with private, pytest.raises(IndexError):  # the exact numpy draws
+        pmp.sample(2, tune=2, random_seed=3, **RUN)
+    with private:
+        pm.Potential("shrink", -((private["theta"] - 0.5) ** 2))
+    with private, pytest.raises(IndexError):  # NUTS
+        pmp.sample(2, tune=2, random_seed=3, **RUN)
+    assert pytensor.config.mode == mode  # restored after the run
+
+
+def test_an_index_past_its_axis_raises_on_the_raw_route_instead_of_reading_memory():
+    """A Deterministic ``d[idx]`` with a public index past the axis, computed by PyMC's trace
+    around the private step, released 25 of 25 raw records under Numba."""
+
+    def window(x_obs, mu):
+        d = pm.Data("d", np.linspace(0.5, 0.6, 16))
+        idx = pm.Data("idx", np.arange(-1000, 1000))
+        pm.Deterministic("window", d[idx] + 0 * mu)
+
+    model = _normal_model(window)
+    with model, pytest.raises(IndexError):
+        pmp.sample(1, tune=0, step=pmp.PrivateMetropolis(clip=0.05, secure=False), **RUN)
+
+
+ROWS = np.random.default_rng(8).uniform(-1, 1, (12, 3))
+
+
+@pytest.mark.parametrize(
+    "likelihood",
+    [
+        lambda rows, w, y: pm.Normal("o", rows[:, [0, 2]] @ w[:2], 1.0, observed=y),
+        lambda rows, w, y: pm.CustomDist(
+            "o",
+            w[0],
+            logp=lambda v, m: -((pt.specify_shape(v, (12,)) - m) ** 2),
+            observed=y,
+        ),
+    ],
+    ids=["columns by a list", "specify_shape in a logp"],
+)
+def test_ordinary_models_the_review_found_refused_are_read(likelihood):
+    with pm.Model() as model:
+        rows = pmp.PrivateData("rows", ROWS, bounds=(-1, 1))
+        y = pmp.PrivateData("y", X, bounds=(-1, 1))
+        w = pmp.TruncatedNormal("w", 0, 1, lower=-2, upper=2, shape=3)
+        likelihood(rows, w, y)
+    assert pmp.PrivateMetropolis(model=model, clip=0.1, secure=False).privacy_epsilon_per_draw > 0
+
+
+def test_a_simulator_is_refused_with_what_to_write_instead():
+    """pm.Simulator's log-density draws from a shared random generator: refused with a
+    message, not PyTensor's TypeError."""
+
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        pm.Simulator(
+            "s",
+            lambda rng, m, size=None: rng.normal(m, 1.0, size=size),
+            mu,
+            epsilon=0.5,
+            observed=x_obs,
+        )
+    with pytest.raises(UnsupportedModelError, match="Write the likelihood as a log-density"):
+        pmp.PrivateMetropolis(model=model, clip=0.1, secure=False)
