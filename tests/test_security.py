@@ -389,9 +389,11 @@ def test_the_same_records_in_another_encoding_are_the_same_data_set(labels):
             pmp.privatize(bernoulli(encoded), 1.0, budget=budget)
 
 
-def test_a_step_used_in_a_callback_during_pmp_sample_is_charged(labels):
+def test_a_callback_is_refused_and_a_step_used_outside_pmp_sample_is_charged(labels):
     """pmp.sample marked the caller's steps prepaid for the whole run, so draws made with
-    them in a callback went unrecorded (510 drawn, 10 charged)."""
+    them in a callback went unrecorded (510 drawn, 10 charged); a callback is refused now (it
+    runs where everything in the process is in reach: one copied the records into a pm.Data
+    a Deterministic released), and a step drawn outside the run is charged per draw."""
     model = bernoulli(labels)
     with model:
         step = pmp.PrivateGibbs(temperature=10.0)
@@ -400,11 +402,15 @@ def test_a_step_used_in_a_callback_during_pmp_sample_is_charged(labels):
         def callback(trace, draw):
             step.step(point)
 
+        with pytest.raises(pmp.errors.UnsupportedModelError, match="takes no callback"):
+            pmp.sample(4, step=step, chains=1, cores=1, callback=callback, progressbar=False)
+        assert not pmp.ledger_for(model).releases
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pmp.sample(4, step=step, chains=1, cores=1, callback=callback, progressbar=False)
+            pmp.sample(4, step=step, chains=1, cores=1, progressbar=False)
+        step.step(point)
     counts = [r.count for r in pmp.ledger_for(model).releases]
-    assert counts == [4, 1, 1, 1, 1]
+    assert counts == [4, 1]
 
 
 def test_private_data_of_another_model_is_refused_not_read_as_public():

@@ -26,6 +26,7 @@ import pytensor.tensor as pt
 from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
+from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import applys_between, graph_inputs
 from pytensor.tensor.blockwise import Blockwise
@@ -35,6 +36,7 @@ from pytensor.tensor.special import Softmax
 from pytensor.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedSubtensor,
+    IncSubtensor,
     Subtensor,
     indices_from_subtensor,
 )
@@ -90,7 +92,28 @@ def check_public_indices(
     for node in applys_between(graph_inputs(outputs), outputs):
         if isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor):
             computed |= _check_node_indices(node, where, values, inputs_public=inputs_public)
+        elif not computed:
+            # An index inside an inner graph (an OpFromGraph's, a Scan's) or a Blockwise's
+            # core indexing runs on values of that graph's own: computed.
+            computed = _indexes_inside(node.op)
     return computed
+
+
+_INDEXING = (Subtensor, IncSubtensor, AdvancedSubtensor, AdvancedIncSubtensor)
+
+
+def _indexes_inside(op) -> bool:
+    """Whether an index operation runs inside ``op`` (its inner graphs, a Blockwise's core)."""
+    if isinstance(op, Blockwise):
+        core = op.core_op
+        return isinstance(core, _INDEXING) or _indexes_inside(core)
+    if isinstance(op, HasInnerGraph):
+        inner = op.inner_outputs
+        return any(
+            isinstance(node.op, _INDEXING) or _indexes_inside(node.op)
+            for node in applys_between(graph_inputs(inner), inner)
+        )
+    return False
 
 
 def _check_node_indices(

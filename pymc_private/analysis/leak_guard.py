@@ -44,6 +44,7 @@ from pymc.logprob.abstract import _logprob
 from pymc.logprob.transforms import Transform
 from pymc.pytensorf import constant_fold
 from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.executor import Function
 from pytensor.compile.ops import FromFunctionOp, ViewOp
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
@@ -55,6 +56,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, Elemwise
 from pytensor.tensor.random.basic import CategoricalRV
 from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import Shape, Shape_i
 
 from pymc_private.data.declaration import declaration, holds_private_values, private_data
@@ -73,6 +75,7 @@ __all__ = [
     "reads_private_data",
     "refuse_private_code",
     "refuse_private_paths",
+    "refuse_updates",
     "runtime_graphs",
     "shape_is_public",
     "strip_casts",
@@ -336,6 +339,7 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
     ]
     _refuse_other_models(model, [*model.basic_RVs, *(g for _, gs, _ in declared for g in gs)])
     _refuse_doors(declared, sources)
+    refuse_updates(model)
     graphs = runtime_graphs(model)
     _refuse_other_models(
         model,
@@ -420,10 +424,11 @@ def _pymc_op(op) -> bool:
 
 
 def refuse_private_code(model: pm.Model, objects, what: str) -> None:
-    """Refuse Python code handed to a route besides the model (a step method, its proposal, a
-    sampling callback) that refers to private data (`python_references`): of an object of
-    PyMC's or this package's class, the user's functions, classes and objects among its
-    attributes (a `pm.Metropolis` proposal); of anything else, the whole of it.
+    """Refuse Python code handed to a route besides the model (a step method, its proposal)
+    that refers to private data (`python_references`), and compiled functions it holds that
+    read private data or update a variable (`_refuse_compiled`): of an object of PyMC's or this
+    package's class, its attributes, entered to any depth (a `pm.Metropolis`'s proposal, its
+    scale, its compiled log-density); of anything else, the whole of it.
 
     Raises
     ------
@@ -433,18 +438,13 @@ def refuse_private_code(model: pm.Model, objects, what: str) -> None:
     """
     sources = private_sources(model)
     for obj in objects:
-        if obj is None:
-            continue
-        if _own_code(type(obj)):
-            code = [
-                value
-                for value in vars(obj).values()
-                if isinstance(value, type | types.FunctionType | functools.partial)
-                or not (_in_libraries(type(value)) or isinstance(value, _READ_AS_THEY_ARE))
-            ]
-        else:
-            code = [obj]
-        for item in code:
+        own = getattr(obj, "charges_as_it_runs", False)  # a private step: its code is checked
+        for item in _held_code(obj):
+            if own and isinstance(item, Function | np.ndarray):
+                continue  # by its construction (the records it reads, its compile_kwargs)
+            if isinstance(item, Function):
+                _refuse_compiled(item, sources, what)
+                continue
             reference = _private_reference(item, sources)
             if reference is not None:
                 raise UnsupportedModelError(
@@ -452,6 +452,84 @@ def refuse_private_code(model: pm.Model, objects, what: str) -> None:
                     "where nothing bounds what it takes from the data. Give it only public "
                     "values."
                 )
+
+
+def _held_code(obj) -> Iterator[object]:
+    """The user's code and the compiled functions an object holds: the attributes (and the
+    items of containers) of objects of PyMC's, PyTensor's or this package's classes, to any
+    depth; anything else whole, for `python_references`."""
+    stack, seen = [obj], set()
+    while stack:
+        value = stack.pop()
+        if id(value) in seen or value is None or isinstance(value, _READ_AS_THEY_ARE):
+            continue
+        seen.add(id(value))
+        if len(seen) > _MOST_REFERENCES:
+            raise _unreadable(obj, f"more than {_MOST_REFERENCES} values")
+        if isinstance(value, Function):
+            yield value
+        elif isinstance(value, Variable | pm.Model):
+            continue  # graphs and models are the model's, read by the route's own checks
+        elif isinstance(value, list | tuple | set | frozenset):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, np.ndarray) and value.dtype != object:
+            yield value
+        elif _own_code(type(value)) and hasattr(value, "__dict__"):
+            stack.extend(vars(value).values())
+        elif not isinstance(value, type | types.FunctionType) and _in_libraries(type(value)):
+            continue  # a library's own object (a numpy generator, a pandas index, ...)
+        else:
+            yield value
+
+
+def _refuse_compiled(function: Function, sources: Mapping[Variable, str], what: str) -> None:
+    """Refuse a compiled function that reads private data or updates a variable other than a
+    random generator (``compile_kwargs={"updates": ...}`` wrote the records into a public
+    pm.Data a Deterministic released)."""
+    for given in function.maker.inputs:
+        variable = getattr(given, "variable", None)
+        if variable is None:
+            continue
+        if variable in sources or declaration(variable) is not None:
+            raise UnsupportedModelError(
+                f"{what} compiles a function that reads {sources.get(variable, variable.name)}: "
+                "only the private steps may read private data."
+            )
+        if given.update is not None and not isinstance(variable.type, RandomType):
+            raise UnsupportedModelError(
+                f"{what} compiles a function that updates `{variable.name or variable}` as it "
+                "runs (compile_kwargs={'updates': ...}): build it without updates."
+            )
+
+
+def refuse_updates(model: pm.Model) -> None:
+    """Refuse a shared variable of the model's graphs that carries a ``default_update`` (other
+    than a random generator's): PyTensor adds it to every function compiled from those
+    graphs, the step's and the trace's Deterministics' included, so after each call it holds
+    whatever the update computes, from any data (``k.default_update = x_obs`` released the
+    records through ``pm.Deterministic("d", k + 0 * mu)``).
+
+    Raises
+    ------
+    UnsupportedModelError
+        Naming the variable and what to change.
+    """
+    graphs = [*model.basic_RVs, *model.deterministics, *model.potentials, *model.data_vars]
+    for variable in graph_inputs(graphs):
+        update = getattr(variable, "default_update", None)
+        if (
+            isinstance(variable, SharedVariable)
+            and update is not None
+            and not isinstance(variable.type, RandomType)
+        ):
+            raise UnsupportedModelError(
+                f"`{variable.name or variable}` has a default_update: every function compiled "
+                "from the model would overwrite it, from whatever the update reads, as the "
+                "chains run. Set it to None, and change data with "
+                "pm.set_data between runs."
+            )
 
 
 def _refuse_other_models(model: pm.Model, graphs: Sequence[Variable]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pymc as pm
 import pytensor.scalar as ps
+import pytensor.scalar.math as psm
 import pytensor.tensor as pt
 from pymc.distributions.mixture import MixtureRV
 from pymc.logprob.utils import CheckParameterValue
@@ -17,6 +18,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
+from pytensor.scalar.loop import ScalarLoop
 from pytensor.tensor.basic import Alloc, Join
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -397,16 +399,24 @@ _SAFE_INTEGER_OPS = (
 )
 
 
+# Floating-point operations whose compiled code can crash the process or loop without end
+# on some finite inputs (BetaInc's and Hyp2F1's C code segfault when a + b overflows; a
+# ScalarLoop iterates to convergence): whether a step ends would depend on one record.
+_MAY_CRASH = (psm.BetaInc, psm.BetaIncInv, psm.Hyp2F1, ScalarLoop)
+
+
 def _cannot_raise(scalar_op, dtype: str) -> bool:
     """Whether an elementwise scalar operation with outputs of ``dtype`` cannot raise on any
     value of its inputs: compiled floating-point arithmetic gives NaN or ±∞ instead (and the
     step evaluates under ``np.errstate(all="ignore")``), integer and boolean arithmetic (a
     division of booleans raises on False as one of integers on 0) only in
-    `_SAFE_INTEGER_OPS`."""
+    `_SAFE_INTEGER_OPS`; never those of `_MAY_CRASH`."""
     if isinstance(scalar_op, ps.Composite):
         return all(
             _cannot_raise(node.op, node.outputs[0].dtype) for node in scalar_op.fgraph.toposort()
         )
+    if isinstance(scalar_op, _MAY_CRASH):
+        return False
     return not dtype.startswith(("int", "uint", "bool")) or isinstance(scalar_op, _SAFE_INTEGER_OPS)
 
 

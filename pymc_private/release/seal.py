@@ -151,6 +151,8 @@ def _digest(group: xr.DataTree | xr.Dataset, attrs: dict | None = None, names=PU
     form that survives ``to_netcdf`` and ``to_zarr`` (numbers come back as numpy scalars,
     lists as arrays)."""
     digest = hashlib.sha256()
+    if isinstance(group, xr.DataTree):  # where it sits: a name can spell anything
+        digest.update(f"group|{group.name}|".encode())
     attrs = group.attrs if attrs is None else attrs
     for name in names:
         if name in attrs:

@@ -25,6 +25,7 @@ from pymc_private.analysis.leak_guard import (
     check_initial_values,
     refuse_private_code,
     refuse_private_paths,
+    refuse_updates,
 )
 from pymc_private.analysis.privatisation import Privatisation, privatised_route
 from pymc_private.compiling import CHECKED_MODE, checked_compile_kwargs, quiet_sampling
@@ -162,10 +163,10 @@ def sample(
         # The steps checked the model when they were built; it may have gained a
         # Deterministic or Potential reading private data since.
         refuse_private_paths(model)
+    refuse_updates(model)  # on every route: the trace's functions carry them too
     steps = _steps_for(model, step, privatisation)
     for each in steps:  # a step's own code, a proposal of the user's
         refuse_private_code(model, [each], type(each).__name__)
-    refuse_private_code(model, [kwargs.get("callback")], "The callback")
     private_steps = [s for s in steps if isinstance(s, PrivateStep)]
     augmented_tune = AUGMENTED_TUNE if tune is None else tune
     if tune is None:
@@ -297,7 +298,6 @@ _UNUSED_BY_NUMPY = (
     "n_init",
     "jitter_max_retries",
     "discard_tuned_samples",
-    "callback",
     "nuts_sampler_kwargs",
     "compile_kwargs",
 )
@@ -477,8 +477,13 @@ def _check_arguments(
     unknown = [n for n in kwargs.get("var_names") or [] if n not in model.named_vars]
     if unknown:
         raise UnsupportedModelError(f"var_names {unknown} are not variables of this model.")
-    if "callback" in kwargs and kwargs["callback"] is not None and not callable(kwargs["callback"]):
-        raise TypeError("callback must be callable: callback(trace, draw).")
+    if kwargs.get("callback") is not None:
+        raise UnsupportedModelError(
+            "pmp.sample takes no callback: it runs in the sampler's process, between draws, "
+            "where the model, its data and every module are in reach, so nothing can bound what "
+            "it reads or changes (a callback copied the records into a pm.Data a Deterministic "
+            "released). Work on the draws pmp.sample returns instead."
+        )
     mp_ctx = kwargs.get("mp_ctx")
     if isinstance(mp_ctx, str) and mp_ctx not in multiprocessing.get_all_start_methods():
         raise ValueError(

@@ -17,8 +17,10 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from pymc.step_methods.metropolis import NormalProposal
+from pytensor.compile.builders import OpFromGraph
 
 import pymc_private as pmp
+from pymc_private.analysis.intervals import check_public_indices
 from pymc_private.compiling import CHECKED_MODE, checked_compile_kwargs
 from pymc_private.data.ledgers import ledger_for
 from pymc_private.errors import UnsupportedModelError
@@ -146,7 +148,7 @@ def test_a_users_step_or_callback_reading_private_data_is_refused_on_the_free_ro
         with pytest.raises(UnsupportedModelError, match=r"RawMeanProposal|Metropolis"):
             pmp.sample(3, tune=0, step=step, **RUN)
         peek = lambda trace, draw: raw["y_obs"].get_value().sum()  # noqa: E731
-        with pytest.raises(UnsupportedModelError, match="callback"):
+        with pytest.raises(UnsupportedModelError, match="takes no callback"):
             pmp.sample(3, tune=0, callback=peek, **RUN)
 
 
@@ -231,3 +233,98 @@ def test_a_simulator_is_refused_with_what_to_write_instead():
         )
     with pytest.raises(UnsupportedModelError, match="Write the likelihood as a log-density"):
         pmp.PrivateMetropolis(model=model, clip=0.1, secure=False)
+
+
+# -- the fourth review ------------------------------------------------------------------------
+
+
+def _privatised_mean():
+    with pm.Model() as raw:
+        x_obs = pmp.PrivateData("x_obs", X, bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 1, lower=-2, upper=2)
+        pm.Normal("y", mu, 1.0, observed=x_obs)
+    return raw, pmp.privatize(raw, 1.0, secure=False, random_seed=18)
+
+
+def test_a_default_update_on_a_models_shared_variable_is_refused():
+    """``k.default_update = x_obs``: PyTensor adds the update to every function compiled from
+    the graphs, the trace's Deterministics' included: 25 of 25 records released."""
+    model = _normal_model()
+    with model:
+        k = pm.Data("k", np.zeros(X.size))
+        pm.Deterministic("d", k + 0 * model["mu"])
+    k.default_update = pt.cast(model["x_obs"], "float64")
+    with model, pytest.raises(UnsupportedModelError, match="`k` has a default_update"):
+        pmp.sample(2, tune=0, step=pmp.PrivateMetropolis(clip=0.05, secure=False), **RUN)
+    with pytest.raises(UnsupportedModelError, match="default_update"):
+        pmp.analyze(model)
+    assert not ledger_for(model).releases
+
+
+def test_a_users_step_compiled_with_updates_or_holding_data_is_refused_on_the_free_route():
+    """A pm.Metropolis built with ``compile_kwargs={"updates": {k: x_obs}}``, or with a
+    proposal scale whose ``__array__`` read the records, released them at ε = 0."""
+    raw, private = _privatised_mean()
+
+    class Scale:
+        def __array__(self, dtype=None, copy=None):
+            return np.full(1, 1e-3 * raw["x_obs"].get_value().mean())
+
+    with private:
+        k = pm.Data("k", np.zeros(X.size))
+        pm.Deterministic("leak", k + 0 * private["mu"])
+        updating = pm.Metropolis(
+            [private["mu"]], compile_kwargs={"updates": {k: pt.cast(raw["x_obs"], "float64")}}
+        )
+        with pytest.raises(UnsupportedModelError, match="compiles a function that"):
+            pmp.sample(2, tune=0, step=updating, **RUN)
+        scaled = pm.Metropolis([private["mu"]], S=Scale(), proposal_dist=pm.PoissonProposal)
+        with pytest.raises(UnsupportedModelError, match="which holds PrivateData"):
+            pmp.sample(2, tune=0, step=scaled, **RUN)
+        plain = pm.Metropolis([private["mu"]], proposal_dist=pm.PoissonProposal)
+        assert pmp.sample(2, tune=0, step=plain, **RUN).posterior.sizes["draw"] == 2
+
+
+def test_an_operation_whose_code_can_crash_on_a_record_is_refused():
+    """betainc's C code segfaults when a + b overflows: the process died for one data set and
+    not its neighbour (one record 0.5)."""
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", np.full(4, 0.25), bounds=(0, 1))
+        la = pmp.TruncatedNormal("la", 700, 10, lower=1, upper=709.7)
+        a = pt.exp(la)
+        pm.CustomDist("y", a, logp=lambda v, a: pt.log(pt.betainc(a, a, v)), observed=x_obs)
+    with pytest.raises(UnsupportedModelError, match="row i from row i"):
+        pmp.PrivateMetropolis(model=model, clip=0.1, secure=False)
+
+
+@pytest.mark.parametrize("wrapped", ["OpFromGraph", "vectorize"])
+def test_an_index_inside_an_inner_graph_is_counted_as_computed(wrapped):
+    """A public index past its axis inside an OpFromGraph or a pt.vectorize escaped the index
+    check and ran under Numba: 16 of 16 records."""
+    _, private = _privatised_mean()
+    d_in, i_in = pt.dvector("d"), pt.ivector("i")
+    if wrapped == "OpFromGraph":
+        take = OpFromGraph([d_in, i_in], [d_in[i_in]])
+    else:
+        each = pt.vectorize(lambda d, i: d[i[None]].sum(), signature="(n),()->()")
+        take = lambda d, i: each(d[None, :], i)  # noqa: E731
+    with private:
+        d = pm.Data("d", np.linspace(0.5, 0.6, 16))
+        idx = pm.Data("idx", np.arange(-1000, 1000))
+        pm.Deterministic("window", take(d, idx) + 0 * private["mu"])
+        assert check_public_indices(private.deterministics, "w", model=private)
+        with pytest.raises(UnsupportedModelError, match="nuts_sampler='pymc'"):
+            pmp.sample(2, tune=2, nuts_sampler="nutpie", **RUN)
+        with pytest.raises(IndexError):
+            pmp.sample(2, tune=0, step=pm.Metropolis([private["mu"]]), **RUN)
+
+
+def test_a_sealed_group_stored_under_another_name_is_caught():
+    """A sealed group renamed to spell the records passed as releasable, also from a file."""
+    _, private = _privatised_mean()
+    with private:
+        idata = pmp.sample(5, chains=1, cores=1, random_seed=1, progressbar=False)
+    assert pmp.check_release(idata).releasable
+    idata["records_" + "".join(str(int(v > 0)) for v in X)] = idata["posterior"]
+    found = dict(pmp.check_release(idata).findings)
+    assert any(name.startswith("records_") and "changed" in why for name, why in found.items())
