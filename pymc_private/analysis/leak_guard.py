@@ -45,6 +45,7 @@ from pymc.logprob.transforms import Transform
 from pymc.pytensorf import constant_fold
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.executor import Function
+from pytensor.compile.mode import get_mode
 from pytensor.compile.ops import FromFunctionOp, ViewOp
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
@@ -52,6 +53,8 @@ from pytensor.graph.op import HasInnerGraph, Op
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
 from pytensor.graph.type import Type
+from pytensor.link.c.basic import CLinker
+from pytensor.link.vm import VMLinker
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, Elemwise
 from pytensor.tensor.random.basic import CategoricalRV
@@ -75,6 +78,7 @@ __all__ = [
     "reads_private_data",
     "refuse_private_code",
     "refuse_private_paths",
+    "refuse_unchecked_modes",
     "refuse_updates",
     "runtime_graphs",
     "shape_is_public",
@@ -340,6 +344,7 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
     _refuse_other_models(model, [*model.basic_RVs, *(g for _, gs, _ in declared for g in gs)])
     _refuse_doors(declared, sources)
     refuse_updates(model)
+    refuse_unchecked_modes([*model.basic_RVs, *(g for _, gs, _ in declared for g in gs)])
     graphs = runtime_graphs(model)
     _refuse_other_models(
         model,
@@ -438,7 +443,7 @@ def refuse_private_code(model: pm.Model, objects, what: str) -> None:
     """
     sources = private_sources(model)
     for obj in objects:
-        own = getattr(obj, "charges_as_it_runs", False)  # a private step: its code is checked
+        own = _private_step(obj)  # its code is checked by its construction
         for item in _held_code(obj):
             if own and isinstance(item, Function | np.ndarray):
                 continue  # by its construction (the records it reads, its compile_kwargs)
@@ -452,6 +457,12 @@ def refuse_private_code(model: pm.Model, objects, what: str) -> None:
                     "where nothing bounds what it takes from the data. Give it only public "
                     "values."
                 )
+
+
+def _private_step(obj) -> bool:
+    """Whether ``obj`` is one of this package's private steps (its class's own declaration,
+    not an attribute anyone can set): it charges its ledger for whatever it draws."""
+    return _own_code(type(obj)) and getattr(type(obj), "charges_as_it_runs", False) is True
 
 
 def _held_code(obj) -> Iterator[object]:
@@ -505,30 +516,71 @@ def _refuse_compiled(function: Function, sources: Mapping[Variable, str], what: 
 
 
 def refuse_updates(model: pm.Model) -> None:
-    """Refuse a shared variable of the model's graphs that carries a ``default_update`` (other
-    than a random generator's): PyTensor adds it to every function compiled from those
-    graphs, the step's and the trace's Deterministics' included, so after each call it holds
-    whatever the update computes, from any data (``k.default_update = x_obs`` released the
-    records through ``pm.Deterministic("d", k + 0 * mu)``).
+    """Refuse a shared variable of the model's graphs (declared, and those PyMC builds as it
+    runs: `runtime_graphs`, the joint log-density) that carries a ``default_update``, other
+    than a random generator's own (the next state of the one random draw that reads it, as
+    PyMC sets it): PyTensor adds it to every function compiled from those graphs, the
+    sampler's and the trace's included, so after each call the variable holds whatever the
+    update computes, from any data (``k.default_update = x_obs`` released the records through
+    ``pm.Deterministic("d", k + 0 * mu)``; a generator's update choosing between two seeded
+    states by a record released it in the draws).
 
     Raises
     ------
     UnsupportedModelError
         Naming the variable and what to change.
     """
-    graphs = [*model.basic_RVs, *model.deterministics, *model.potentials, *model.data_vars]
-    for variable in graph_inputs(graphs):
+    graphs = runtime_graphs(model)
+    outputs = [
+        *model.basic_RVs,
+        *model.deterministics,
+        *model.potentials,
+        *model.data_vars,
+        *graphs.log_densities.values(),
+        *graphs.observed_log_densities.values(),
+        *graphs.initial_points.values(),
+    ]
+    for variable in graph_inputs(outputs):
         update = getattr(variable, "default_update", None)
-        if (
-            isinstance(variable, SharedVariable)
-            and update is not None
-            and not isinstance(variable.type, RandomType)
-        ):
+        if not isinstance(variable, SharedVariable) or update is None:
+            continue
+        if isinstance(variable.type, RandomType) and _next_state(variable, update):
+            continue
+        raise UnsupportedModelError(
+            f"`{variable.name or variable}` has a default_update: every function compiled "
+            "from the model would overwrite it, from whatever the update reads, as the chains "
+            "run. Set it to None (a random generator's may only be the next state of the draw "
+            "that reads it), and change data with pm.set_data between runs."
+        )
+
+
+def _next_state(rng: Variable, update: Variable) -> bool:
+    """Whether ``update`` is the next state of one random draw reading ``rng`` (a random
+    variable's, or a symbolic one's generator output)."""
+    node = update.owner
+    return (
+        node is not None
+        and isinstance(node.op, RandomVariable | SymbolicRandomVariable)
+        and rng in node.inputs
+        and update in node.outputs
+        and isinstance(update.type, RandomType)
+    )
+
+
+def refuse_unchecked_modes(graphs: Sequence[Variable]) -> None:
+    """Refuse an operation among ``graphs`` (inner graphs included) that compiles its own
+    graph in a mode whose indexing does not check its bounds (``pytensor.scan(...,
+    mode="NUMBA")``): under it an index beyond its axis reads the process's memory, whatever
+    mode the sampler runs in."""
+    for op in _operations(graphs):
+        mode = getattr(op, "mode", None)
+        if mode is None or not isinstance(op, HasInnerGraph):
+            continue
+        if not isinstance(get_mode(mode).linker, VMLinker | CLinker):
             raise UnsupportedModelError(
-                f"`{variable.name or variable}` has a default_update: every function compiled "
-                "from the model would overwrite it, from whatever the update reads, as the "
-                "chains run. Set it to None, and change data with "
-                "pm.set_data between runs."
+                f"A {type(op).__name__} in the model compiles its inner graph with mode "
+                f"{mode!r}, which does not check indices (Numba and JAX read past an axis into "
+                "the process's memory): leave its mode out, or give PyTensor's C backend."
             )
 
 
@@ -660,7 +712,7 @@ def _referred(value: object, function: object) -> list[object]:
         return list(value.ravel())
     if isinstance(value, Op) and not _own_code(type(value)):
         return [*vars(value).values(), type(value)]  # an operation of the user's
-    if isinstance(value, _READ_AS_THEY_ARE) or getattr(value, "charges_as_it_runs", False):
+    if isinstance(value, _READ_AS_THEY_ARE) or _private_step(value):
         return []  # (a private step charges its ledger for whatever it draws, wherever it runs)
     if isinstance(value, functools.partial):
         return [value.func, *value.args, *value.keywords.values()]

@@ -151,13 +151,12 @@ def _predictive(idata, model, inputs, var_names, random_seed, pm_kwargs) -> xr.D
     privatisation = privatised_route(model)
     if privatisation is not None:
         if LATENT_GROUP in idata.children:  # the latent group sizes replicate the counts
-            latent = idata[LATENT_GROUP].to_dataset()
-            if not sealed(latent):
+            if not sealed(idata[LATENT_GROUP]):
                 raise UnsupportedModelError(
                     f"The group {LATENT_GROUP} was not released by a private route (or "
                     "changed since). Sample with pmp.sample first."
                 )
-            posterior = xr.merge([posterior, latent])
+            posterior = xr.merge([posterior, idata[LATENT_GROUP].to_dataset()])
         return _replicated(posterior, model, privatisation, inputs, var_names, random_seed)
     # The draws run the observed nodes' random graphs and Python random functions (a
     # pm.CustomDist's) on a copy whose data are replaced: none may read the private data.

@@ -25,6 +25,7 @@ from pymc_private.analysis.leak_guard import (
     check_initial_values,
     refuse_private_code,
     refuse_private_paths,
+    refuse_unchecked_modes,
     refuse_updates,
 )
 from pymc_private.analysis.privatisation import Privatisation, privatised_route
@@ -163,7 +164,9 @@ def sample(
         # The steps checked the model when they were built; it may have gained a
         # Deterministic or Potential reading private data since.
         refuse_private_paths(model)
-    refuse_updates(model)  # on every route: the trace's functions carry them too
+    # On every route: the sampler's and the trace's functions carry them too.
+    refuse_updates(model)
+    refuse_unchecked_modes([model.logp(), *model.deterministics, *model.potentials])
     steps = _steps_for(model, step, privatisation)
     for each in steps:  # a step's own code, a proposal of the user's
         refuse_private_code(model, [each], type(each).__name__)

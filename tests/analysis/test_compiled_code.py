@@ -18,6 +18,7 @@ import pytensor.tensor as pt
 import pytest
 from pymc.step_methods.metropolis import NormalProposal
 from pytensor.compile.builders import OpFromGraph
+from pytensor.ifelse import ifelse
 
 import pymc_private as pmp
 from pymc_private.analysis.intervals import check_public_indices
@@ -328,3 +329,67 @@ def test_a_sealed_group_stored_under_another_name_is_caught():
     idata["records_" + "".join(str(int(v > 0)) for v in X)] = idata["posterior"]
     found = dict(pmp.check_release(idata).findings)
     assert any(name.startswith("records_") and "changed" in why for name, why in found.items())
+
+
+# -- the fifth review -------------------------------------------------------------------------
+
+
+def test_default_updates_read_in_the_graphs_pymc_builds_and_on_random_generators():
+    """A CustomDist logp closing over a shared ``k`` with ``k.default_update = x_obs`` (read
+    only in the log-density PyMC builds), and a generator whose update chose between two
+    seeded states by a record: 30 of 30 and 12 of 12 records, at ε = 0."""
+    raw, private = _privatised_mean()
+    k = pytensor.shared(np.zeros(X.size), name="k")
+    k.default_update = pt.cast(raw["x_obs"], "float64")
+    with private:
+        pm.CustomDist("z", logp=lambda value: -((value - k) ** 2).sum(), shape=X.size)
+    with private, pytest.raises(UnsupportedModelError, match="`k` has a default_update"):
+        pmp.sample(2, tune=2, nuts_sampler="pymc", **RUN)
+
+    raw, private = _privatised_mean()
+    r = pytensor.shared(np.random.default_rng(0), name="r")
+    seeded = [pytensor.shared(np.random.default_rng(seed)) for seed in (1, 2)]
+    r.default_update = ifelse(pt.gt(raw["x_obs"][0], 0), *seeded)
+    with private:
+        live = ifelse(pt.gt(private["mu"], -1.0), r, r)
+        pm.Deterministic("draw", pt.random.normal(rng=live) + 0 * private["mu"])
+        with pytest.raises(UnsupportedModelError, match="`r` has a default_update"):
+            pmp.sample(2, tune=0, step=pm.Slice([private["mu"]]), **RUN)
+    # PyMC's own generators (the next state of their draw) are accepted.
+    with _normal_model() as model:
+        pm.Deterministic("noise", pm.Normal.dist(0, 1) + 0 * model["mu"])
+    pmp.analyze(model)
+
+
+def test_a_step_marked_as_charging_by_hand_is_read_as_any_other():
+    """``step.charges_as_it_runs = True`` on a pm.Metropolis compiled with updates writing the
+    records skipped its checks: 50 of 50 records, ε = 0."""
+    raw, private = _privatised_mean()
+    with private:
+        k = pm.Data("k", np.zeros(X.size))
+        pm.Deterministic("leak", k + 0 * private["mu"])
+        step = pm.Metropolis(
+            [private["mu"]], compile_kwargs={"updates": {k: pt.cast(raw["x_obs"], "float64")}}
+        )
+        step.charges_as_it_runs = True
+        with pytest.raises(UnsupportedModelError, match="compiles a function that"):
+            pmp.sample(2, tune=0, step=step, **RUN)
+
+
+def test_an_inner_graph_compiled_in_an_unchecked_mode_is_refused():
+    """``pytensor.scan(..., mode="NUMBA")`` compiled its inner graph under Numba whatever the
+    sampler's mode: an index past the axis released 16 of 16 records."""
+    _, private = _privatised_mean()
+    with private:
+        d = pm.Data("d", np.linspace(0.5, 0.6, 16))
+        idx = pm.Data("idx", np.int64(-1000))
+        window = pytensor.scan(
+            lambda s, d, i: d[i + s],
+            sequences=[pt.zeros(1, "int64")],
+            non_sequences=[d, idx + pt.cast(0 * private["mu"], "int64")],
+            mode="NUMBA",
+            return_updates=False,
+        )
+        pm.Deterministic("window", window)
+        with pytest.raises(UnsupportedModelError, match="mode 'NUMBA'"):
+            pmp.sample(2, tune=0, step=pm.Metropolis([private["mu"]]), **RUN)
