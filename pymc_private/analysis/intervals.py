@@ -44,10 +44,10 @@ from pytensor.tensor.subtensor import (
 from pymc_private.analysis.leak_guard import (
     is_view,
     only_constants,
-    private_sources,
     private_value_inputs,
     strip_casts,
 )
+from pymc_private.analysis.python_code import private_sources
 from pymc_private.data.declaration import PrivateDataSpec, declaration, private_data
 from pymc_private.errors import (
     DataBoundsError,

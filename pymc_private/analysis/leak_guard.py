@@ -25,12 +25,7 @@ model, public by declaration like any number typed into it: declare private data
 
 from __future__ import annotations
 
-import collections
-import functools
-import inspect
-import numbers
 import types
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -44,15 +39,13 @@ from pymc.logprob.abstract import _logprob
 from pymc.logprob.transforms import Transform
 from pymc.pytensorf import constant_fold
 from pytensor.compile.builders import OpFromGraph
-from pytensor.compile.executor import Function
 from pytensor.compile.mode import get_mode
 from pytensor.compile.ops import FromFunctionOp, ViewOp
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.op import HasInnerGraph, Op
+from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, applys_between, graph_inputs
-from pytensor.graph.type import Type
 from pytensor.link.c.basic import CLinker
 from pytensor.link.vm import VMLinker
 from pytensor.tensor.blockwise import Blockwise
@@ -62,7 +55,13 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import Shape, Shape_i
 
-from pymc_private.data.declaration import declaration, holds_private_values, private_data
+from pymc_private.analysis.python_code import (
+    READ_AS_THEY_ARE,
+    own_code,
+    private_reference,
+    private_sources,
+)
+from pymc_private.data.declaration import declaration
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.priors.support import parameter_support
 
@@ -71,12 +70,9 @@ __all__ = [
     "check_initial_values",
     "is_view",
     "only_constants",
-    "private_sources",
     "private_value_inputs",
     "pymc_log_density",
-    "python_references",
     "reads_private_data",
-    "refuse_private_code",
     "refuse_private_paths",
     "refuse_unchecked_modes",
     "refuse_updates",
@@ -116,7 +112,7 @@ def reads_private_data(model: pm.Model | None = None) -> bool:
         return True
     sources = private_sources(model)
     return any(
-        _private_reference(function, sources) is not None for _, function in graphs.python_functions
+        private_reference(function, sources) is not None for _, function in graphs.python_functions
     )
 
 
@@ -212,7 +208,7 @@ def runtime_graphs(model: pm.Model) -> RuntimeGraphs:
                 for name, override in vars(op).items()
                 if name.endswith("_overrides") and override is not None
             ]
-        elif not _own_code(type(op)):
+        elif not own_code(type(op)):
             functions.append((f"The operation {op} (a class of the user's)", op))
     return RuntimeGraphs(
         dict(zip(free, terms[: len(free)], strict=True)),
@@ -237,7 +233,7 @@ def _own_transform(transform) -> bool:
     `Interval`'s ``bounds_fn``) or such transforms (a `Chain`'s). It then reads only the
     variable's inputs; any other (a callable object, a graph, a transform of the user's) makes
     its log-density and initial point be built and checked."""
-    if not _own_code(type(transform)):
+    if not own_code(type(transform)):
         return False
     for value in vars(transform).values():
         for item in value if isinstance(value, list | tuple) else [value]:
@@ -245,19 +241,12 @@ def _own_transform(transform) -> bool:
                 if not _own_transform(item):
                     return False
             elif not (
-                isinstance(item, _READ_AS_THEY_ARE)
+                isinstance(item, READ_AS_THEY_ARE)
                 or (isinstance(item, np.ndarray) and item.dtype != object)
-                or (isinstance(item, types.FunctionType) and _own_code(item))
+                or (isinstance(item, types.FunctionType) and own_code(item))
             ):
                 return False
     return True
-
-
-def _own_code(code) -> bool:
-    """Whether a class or function is defined in PyMC, PyTensor or this package."""
-    return (getattr(code, "__module__", None) or "").startswith(
-        ("pymc.", "pytensor.", "pymc_private.")
-    )
 
 
 def refuse_private_paths(model: pm.Model | None = None) -> None:
@@ -381,7 +370,7 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
         sources,
     )
     for what, function in graphs.python_functions:
-        reference = _private_reference(function, sources)
+        reference = private_reference(function, sources)
         if reference is not None:
             raise UnsupportedModelError(
                 f"{what} refers to {reference}: it runs in Python, outside any graph the "
@@ -428,100 +417,14 @@ def _pymc_op(op) -> bool:
     )
 
 
-def refuse_private_code(model: pm.Model, objects, what: str) -> None:
-    """Refuse Python code handed to a route besides the model (a step method, its proposal)
-    that refers to private data (`python_references`), and compiled functions it holds that
-    read private data or update a variable (`_refuse_compiled`): of an object of PyMC's or this
-    package's class, its attributes, entered to any depth (a `pm.Metropolis`'s proposal, its
-    scale, its compiled log-density); of anything else, the whole of it.
-
-    Raises
-    ------
-    UnsupportedModelError
-        Naming ``what``, the private variable it refers to and what to change; or what it
-        refers to that cannot be read in full.
-    """
-    sources = private_sources(model)
-    for obj in objects:
-        own = _private_step(obj)  # its code is checked by its construction
-        for item in _held_code(obj):
-            if own and isinstance(item, Function | np.ndarray):
-                continue  # by its construction (the records it reads, its compile_kwargs)
-            if isinstance(item, Function):
-                _refuse_compiled(item, sources, what)
-                continue
-            reference = _private_reference(item, sources)
-            if reference is not None:
-                raise UnsupportedModelError(
-                    f"{what} refers to {reference}: it runs in Python beside the sampler, "
-                    "where nothing bounds what it takes from the data. Give it only public "
-                    "values."
-                )
-
-
-def _private_step(obj) -> bool:
-    """Whether ``obj`` is one of this package's private steps (its class's own declaration,
-    not an attribute anyone can set): it charges its ledger for whatever it draws."""
-    return _own_code(type(obj)) and getattr(type(obj), "charges_as_it_runs", False) is True
-
-
-def _held_code(obj) -> Iterator[object]:
-    """The user's code and the compiled functions an object holds: the attributes (and the
-    items of containers) of objects of PyMC's, PyTensor's or this package's classes, to any
-    depth; anything else whole, for `python_references`."""
-    stack, seen = [obj], set()
-    while stack:
-        value = stack.pop()
-        if id(value) in seen or value is None or isinstance(value, _READ_AS_THEY_ARE):
-            continue
-        seen.add(id(value))
-        if len(seen) > _MOST_REFERENCES:
-            raise _unreadable(obj, f"more than {_MOST_REFERENCES} values")
-        if isinstance(value, Function):
-            yield value
-        elif isinstance(value, Variable | pm.Model):
-            continue  # graphs and models are the model's, read by the route's own checks
-        elif isinstance(value, list | tuple | set | frozenset):
-            stack.extend(value)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, np.ndarray) and value.dtype != object:
-            yield value
-        elif _own_code(type(value)) and hasattr(value, "__dict__"):
-            stack.extend(vars(value).values())
-        elif not isinstance(value, type | types.FunctionType) and _in_libraries(type(value)):
-            continue  # a library's own object (a numpy generator, a pandas index, ...)
-        else:
-            yield value
-
-
-def _refuse_compiled(function: Function, sources: Mapping[Variable, str], what: str) -> None:
-    """Refuse a compiled function that reads private data or updates a variable other than a
-    random generator (``compile_kwargs={"updates": ...}`` wrote the records into a public
-    pm.Data a Deterministic released)."""
-    for given in function.maker.inputs:
-        variable = getattr(given, "variable", None)
-        if variable is None:
-            continue
-        if variable in sources or declaration(variable) is not None:
-            raise UnsupportedModelError(
-                f"{what} compiles a function that reads {sources.get(variable, variable.name)}: "
-                "only the private steps may read private data."
-            )
-        if given.update is not None and not isinstance(variable.type, RandomType):
-            raise UnsupportedModelError(
-                f"{what} compiles a function that updates `{variable.name or variable}` as it "
-                "runs (compile_kwargs={'updates': ...}): build it without updates."
-            )
-
-
 def refuse_updates(model: pm.Model) -> None:
     """Refuse a shared variable of the model's graphs (declared, and those PyMC builds as it
     runs: `runtime_graphs`, the joint log-density) that carries a ``default_update``, other
     than a random generator's own (the next state of the one random draw that reads it, as
-    PyMC sets it): PyTensor adds it to every function compiled from those graphs, the
-    sampler's and the trace's included, so after each call the variable holds whatever the
-    update computes, from any data (``k.default_update = x_obs`` released the records through
+    PyMC sets it, reading no private data: a draw's size can move the generator by a
+    record): PyTensor adds it to every function compiled from those graphs, the sampler's and
+    the trace's included, so after each call the variable holds whatever the update computes,
+    from any data (``k.default_update = x_obs`` released the records through
     ``pm.Deterministic("d", k + 0 * mu)``; a generator's update choosing between two seeded
     states by a record released it in the draws).
 
@@ -531,6 +434,7 @@ def refuse_updates(model: pm.Model) -> None:
         Naming the variable and what to change.
     """
     graphs = runtime_graphs(model)
+    sources = private_sources(model)
     outputs = [
         *model.basic_RVs,
         *model.deterministics,
@@ -544,7 +448,11 @@ def refuse_updates(model: pm.Model) -> None:
         update = getattr(variable, "default_update", None)
         if not isinstance(variable, SharedVariable) or update is None:
             continue
-        if isinstance(variable.type, RandomType) and _next_state(variable, update):
+        if (
+            isinstance(variable.type, RandomType)
+            and _next_state(variable, update)
+            and not _reads_private(update, sources)
+        ):
             continue
         raise UnsupportedModelError(
             f"`{variable.name or variable}` has a default_update: every function compiled "
@@ -552,6 +460,11 @@ def refuse_updates(model: pm.Model) -> None:
             "run. Set it to None (a random generator's may only be the next state of the draw "
             "that reads it), and change data with pm.set_data between runs."
         )
+
+
+def _reads_private(graph: Variable, sources: Mapping[Variable, str]) -> bool:
+    """Whether ``graph`` reads a private source of the model or any `PrivateData`."""
+    return any(v in sources or declaration(v) is not None for v in ancestors([graph]))
 
 
 def _next_state(rng: Variable, update: Variable) -> bool:
@@ -602,185 +515,6 @@ def _refuse_doors(doors, sources: Mapping[Variable, str]) -> None:
         touched = private_value_inputs(outputs, sources)
         if touched:
             raise UnsupportedModelError(f"{what} depends on {touched[0]}: {fix}.")
-
-
-def python_references(function: object) -> Iterator[object]:
-    """The values a Python function (or an operation of the user's) can reach by name, read
-    in full or refused: its closure, defaults and the globals its code names (nested
-    functions' code included); a bound method's object (built-in methods' too), a
-    `functools.partial`'s arguments, a weak reference's referent; the items of containers
-    (lists, tuples, sets, dicts, deques, object arrays); the attributes of the user's objects
-    and the functions of the user's classes; to any depth. Numbers, strings, numeric arrays,
-    graphs (`Variable`, read by their ancestors), models (read by their data), modules, and
-    the functions, classes and objects of the libraries listed in `_READ_AS_THEY_ARE` are
-    read as they are.
-
-    Raises
-    ------
-    UnsupportedModelError
-        It reaches an object that cannot be read in full (an iterator, a table, a variable's
-        storage container, an object of another library, a step holding private data ...),
-        more than `_MOST_REFERENCES` values, or nests deeper than `_DEEPEST_REFERENCE`: whether
-        it reads private data cannot be decided, so it is refused.
-    """
-    seen: set[int] = set()
-    stack: list[tuple[object, int]] = [(function, 0)]
-    while stack:
-        value, level = stack.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        yield value
-        referred = _referred(value, function)
-        if referred and (level >= _DEEPEST_REFERENCE or len(seen) > _MOST_REFERENCES):
-            raise _unreadable(
-                function,
-                f"more than can be read (beyond {_DEEPEST_REFERENCE} levels or "
-                f"{_MOST_REFERENCES} values)",
-            )
-        stack.extend((item, level + 1) for item in referred)
-
-
-_DEEPEST_REFERENCE = 12
-_MOST_REFERENCES = 20_000
-# Functions and classes of these packages are their code, not the user's: not entered.
-_LIBRARIES = (
-    "builtins",
-    "numpy",
-    "scipy",
-    "pandas",
-    "xarray",
-    "arviz",
-    "pytensor",
-    "pymc",
-    "pymc_private",
-    "collections",
-    "functools",
-    "fractions",
-    "decimal",
-    "math",
-    "operator",
-    "itertools",
-)
-# Objects that hold no reference a function could read data through: read as they are.
-_READ_AS_THEY_ARE = (
-    type(None),
-    numbers.Number,
-    str,
-    bytes,
-    np.generic,
-    np.dtype,
-    np.ufunc,
-    np.random.Generator,
-    np.random.BitGenerator,
-    np.random.SeedSequence,
-    types.ModuleType,
-    types.CodeType,
-    slice,
-    range,
-    type(Ellipsis),
-    # A class's descriptors of instance storage: the values are read on the instance.
-    types.GetSetDescriptorType,
-    types.MemberDescriptorType,
-    types.WrapperDescriptorType,
-    types.MethodDescriptorType,
-    Op,
-    Type,
-)
-
-
-def _in_libraries(code) -> bool:
-    return (getattr(code, "__module__", None) or "").split(".")[0] in _LIBRARIES
-
-
-def _unreadable(function: object, what: str) -> UnsupportedModelError:
-    name = getattr(function, "__name__", None) or type(function).__name__
-    return UnsupportedModelError(
-        f"The Python function {name!r} refers to {what}, which cannot be read in full, so "
-        "whether it reads private data cannot be decided: pass what it needs as its "
-        "arguments (numbers, arrays of public values, or the distribution's parameters)."
-    )
-
-
-def _referred(value: object, function: object) -> list[object]:
-    """What `python_references` enters from ``value``, one level down."""
-    if isinstance(value, Variable | pm.Model | np.ndarray) and not (
-        isinstance(value, np.ndarray) and value.dtype == object
-    ):
-        return []  # read by `_private_reference`
-    if isinstance(value, np.ndarray):
-        return list(value.ravel())
-    if isinstance(value, Op) and not _own_code(type(value)):
-        return [*vars(value).values(), type(value)]  # an operation of the user's
-    if isinstance(value, _READ_AS_THEY_ARE) or _private_step(value):
-        return []  # (a private step charges its ledger for whatever it draws, wherever it runs)
-    if isinstance(value, functools.partial):
-        return [value.func, *value.args, *value.keywords.values()]
-    if isinstance(value, types.MethodType):
-        return [value.__func__, value.__self__]
-    if isinstance(value, types.BuiltinFunctionType | types.MethodWrapperType):
-        owner = getattr(value, "__self__", None)
-        return [] if owner is None or isinstance(owner, types.ModuleType) else [owner]
-    if isinstance(value, types.FunctionType):
-        if _in_libraries(value):
-            return []
-        closure = inspect.getclosurevars(value)
-        names = set()
-        codes = [value.__code__]
-        while codes:
-            code = codes.pop()
-            names.update(code.co_names)
-            codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-        named = [value.__globals__[name] for name in names if name in value.__globals__]
-        return [
-            *closure.nonlocals.values(),
-            *named,
-            *(value.__defaults__ or ()),
-            *(value.__kwdefaults__ or {}).values(),
-        ]
-    if isinstance(value, weakref.ref):
-        return [value()]
-    if isinstance(value, list | tuple | set | frozenset | collections.deque):
-        return list(value)
-    if isinstance(value, dict | types.MappingProxyType):
-        return [*value.keys(), *value.values()]
-    if isinstance(value, types.SimpleNamespace):
-        return list(vars(value).values())
-    if isinstance(value, type):
-        return [
-            item for cls in value.__mro__ if not _in_libraries(cls) for item in vars(cls).values()
-        ]
-    if isinstance(value, staticmethod | classmethod | property):
-        return [getattr(value, "__func__", None) or value.fget, value.fset, value.fdel]
-    if _in_libraries(type(value)):
-        raise _unreadable(function, f"{type(value).__module__}.{type(value).__qualname__}")
-    slots = [
-        getattr(value, name)
-        for cls in type(value).__mro__
-        for name in getattr(cls, "__slots__", ())
-        if isinstance(name, str) and hasattr(value, name)
-    ]
-    return [*getattr(value, "__dict__", {}).values(), *slots, type(value)]
-
-
-def _private_reference(function: object, sources: Mapping[Variable, str]) -> str | None:
-    """How ``sources`` names the private variable a Python function refers to (a variable
-    of ``sources``, a graph over one, or any `PrivateData`), a model holding private data or
-    an array holding private values (`pymc_private.data.declaration.holds_private_values`) it
-    refers to;
-    None when it refers to none."""
-    for value in python_references(function):
-        if isinstance(value, pm.Model) and private_data(value):
-            return f"the model `{value.name or 'model'}`, which holds PrivateData"
-        if isinstance(value, np.ndarray) and value.dtype != object and holds_private_values(value):
-            return "an array holding private values (the raw data given to PrivateData)"
-        if isinstance(value, Variable):
-            for variable in ancestors([value]):
-                if variable in sources:
-                    return sources[variable]
-                if declaration(variable) is not None:
-                    return f"PrivateData `{variable.name}`"
-    return None
 
 
 def _operations(outputs: Sequence[Variable]) -> Iterator:
@@ -932,17 +666,6 @@ def _initial_value_problem(rv: Variable, value: np.ndarray) -> str | None:
     if support.radius is not None and np.any(np.sqrt(np.sum(value**2, axis=-1)) >= support.radius):
         return f"has a norm of at least the radius {support.radius:.6g} of its prior's ball"
     return None
-
-
-def private_sources(model: pm.Model) -> dict[Variable, str]:
-    """Every variable whose value is private data, with how a message names it: each
-    `PrivateData`, each observed variable and each observed value."""
-    specs = private_data(model)
-    sources = {v: f"PrivateData `{v.name}`" for v in model.data_vars if v.name in specs}
-    for rv in model.observed_RVs:
-        sources.setdefault(model.rvs_to_values[rv], f"the observed data of `{rv.name}`")
-        sources[rv] = f"the observed variable `{rv.name}` (PyMC evaluates it at its observed data)"
-    return sources
 
 
 def private_value_inputs(outputs: Sequence[Variable], sources: Mapping[Variable, str]) -> list[str]:

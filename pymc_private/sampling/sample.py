@@ -23,12 +23,12 @@ from pymc.vartypes import discrete_types
 from pymc_private.analysis.intervals import check_public_indices
 from pymc_private.analysis.leak_guard import (
     check_initial_values,
-    refuse_private_code,
     refuse_private_paths,
     refuse_unchecked_modes,
     refuse_updates,
 )
 from pymc_private.analysis.privatisation import Privatisation, privatised_route
+from pymc_private.analysis.python_code import refuse_private_code
 from pymc_private.compiling import CHECKED_MODE, checked_compile_kwargs, quiet_sampling
 from pymc_private.data.declaration import check_private_data, datasets_of
 from pymc_private.data.ledgers import PrivacyLedger, ledger_for

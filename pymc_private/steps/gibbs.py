@@ -28,6 +28,7 @@ from pytensor.graph.basic import Variable
 
 from pymc_private.analysis.core import PrivacyAnalysis, analyze, term_statistics
 from pymc_private.analysis.privatisation import has_closed_form_conditional, privatised_route
+from pymc_private.analysis.python_code import private_step_class
 from pymc_private.analysis.routes import RouteCost, route_cost, tempered_epsilon
 from pymc_private.compiling import checked_compile_kwargs, compiling
 from pymc_private.conditionals.blocks import (
@@ -96,6 +97,7 @@ def _blocks(
 GIBBS_PROPOSALS = 1_000
 
 
+@private_step_class
 class PrivateGibbs(BlockedStep, PrivateStep):
     r"""Conjugate Gibbs sampling through sufficient statistics, private by construction.
 

@@ -32,6 +32,7 @@ from pytensor.tensor.random.type import RandomType
 
 from pymc_private.analysis.core import analyze
 from pymc_private.analysis.leak_guard import refuse_private_paths
+from pymc_private.analysis.python_code import private_step_class
 from pymc_private.analysis.record_likelihood import (
     checked_vars,
     private_data_vars,
@@ -95,6 +96,7 @@ class PrivateMetropolisState(StepMethodState):
     tuning_steps: int
 
 
+@private_step_class
 class PrivateMetropolis(ArrayStepShared, PrivateStep):
     r"""Random-walk Metropolis with Barker acceptance: a differentially private MCMC step.
 

@@ -393,3 +393,40 @@ def test_an_inner_graph_compiled_in_an_unchecked_mode_is_refused():
         pm.Deterministic("window", window)
         with pytest.raises(UnsupportedModelError, match="mode 'NUMBA'"):
             pmp.sample(2, tune=0, step=pm.Metropolis([private["mu"]]), **RUN)
+
+
+# -- the sixth review -------------------------------------------------------------------------
+
+
+def test_a_generators_own_next_state_that_reads_a_record_is_refused():
+    """``r.default_update`` the next state of a draw of size 1 + x_obs[0] from ``r`` itself:
+    how far the generator moved named the record (12 of 12)."""
+    raw, private = _privatised_mean()
+    r = pytensor.shared(np.random.default_rng(0), name="r")
+    size = (1 + pt.cast(raw["x_obs"][0] > 0, "int64"),)
+    r.default_update = pt.random.normal(size=size, rng=r).owner.outputs[0]
+    with private:
+        live = ifelse(pt.gt(private["mu"], -1.0), r, r)
+        pm.Deterministic("draw", pt.random.normal(rng=live) + 0 * private["mu"])
+        with pytest.raises(UnsupportedModelError, match="`r` has a default_update"):
+            pmp.sample(2, tune=0, step=pm.Slice([private["mu"]]), **RUN)
+
+
+def test_a_step_is_private_by_its_class_itself(monkeypatch):
+    """``pm.Metropolis.charges_as_it_runs = True``, or a subclass claiming PyMC's module,
+    passed as the package's own step: 50 of 50 records."""
+    raw, private = _privatised_mean()
+    monkeypatch.setattr(pm.Metropolis, "charges_as_it_runs", True, raising=False)
+    posing = type(
+        "Metropolis",
+        (pm.Metropolis,),
+        {"charges_as_it_runs": True, "__module__": "pymc.step_methods.metropolis"},
+    )
+    with private:
+        k = pm.Data("k", np.zeros(X.size))
+        pm.Deterministic("leak", k + 0 * private["mu"])
+        updates = {"updates": {k: pt.cast(raw["x_obs"], "float64")}}
+        for kind in (pm.Metropolis, posing):
+            step = kind([private["mu"]], compile_kwargs=updates)
+            with pytest.raises(UnsupportedModelError, match="compiles a function that"):
+                pmp.sample(2, tune=0, step=step, **RUN)
