@@ -29,6 +29,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import applys_between, graph_inputs
+from pytensor.tensor.basic import AllocDiag
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
@@ -102,8 +103,16 @@ def check_public_indices(
 _INDEXING = (Subtensor, IncSubtensor, AdvancedSubtensor, AdvancedIncSubtensor)
 
 
+# PyTensor's own operations whose inner graphs index by ranges of their own shapes (a
+# matrix's diagonal): library code, within the axis by construction.
+_INDEXING_WITHIN = (AllocDiag,)
+
+
 def _indexes_inside(op) -> bool:
-    """Whether an index operation runs inside ``op`` (its inner graphs, a Blockwise's core)."""
+    """Whether an index operation runs inside ``op`` (its inner graphs, a Blockwise's core),
+    other than those of `_INDEXING_WITHIN`."""
+    if isinstance(op, _INDEXING_WITHIN):
+        return False
     if isinstance(op, Blockwise):
         core = op.core_op
         return isinstance(core, _INDEXING) or _indexes_inside(core)

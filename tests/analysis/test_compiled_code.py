@@ -430,3 +430,21 @@ def test_a_step_is_private_by_its_class_itself(monkeypatch):
             step = kind([private["mu"]], compile_kwargs=updates)
             with pytest.raises(UnsupportedModelError, match="compiles a function that"):
                 pmp.sample(2, tune=0, step=step, **RUN)
+
+
+def test_library_operations_indexing_within_their_own_shapes_leave_nutpie_on():
+    """A varying-intercept regression's released Gram matrix is unpacked with AllocDiag, an
+    inner graph indexing a diagonal by its own shape: not an index computed as the model
+    runs, so nutpie stays the default there."""
+    rng = np.random.default_rng(0)
+    x, g = rng.uniform(-1, 1, (60, 2)), rng.integers(0, 3, 60)
+    with pm.Model() as model:
+        index = pm.Data("g", g)
+        x_obs = pmp.PrivateData("X", x, bounds=(-1.0, 1.0))
+        y_obs = pmp.PrivateData("y", np.clip(x @ [0.5, -0.3], -3, 3), bounds=(-3.0, 3.0))
+        alpha = pmp.TruncatedNormal("alpha", 0.0, 1.0, lower=-2.0, upper=2.0, shape=3)
+        w = pmp.TruncatedMvNormal("w", np.zeros(2), np.eye(2), radius=2.0)
+        pm.Normal("obs", alpha[index] + x_obs @ w, 0.3, observed=y_obs)
+    private = pmp.privatize(model, 3.0, delta=1e-6, secure=False, random_seed=1)
+    graphs = [private.logp(), *private.deterministics]
+    assert not check_public_indices(graphs, "the privatised model", model=private)
