@@ -421,7 +421,54 @@ def run_control_variates(x: np.ndarray, y: np.ndarray, model: pm.Model, referenc
             print(f"{name}: ESS/ε = {value / efficiency['barker cv']:.2f} × full-data Barker's")
 
 
+THROUGHPUT_SIZES = (10_000, 100_000, 1_000_000)
+THROUGHPUT_RATES = (None, 1.0, 0.1, 0.01)  # None: the full-data Barker step
+
+
+def throughput() -> None:
+    """Steps per CPU second of `PrivateMetropolis` against n and q (``--throughput``): the
+    logistic model of the simulated records, the step compiled before the clock starts, then
+    ``pmp.sample`` of one chain, timed by the process's CPU clock. The subsampled step reads
+    only its subsample's rows (issue 38), so its cost follows q·n, plus the n words of the
+    subsample's mask."""
+    print("steps per CPU second (one chain, secure=False)")
+    print(
+        f"{'n':>9} "
+        + " ".join(f"{'full' if q is None else f'q={q}':>10}" for q in THROUGHPUT_RATES)
+    )
+    for n in THROUGHPUT_SIZES:
+        x, y = simulated(n)
+        model = model_for(x, y)
+        rates = []
+        for q in THROUGHPUT_RATES:
+            session.reset()
+            kwargs = {} if q is None else {"sampling_rate": q, "noise_scale": 3.0}
+            with model:
+                step = pmp.PrivateMetropolis(clip=0.1, proposal_scale=0.01, secure=False, **kwargs)
+            if step._compiled_subset_terms() is None:
+                step._compiled_log_ratio_terms()
+            steps = max(10, min(400, int(4e6 / (n * (1.0 if q is None else q)))))
+            start = time.process_time()
+            with model:
+                pmp.sample(
+                    steps,
+                    tune=0,
+                    chains=1,
+                    cores=1,
+                    step=step,
+                    random_seed=1,
+                    progressbar=False,
+                    compute_convergence_checks=False,
+                )
+            rates.append(steps / (time.process_time() - start))
+        row = " ".join(f"{rate:10.1f}" for rate in rates)
+        print(f"{n:>9} {row}   q=0.01 / q=1: {rates[-1] / rates[1]:.1f}×")
+
+
 def main() -> None:
+    if "--throughput" in sys.argv:
+        throughput()
+        return
     x, y = data()
     model = model_for(x, y)
     reference = nuts_reference(x, y) if "--nuts" in sys.argv else laplace_reference(x, y)

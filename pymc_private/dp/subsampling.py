@@ -173,10 +173,19 @@ class SubsampledGaussianTest:
         if not math.isfinite(prior_ratio):
             return prior_ratio
         ratios = np.asarray(record_ratios, dtype=np.float64)
-        kept = ratios[self.subsample(ratios.size, rng)]
+        return self.noisy_log_odds_of_subsample(
+            prior_ratio, ratios[self.subsample(ratios.size, rng)], rng
+        )
+
+    def noisy_log_odds_of_subsample(
+        self, prior_ratio: float, kept_ratios: np.ndarray, rng: np.random.Generator
+    ) -> float:
+        """`noisy_log_odds` given the ratios of the records ``subsample`` kept (drawn by the
+        caller from ``rng`` before any record was read, for a finite ``prior_ratio``): the
+        same Λ̃ from the same words, for a step that reads only the subsample's rows."""
         log_odds = barker_log_odds(
             prior_ratio,
-            kept,
+            np.asarray(kept_ratios, dtype=np.float64),
             record_bound=self.clip,
             temperature=self.scaled_temperature,
         )

@@ -93,15 +93,18 @@ def window_draw(
     bracket: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draws from, and the log mass of, B log-concave pmfs on the integers of [lower, upper],
-    each in V variants that share a window (the laws under a current and a proposed θ).
+    each in V variants (the laws under a current and a proposed θ).
 
     ``logpmf(x, rows)`` evaluates the unnormalised log pmfs of ``rows`` (indices into the B
-    pmfs) at the integers ``x`` of [lower, upper], shape (len(rows), W), as an array of shape
-    (V, len(rows), W); ``centre`` and ``reach`` (shape (B,)) place the first window,
-    ``centre`` ± ``reach``. A window that misses a pmf's bulk is moved to its mode, found by
-    bisection in ``bracket`` (default [lower, upper]); one that is too narrow for the tails is
-    widened, until the mass it leaves out is at most `TAIL` of the mass it holds, for every
-    variant (module docstring).
+    pmfs) at the integers ``x`` of [lower, upper], of shape (V, len(rows), W) (each variant at
+    its own points) or (1, len(rows), W) (all at the same), as an array of shape
+    (V, len(rows), W); ``centre`` and ``reach`` (shape (B,)) place a first window that the
+    variants share, ``centre`` ± ``reach``. A window that misses a variant's bulk is moved to
+    that variant's mode, found by bisection in ``bracket`` (default [lower, upper]); one that
+    is too narrow for the tails is widened, until the mass it leaves out is at most `TAIL` of
+    the mass it holds, for every variant (module docstring). A variant's window spans its own
+    spread, never the distance between the variants' modes: memory and time per pmf do not
+    grow with the counts.
 
     Returns draws (zeros without ``rng``) and log Σ_x f(x) over the window, each of shape
     (V, B).
@@ -111,8 +114,8 @@ def window_draw(
         logpmf, centre, reach, lower, upper, bracket
     ):
         if draws is None:
-            draws = np.zeros((weights.shape[0], centre.shape[0]), dtype=np.int64)
-            log_mass = np.zeros((weights.shape[0], centre.shape[0]))
+            draws = np.zeros((weights.shape[0], np.shape(centre)[-1]), dtype=np.int64)
+            log_mass = np.zeros((weights.shape[0], np.shape(centre)[-1]))
         log_mass[:, rows] = log_total
         if rng is not None:
             variants = weights.reshape(-1, weights.shape[2])
@@ -136,7 +139,7 @@ def window_sample(
     draws = np.zeros((centre.shape[0], count), dtype=np.int64)
     for rows, low, width, weights, _ in _windows(logpmf, centre, reach, lower, upper, bracket):
         cumulative = np.cumsum(weights[0], axis=1)
-        for row, start, last, sums in zip(rows, low, width, cumulative, strict=True):
+        for row, start, last, sums in zip(rows, low[0], width[0], cumulative, strict=True):
             picked = np.searchsorted(sums, rng.random(count) * sums[-1], side="right")
             draws[row] = start + np.minimum(picked, last)
     return draws
@@ -144,33 +147,48 @@ def window_sample(
 
 def _windows(logpmf, centre, reach, lower, upper, bracket):
     """The windows of `window_draw`, batch by batch as they close: ``(rows, low, width,
-    weights, log_total)``, each window [low, low + width], the weights relative to each row's
-    peak (V, R, W; zero past the window's end) and the log of their sum."""
-    size = centre.shape[0]
+    weights, log_total)``, each window [low, low + width] (``low`` and ``width`` of shape
+    (1, R) while the variants share a window, (V, R) once each has its own), the weights
+    relative to each row's peak (V, R, W; zero past the window's end) and the log of their
+    sum. A window that misses a variant's bulk moves to that variant's mode: variants whose
+    modes lie far apart (a proposal far from the current θ) get a window each, as narrow as
+    their own spread, never one spanning both modes (which grows with the counts)."""
+    size = np.shape(centre)[-1]
     lower = np.broadcast_to(lower, (size,))
     upper = np.broadcast_to(upper, (size,))
-    middle = np.clip(np.floor(np.nan_to_num(centre)), lower, upper).astype(np.int64)
-    half = np.ceil(np.minimum(np.nan_to_num(reach, nan=10.0), 1e15)).astype(np.int64) + 2
+    variants = _variants(logpmf, lower)
+    centre, reach = _placed(
+        np.broadcast_to(np.nan_to_num(centre), (variants, size)),
+        np.broadcast_to(np.minimum(np.nan_to_num(reach, nan=10.0), 1e15), (variants, size)),
+    )
+    middle = np.clip(np.floor(centre), lower, upper).astype(np.int64)
+    half = np.ceil(reach).astype(np.int64) + 2
     located = np.zeros(size, dtype=bool)  # windows already moved to the modes
     queue = _buckets(
-        np.arange(size), np.minimum(upper, middle + half) - np.maximum(lower, middle - half)
+        np.arange(size),
+        (np.minimum(upper, middle + half) - np.maximum(lower, middle - half)).max(axis=0),
     )
     for _ in range(_MAX_WIDENINGS * 4):
         if not queue:
             return
         rows = queue.pop()
-        low = np.maximum(lower[rows], middle[rows] - half[rows])
-        high = np.minimum(upper[rows], middle[rows] + 1 + half[rows])
+        shared = bool(
+            (middle[:, rows] == middle[:1, rows]).all() and (half[:, rows] == half[:1, rows]).all()
+        )
+        place = slice(0, 1) if shared else slice(None)
+        low = np.maximum(lower[rows], middle[place, rows] - half[place, rows])
+        high = np.minimum(upper[rows], middle[place, rows] + 1 + half[place, rows])
         # One point past each end, for the tail bounds (−inf when outside the support); the
         # pmf reads only points of the support.
-        x = (low - 1)[:, None] + np.arange(int((high - low).max()) + 3)
+        x = (low - 1)[..., None] + np.arange(int((high - low).max()) + 3)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             values = logpmf(np.clip(x, lower[rows, None], upper[rows, None]), rows)
-            values[:, x > (high + 1)[:, None]] = -np.inf
-            values[:, low == lower[rows], 0] = -np.inf
-            past = np.broadcast_to((high - low + 2)[None, :, None], (*values.shape[:2], 1))
+            shape = values.shape
+            values[np.broadcast_to(x > (high + 1)[..., None], shape)] = -np.inf
+            values[np.broadcast_to(low == lower[rows], shape[:2]), 0] = -np.inf
+            past = np.broadcast_to((high - low + 2)[..., None], (*shape[:2], 1))
             edges = np.take_along_axis(values, np.concatenate([past - 1, past], axis=2), axis=2)
-            edges[:, high == upper[rows], 1] = -np.inf
+            edges[np.broadcast_to(high == upper[rows], shape[:2]), 1] = -np.inf
             np.put_along_axis(values, past, -np.inf, axis=2)
             window = values[:, :, 1:]
             peak = window.max(axis=2)
@@ -185,26 +203,49 @@ def _windows(logpmf, centre, reach, lower, upper, bracket):
         done = (np.isfinite(peak) & (tails <= TAIL)).all(axis=0)
         if done.any():
             log_total = peak[:, done] + np.log(total[:, done])
-            yield rows[done], low[done], (high - low)[done], weights[:, done], log_total
+            yield rows[done], low[:, done], (high - low)[:, done], weights[:, done], log_total
         missed = rows[~done]
         if not missed.size:
             continue
-        # A window that missed the bulk moves to the modes (centred between the variants');
-        # one that was already there is too narrow for the tails: double it.
+        # A window that missed the bulk moves to each variant's mode; one that was already
+        # there is too narrow for the tails: double it.
         lost = missed[~located[missed]]
         if lost.size:
             low, high = (lower, upper) if bracket is None else bracket
             low, high = np.broadcast_to(low, (size,))[lost], np.broadcast_to(high, (size,))[lost]
             modes = _modes(logpmf, low, high, lost)
-            middle[lost] = (modes.max(axis=0) + modes.min(axis=0)) // 2
-            half[lost] += (modes.max(axis=0) - modes.min(axis=0)) // 2
+            apart = modes.max(axis=0) - modes.min(axis=0)
+            together = apart <= 2 * half[:, lost].max(axis=0)  # as `_placed`
+            middle[:, lost] = np.where(
+                together, (modes.max(axis=0) + modes.min(axis=0)) // 2, modes
+            )
+            half[:, lost] += np.where(together, apart // 2, 0)
             located[lost] = True
         narrow = missed[~np.isin(missed, lost)]
-        half[narrow] = np.minimum(2 * half[narrow] + 2, 1 << 50)
+        half[:, narrow] = np.minimum(2 * half[:, narrow] + 2, 1 << 50)
         queue.append(missed)
     raise RuntimeError(
         "pymc-private: a latent statistic's window did not close; please report this model."
     )
+
+
+def _placed(centre: np.ndarray, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Windows centre ± reach of V variants (each (V, B)): one window over the union of the
+    variants' where that is at most twice the widest (their bulks overlap: the pmf's terms
+    that do not depend on the variant are evaluated once), else each variant's own."""
+    low, high = (centre - reach).min(axis=0), (centre + reach).max(axis=0)
+    together = high - low <= 4.0 * reach.max(axis=0)
+    return (
+        np.where(together, np.floor(0.5 * (low + high)), centre),
+        np.where(together, 0.5 * (high - low), reach),
+    )
+
+
+def _variants(logpmf, lower: np.ndarray) -> int:
+    """V, the number of variants ``logpmf`` evaluates (at one point of its first row)."""
+    if not lower.size:
+        return 1
+    return logpmf(lower[:1, None][None], np.arange(1)).shape[0]
 
 
 # Rows whose windows are within this factor of each other's widths share an array.
@@ -236,14 +277,13 @@ def _modes(logpmf, lower: np.ndarray, upper: np.ndarray, rows: np.ndarray) -> np
     """The mode of every variant of log-concave pmfs on [lower, upper], by bisection on the
     sign of the increments log f(x + 1) − log f(x), which do not increase; shape (V, R)."""
     start = np.broadcast_to(lower, rows.shape).astype(np.int64)
-    variants = logpmf(start[:, None], rows).shape[0]
+    variants = logpmf(start[None, :, None], rows).shape[0]
     low = np.tile(start, (variants, 1))
     high = np.tile(np.broadcast_to(upper, rows.shape).astype(np.int64), (variants, 1))
     with np.errstate(all="ignore"):
         while np.any(high > low):
             middle = (low + high) // 2
-            points = np.stack([middle, np.minimum(middle + 1, high)], axis=-1)
-            values = np.stack([logpmf(points[v], rows)[v] for v in range(variants)])
+            values = logpmf(np.stack([middle, np.minimum(middle + 1, high)], axis=-1), rows)
             falling = ~(values[..., 1] > values[..., 0])
             high = np.where(falling, middle, high)
             low = np.where(falling, low, middle + 1)
@@ -293,8 +333,8 @@ def _pair(
     """f(x) ∝ C(T, x) q^x (1 − q)^{T−x}·P(Z = r₁ − x)·P(Z = r₂ − (T − x)) on [0, T]: the law
     of one of two categories' counts given their total T and releases r₁, r₂ (None: not
     released), in V variants of q (``probability`` of shape (V, B); the others (B,)), as a
-    log pmf for `window_draw` with one window's centre and reach covering every variant
-    (the precision-weighted normal approximation of the factors; `NoiseLaw.reach`)."""
+    log pmf for `window_draw` with each variant's centre and reach (the precision-weighted
+    normal approximation of the factors; `NoiseLaw.reach`)."""
     q = np.clip(probability, 1e-300, 1.0 - 1e-16)
     log_odds = np.log(q) - np.log1p(-q)
 
@@ -305,7 +345,7 @@ def _pair(
             value += noise.log_pmf(first[rows][:, None] - x)
         if second is not None:
             value += noise.log_pmf(second[rows][:, None] - (t - x))
-        return value[None] + x[None] * log_odds[:, rows, None]
+        return value + x * log_odds[:, rows, None]
 
     variance = np.maximum(total * q * (1.0 - q), 0.25)
     precision, weighted = 1.0 / variance, total * q / variance
@@ -316,9 +356,7 @@ def _pair(
         weighted = weighted + (total - second) / noise.variance
     spread = np.sqrt(1.0 / precision)
     reach = 9.0 * spread if first is None and second is None else noise.reach(spread)
-    centre = weighted / precision
-    low, high = (centre - reach).min(axis=0), (centre + reach).max(axis=0)
-    return logpmf, 0.5 * (low + high), 0.5 * (high - low)
+    return logpmf, weighted / precision, reach
 
 
 def binary_split(
@@ -333,7 +371,14 @@ def binary_split(
     (shape (B,)) and every variant of q (``probability``, shape (V, B) or (B,)): draws
     x ~ Binomial(x; T, q)·P(Z = r₁ − x)·P(Z = r₂ − (T − x)) (zeros without ``rng``) and the
     log of its sum over x, the likelihood of q given the releases with the split summed out;
-    each of the shape of ``probability``."""
+    each of the shape of ``probability``. Neither category released: x ~ Binomial(T, q),
+    drawn by numpy's exact binomial sampler in O(1) per entry, and the sum is 1."""
+    if first is None and second is None:
+        shape = np.broadcast_shapes(np.shape(probability), np.shape(total))
+        if rng is None:
+            return np.zeros(shape, dtype=np.int64), np.zeros(shape)
+        q = np.clip(np.broadcast_to(probability, shape), 0.0, 1.0)
+        return rng.binomial(np.broadcast_to(total, shape), q), np.zeros(shape)
     variants = np.atleast_2d(probability)
     logpmf, centre, reach = _pair(total, variants, first, second, noise)
     draws, mass = window_draw(logpmf, centre, reach, 0, total, rng)
@@ -371,25 +416,24 @@ def category_pairs(width: int) -> list[tuple[int, int]]:
 
 def _poisson(means: np.ndarray, released: np.ndarray, noise: NoiseLaw):
     """f(x) ∝ μ^x/x!·P(Z = r − x) on x ≥ 0, in V variants of μ (``means`` of shape (V, B)),
-    as a log pmf with one window's centre and reach covering every variant."""
+    as a log pmf with each variant's centre and reach."""
     log_mean = np.log(np.maximum(means, 1e-300))
 
     def logpmf(x, rows):
         value = noise.log_pmf(released[rows][:, None] - x) - log_factorial(x)
-        return value[None] + x[None] * log_mean[:, rows, None]
+        return value + x * log_mean[:, rows, None]
 
     variance = np.maximum(means, 0.25)
     precision = 1.0 / variance + 1.0 / noise.variance
     centre = (means / variance + released / noise.variance) / precision
     reach = noise.reach(np.sqrt(1.0 / precision))
-    low, high = (centre - reach).min(axis=0), (centre + reach).max(axis=0)
     # The mode lies between the factors' modes (μ, about, and the release), each log-concave.
     modes = np.concatenate([means, released[None]])
     bracket = (
         np.maximum(np.floor(modes.min(axis=0)) - 1, 0).astype(np.int64),
         np.maximum(np.ceil(modes.max(axis=0)) + 1, 0).astype(np.int64),
     )
-    return logpmf, 0.5 * (low + high), 0.5 * (high - low), bracket
+    return logpmf, centre, reach, bracket
 
 
 def beta_binomial_split(
@@ -419,7 +463,7 @@ def beta_binomial_split(
             value += noise.log_pmf(first[rows][:, None] - x)
         if second is not None:
             value += noise.log_pmf(second[rows][:, None] - (t - x))
-        return value[None]
+        return value
 
     precision, weighted = 1.0 / variance, mean / variance
     if first is not None:
@@ -449,11 +493,11 @@ def gamma_poisson_split(
     def logpmf(x, rows):
         value = special.gammaln(alpha[rows][:, None] + x) - log_factorial(x)
         value += special.xlogy(x, share[rows][:, None]) + noise.log_pmf(released[rows][:, None] - x)
-        return value[None]
+        return value
 
     precision = 1.0 / variance + 1.0 / noise.variance
     centre = (mean / variance + released / noise.variance) / precision
-    reach = noise.reach(np.sqrt(1.0 / precision)) + np.abs(centre - mean)
+    reach = noise.reach(np.sqrt(1.0 / precision))
     modes = np.stack([mean, released])  # the mode lies between the factors' modes
     bracket = (
         np.maximum(np.floor(modes.min(axis=0)) - 1, 0).astype(np.int64),

@@ -29,6 +29,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random.type import RandomType
+from pytensor.tensor.shape import SpecifyShape
 
 from pymc_private.analysis.core import analyze
 from pymc_private.analysis.leak_guard import refuse_private_paths
@@ -41,7 +42,12 @@ from pymc_private.analysis.record_likelihood import (
 )
 from pymc_private.analysis.routes import RouteCost, route_cost
 from pymc_private.compiling import checked_compile_kwargs, compiling
-from pymc_private.data.declaration import check_private_data, datasets_of, in_memory_values
+from pymc_private.data.declaration import (
+    check_private_data,
+    datasets_of,
+    declaration,
+    in_memory_values,
+)
 from pymc_private.data.ledgers import ledger_for
 from pymc_private.dp.barker import LOG_ODDS_BOUND, barker_epsilon, barker_log_odds
 from pymc_private.dp.checks import checked_secure, checked_temperature
@@ -352,7 +358,10 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     The chain targets an approximation of the clipped tempered posterior: the penalty
     corrects the noise σ² but not the subsample's own variance. The step reads ``self.rng``
     for one uniform per step besides the proposal (the decision, post-processing of Λ̃), and
-    with ``secure=False`` also for the subsample and the noise. The mechanism, its proof and
+    with ``secure=False`` also for the subsample and the noise. The subsample is drawn before
+    any record is read, and only its rows are read where the log-likelihood is computed row
+    by row on any number of rows (decided on public stand-ins, `_reads_rows`): a step's cost
+    follows q·n. The mechanism, its proof and
     what it assumes of OpenDP's Gaussian are in `pymc_private.dp.subsampling`
     (:ref:`costs-subsampled-metropolis`).
 
@@ -501,6 +510,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         # their values (checked above) travel as a `PrivatePayload`, so neither the graph
         # nor the compiled function holds raw data when the step is pickled.
         data_inputs = {v: v.type(name=v.name) for v in sorted(private, key=lambda v: v.name)}
+        # Public stand-ins of each array's rows (its declared lower bounds), for `_reads_rows`.
+        self._placeholders = [(declaration(v).lower, v.dtype) for v in data_inputs]
         outputs = [log_prior] if per_record is None else [log_prior, per_record]
         # Every other shared variable (pm.Data, or a bare pytensor.shared the model reads) is
         # public and enters as the value the analysis read: a later pm.set_data or set_value
@@ -529,6 +540,12 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         )
         self._compile_kwargs = compile_kwargs
         self._log_ratio_function = None
+        # With a subsample, the rows it keeps are the data's: terms of a variable number of
+        # rows, checked on placeholders within the declared bounds (`_reads_rows`).
+        self._subset_graph = None
+        self._subset_function = None
+        if self.subsampled_test is not None and per_record is not None:
+            self._subset_graph = _row_subset_graph(*self._log_ratio_graph)
         super().__init__(vars, shared, blocked=blocked, rng=rng)
 
     @staticmethod
@@ -598,6 +615,44 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         with np.errstate(all="ignore"):
             return self._compiled_log_ratio_terms()(q1, q0, *self._data.value)
 
+    def _noisy_log_odds(self, q1: np.ndarray, q0: np.ndarray) -> float:
+        """Λ̃ of the subsampled test. Where the terms are computed row by row on any number
+        of rows (`_subset_function`), the subsample is drawn before any record is read and
+        only its rows are read: the same words of ``self.rng`` in the same order, the same
+        Λ̃, at a cost that scales with the subsample's size (public), not with n."""
+        test, log_proposal_ratio = self.subsampled_test, self.proposal_dist.log_proposal_ratio
+        subset = self._compiled_subset_terms()
+        if subset is None:
+            prior_ratio, record_ratios = self._log_ratio_terms(q1, q0)
+            return test.noisy_log_odds(
+                float(prior_ratio) + log_proposal_ratio, record_ratios, self.rng
+            )
+        data = self._data.value
+        with np.errstate(all="ignore"):
+            prior_ratio = float(subset(q1, q0, *(v[:0] for v in data))[0]) + log_proposal_ratio
+            if not math.isfinite(prior_ratio):
+                return prior_ratio
+            rows = np.flatnonzero(test.subsample(len(data[0]), self.rng))
+            _, record_ratios = subset(q1, q0, *(v[rows] for v in data))
+        if np.shape(record_ratios) != rows.shape:  # a function of the subsample's size alone
+            raise RuntimeError(
+                "pymc-private: the subsample's terms are not one per row; please report this model."
+            )
+        return test.noisy_log_odds_of_subsample(prior_ratio, record_ratios, self.rng)
+
+    def _compiled_subset_terms(self):
+        """(q1, q0, *rows) ↦ [prior ratio, ratios of those rows], or None where the step
+        reads every record (the terms are not row by row on a variable number of rows)."""
+        if self._subset_graph is not None and self._subset_function is None:
+            self._subset_function = _reads_rows(
+                _compile_log_ratio_terms(*self._subset_graph, compile_kwargs=self._compile_kwargs),
+                self._log_ratio_graph[0],
+                self._subset_graph,
+                self._placeholders,
+            )
+            self._subset_graph = None
+        return None if self._subset_function is False else self._subset_function
+
     def _compiled_log_ratio_terms(self):
         if self._log_ratio_function is None:
             self._log_ratio_function = _compile_log_ratio_terms(
@@ -608,10 +663,13 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     def __getstate__(self) -> dict:
         """Compiled here, once, not once in each worker process it is pickled to; the graph
         stays behind, and the private data travel as a session file (`PrivatePayload`)."""
+        subset = self._compiled_subset_terms()
         return {
             **self.__dict__,
-            "_log_ratio_function": self._compiled_log_ratio_terms(),
+            "_log_ratio_function": self._compiled_log_ratio_terms() if subset is None else None,
             "_log_ratio_graph": None,
+            "_subset_function": subset,
+            "_subset_graph": None,
         }
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
@@ -660,12 +718,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self.charge()
         q = floatX(q0.data + self.proposal_dist(self.rng) * self.scaling)
         if self.subsampled_test is not None:
-            prior_ratio, record_ratios = self._log_ratio_terms(q, q0.data)
-            noisy = self.subsampled_test.noisy_log_odds(
-                float(prior_ratio) + self.proposal_dist.log_proposal_ratio,
-                record_ratios,
-                self.rng,
-            )
+            noisy = self._noisy_log_odds(q, q0.data)
             accepted = self.subsampled_test.accepts(noisy, self.rng)
         else:
             log_odds = self.log_acceptance_ratio(q, q0.data, self.proposal_dist.log_proposal_ratio)
@@ -816,6 +869,46 @@ def _real(value) -> float | None:
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
         return None
     return float(value)
+
+
+def _row_subset_graph(
+    point: PointType, outputs: list[Variable], vars: list[Variable], shared: dict, data: list
+) -> tuple:
+    """The arguments of `_compile_log_ratio_terms` for terms of any number of rows: each data
+    input of any length along the record axis, and the per-record terms without the
+    assertion of n entries (`record_log_likelihood`), which `_reads_rows` checks instead."""
+    log_prior, per_record = outputs
+    if per_record.owner is not None and isinstance(per_record.owner.op, SpecifyShape):
+        per_record = per_record.owner.inputs[0]
+    rows = {v: pt.tensor(dtype=v.dtype, shape=(None, *v.type.shape[1:]), name=v.name) for v in data}
+    per_record = graph_replace(per_record, rows, strict=False)
+    return point, [log_prior, per_record], vars, shared, list(rows.values())
+
+
+def _reads_rows(function, point: PointType, graph: tuple, placeholders: list):
+    """``function`` if it computes one term per row for any number of rows, else False.
+
+    Decided on public values only: it runs on 0, 2 and 3 rows of each array's declared lower
+    bounds at the initial point, and must return that many terms without raising. A graph
+    that fixes n anywhere (a public array of n rows beside the records, a constant length)
+    fails on 2 or 3 rows, and the step reads every record and keeps the subsample's ratios,
+    as before."""
+    _, _, vars, _, _ = graph
+    dtype = function.maker.inputs[0].variable.dtype
+    q = np.concatenate([np.ravel(point[v.name]) for v in vars]).astype(dtype)
+    for rows in (0, 2, 3):
+        stand_ins = [
+            np.ascontiguousarray(np.broadcast_to(lower, (rows, *lower.shape)), dtype=kind)
+            for lower, kind in placeholders
+        ]
+        try:
+            with np.errstate(all="ignore"):
+                _, terms = function(q, q, *stand_ins)
+        except Exception:
+            return False
+        if np.shape(terms) != (rows,):
+            return False
+    return function
 
 
 def _compile_log_ratio_terms(

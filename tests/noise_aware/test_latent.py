@@ -4,6 +4,8 @@ the wrong place; and the thinning laws the group-size moves rely on."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from scipy import special, stats
@@ -108,7 +110,7 @@ def test_a_window_started_far_from_the_mode_still_closes_exactly():
     noise = GaussianNoise(15.0)
 
     def logpmf(x, rows):
-        return (stats.binom.logpmf(x, 600, 0.5) + noise.log_pmf(320.0 - x))[None]
+        return stats.binom.logpmf(x, 600, 0.5) + noise.log_pmf(320.0 - x)
 
     rng = np.random.default_rng(3)
     draws, mass = window_draw(
@@ -118,6 +120,22 @@ def test_a_window_started_far_from_the_mode_still_closes_exactly():
     log_pmf = stats.binom.logpmf(support, 600, 0.5) + noise.log_pmf(320.0 - support)
     _agrees(draws[0], support, log_pmf)
     assert mass[0, 0] == pytest.approx(special.logsumexp(log_pmf), abs=1e-9)
+
+
+def test_variants_whose_modes_lie_far_apart_get_a_window_each():
+    """A current and a proposed θ whose modes are 4·10⁸ apart (T = 10⁹ trials): each variant's
+    window spans its own spread (~10⁵), not the distance between the modes, so memory stays
+    bounded while the counts grow, and each marginal is exact: without a release, the
+    binomial's mass, 1 (up to the rounding of log T! ≈ 2·10¹⁰ in float64)."""
+    total, q = 10**9, np.array([[0.3], [0.7]])
+    tracemalloc.start()
+    try:
+        _, marginal = binary_split(None, np.array([total]), q, None, None, None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert marginal[:, 0] == pytest.approx([0.0, 0.0], abs=1e-5)
+    assert peak < 64 * 2**20  # one window over both modes: 4·10⁸ points, gigabytes
 
 
 @pytest.mark.parametrize(
@@ -199,3 +217,28 @@ def test_a_cell_of_no_exposure_has_no_records():
         200,
     )
     assert (draws[0] == 0).all() and draws[1].mean() > 10
+
+
+def test_a_collapsed_poisson_sum_far_from_its_prior_mean_keeps_a_narrow_window():
+    """λ summed out under its Gamma prior, a release 5·10⁸ from the prior mean (10⁹ records):
+    the window spans the noise's spread, not that distance (456 MiB at 10⁷ records before),
+    and the draws are the exact conditional's, near the release."""
+    released = np.array([2.5e9])
+    tracemalloc.start()
+    try:
+        draws = gamma_poisson_split(
+            np.random.default_rng(1),
+            np.array([1e9]),
+            np.array([2.0]),
+            np.array([1.0]),
+            released,
+            LaplaceNoise(8.0),
+            DRAWS,
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20
+    # The negative binomial is flat over the noise's reach: the draws follow the noise's law
+    # around the release (discrete Laplace of scale 8: sd ≈ 11.3).
+    assert abs(draws.mean() - released[0]) < 1.0 and 9.0 < draws.std() < 14.0
