@@ -40,6 +40,9 @@ Poisson rate    1,000,000   0.2    1         11267
 Poisson rate    10,000,000  0.0    1         45586
 ==============  ==========  =====  ========  ===========
 
+The Dask run at n = 10⁸ (ten parquet files): declared in 29.0 s, privatised in 14.2 s, the
+default posterior (data augmentation of counts) in 13.7 CPU s, peak resident memory 2.92 GiB.
+
 Before (issue 38): naive Bayes 19.7 s and 252 MiB at 10⁵, 55 s and 2.8 GB at 10⁶, killed at
 11.6 GB at 10⁷. Naive Bayes's memory still grows as √n: a proposal far from the current θ
 moves a latent count's conditional mode off the release, where its spread is the binomial's.
