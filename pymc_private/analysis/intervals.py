@@ -25,7 +25,7 @@ import pytensor.scalar.math as psm
 import pytensor.tensor as pt
 from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Variable
+from pytensor.graph.basic import Variable, equal_computations
 from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import applys_between, graph_inputs
@@ -103,15 +103,23 @@ def check_public_indices(
 _INDEXING = (Subtensor, IncSubtensor, AdvancedSubtensor, AdvancedIncSubtensor)
 
 
-# PyTensor's own operations whose inner graphs index by ranges of their own shapes (a
-# matrix's diagonal): library code, within the axis by construction.
-_INDEXING_WITHIN = (AllocDiag,)
+def _diagonal(op) -> bool:
+    """Whether ``op`` is PyTensor's AllocDiag itself (not a subclass) with integer
+    parameters, whose inner graph is the one PyTensor builds from them: it indexes a diagonal
+    by a range of its own input's length, inside the axis by construction."""
+    if type(op) is not AllocDiag or not all(
+        type(getattr(op, name)) is int for name in ("axis1", "axis2", "offset")
+    ):
+        return False
+    fresh = [variable.type() for variable in op.inner_inputs]
+    built = AllocDiag.build_inner_graph(op, *fresh)
+    return equal_computations(op.inner_outputs, built, op.inner_inputs, fresh)
 
 
 def _indexes_inside(op) -> bool:
     """Whether an index operation runs inside ``op`` (its inner graphs, a Blockwise's core),
-    other than those of `_INDEXING_WITHIN`."""
-    if isinstance(op, _INDEXING_WITHIN):
+    other than PyTensor's own diagonal (`_diagonal`)."""
+    if _diagonal(op):
         return False
     if isinstance(op, Blockwise):
         core = op.core_op

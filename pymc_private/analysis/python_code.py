@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import collections
 import functools
+import importlib.util
 import inspect
 import numbers
+import os
+import sys
 import types
 import weakref
 from collections.abc import Iterator, Mapping
@@ -36,6 +39,7 @@ from pymc_private.errors import UnsupportedModelError
 
 __all__ = [
     "READ_AS_THEY_ARE",
+    "defined_in",
     "own_code",
     "private_reference",
     "private_sources",
@@ -46,10 +50,54 @@ __all__ = [
 
 
 def own_code(code) -> bool:
-    """Whether a class or function is defined in PyMC, PyTensor or this package."""
-    return (getattr(code, "__module__", None) or "").startswith(
-        ("pymc.", "pytensor.", "pymc_private.")
-    )
+    """Whether a class or function is defined in PyMC, PyTensor or this package
+    (`defined_in`)."""
+    return defined_in(code, ("pymc", "pytensor", "pymc_private"))
+
+
+# Py_TPFLAGS_HEAPTYPE: set on every class defined in Python (whose attributes can be set).
+_HEAP_TYPE = 1 << 9
+
+
+def defined_in(code, packages: tuple[str, ...]) -> bool:
+    """Whether a class or function is defined in one of ``packages`` (top-level names), never
+    by its ``__module__`` alone, which any class or function can set on itself: a class is
+    the one its module holds at its qualified name (identity), a Python function was compiled
+    from a file of those packages; a type or function defined in C by its module."""
+    module = getattr(code, "__module__", None) or ""
+    if module.split(".")[0] not in packages:
+        return False
+    if isinstance(code, types.FunctionType):
+        return _package_file(code.__code__.co_filename, packages)
+    if isinstance(code, type):
+        if not code.__flags__ & _HEAP_TYPE:
+            return True  # a type defined in C (an iterator's): its module cannot be set
+        found = sys.modules.get(module)
+        for part in code.__qualname__.split("."):
+            found = getattr(found, part, None)
+        return found is code
+    return True
+
+
+@functools.cache
+def _package_roots(packages: tuple[str, ...]) -> tuple[str, ...]:
+    """The directories (or files) the ``packages`` are installed in."""
+    roots = []
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            roots += [
+                os.path.join(os.path.realpath(p), "") for p in spec.submodule_search_locations
+            ]
+        elif spec.origin:
+            roots.append(os.path.realpath(spec.origin))
+    return tuple(roots)
+
+
+def _package_file(filename: str, packages: tuple[str, ...]) -> bool:
+    return os.path.realpath(filename).startswith(_package_roots(packages))
 
 
 def refuse_private_code(model: pm.Model, objects, what: str) -> None:
@@ -238,7 +286,7 @@ READ_AS_THEY_ARE = (
 
 
 def _in_libraries(code) -> bool:
-    return (getattr(code, "__module__", None) or "").split(".")[0] in _LIBRARIES
+    return defined_in(code, _LIBRARIES)
 
 
 def _unreadable(function: object, what: str) -> UnsupportedModelError:

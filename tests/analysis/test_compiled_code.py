@@ -18,10 +18,14 @@ import pytensor.tensor as pt
 import pytest
 from pymc.step_methods.metropolis import NormalProposal
 from pytensor.compile.builders import OpFromGraph
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
 from pytensor.ifelse import ifelse
+from pytensor.tensor.basic import AllocDiag
 
 import pymc_private as pmp
 from pymc_private.analysis.intervals import check_public_indices
+from pymc_private.analysis.python_code import defined_in
 from pymc_private.compiling import CHECKED_MODE, checked_compile_kwargs
 from pymc_private.data.ledgers import ledger_for
 from pymc_private.errors import UnsupportedModelError
@@ -425,7 +429,8 @@ def test_a_step_is_private_by_its_class_itself(monkeypatch):
         updates = {"updates": {k: pt.cast(raw["x_obs"], "float64")}}
         for kind in (pm.Metropolis, posing):
             step = kind([private["mu"]], compile_kwargs=updates)
-            with pytest.raises(UnsupportedModelError, match="compiles a function that"):
+            refused = "compiles a function that|cannot be read in full"
+            with pytest.raises(UnsupportedModelError, match=refused):
                 pmp.sample(2, tune=0, step=step, **RUN)
 
 
@@ -445,3 +450,56 @@ def test_library_operations_indexing_within_their_own_shapes_leave_nutpie_on():
     private = pmp.privatize(model, 3.0, delta=1e-6, secure=False, random_seed=1)
     graphs = [private.logp(), *private.deterministics]
     assert not check_public_indices(graphs, "the privatised model", model=private)
+
+
+# -- the seventh review -----------------------------------------------------------------------
+
+
+class _Window(AllocDiag):
+    """A subclass of PyTensor's diagonal whose inner graph indexes past its axis."""
+
+    def build_inner_graph(self, d, mu):
+        return [d[pt.constant(np.arange(-1000, 1000)) + pt.cast(0 * mu, "int64")]]
+
+
+def test_only_pytensors_own_diagonal_is_trusted_to_index_within_its_axis():
+    """A subclass of AllocDiag carrying its own inner graph kept Numba: 16 of 16 records."""
+    _, private = _privatised_mean()
+    with private:
+        d = pm.Data("d", np.linspace(0.5, 0.6, 16))
+        window = _Window(axis1=0, axis2=1, offset=0)(d, private["mu"])
+        pm.Deterministic("window", window)
+        assert check_public_indices(private.deterministics, "w", model=private)
+        with pytest.raises(IndexError):
+            pmp.sample(2, tune=0, step=pm.Metropolis([private["mu"]]), **RUN)
+    assert not check_public_indices([pt.diag(pt.dvector("v"))], "w")
+
+
+class _Shift(Op):
+    """A user operation claiming PyTensor's module, returning the raw array it names."""
+
+    __module__ = "pytensor.tensor.basic"
+    __props__ = ()
+
+    def make_node(self, z):
+        z = pt.as_tensor_variable(z)
+        return Apply(self, [z], [pt.dvector()])
+
+    def perform(self, node, inputs, out):
+        out[0][0] = X + 0.0 * inputs[0]
+
+
+def test_a_class_claiming_a_librarys_module_is_read_as_the_users():
+    """``__module__ = "pytensor.tensor.basic"`` on a user Op (12 of 12 records in a
+    Deterministic), or ``"pymc.step_methods.metropolis"`` on a pm.Metropolis subclass whose
+    astep wrote the records into the draws (20 of 20): read as the user's code."""
+    model = _normal_model()
+    with model:
+        pm.Deterministic("shifted", _Shift()(model["mu"] + pt.zeros(X.size)))
+    with pytest.raises(UnsupportedModelError, match="an array holding private values"):
+        pmp.analyze(model)
+    assert not defined_in(_Shift, ("pytensor",))
+    assert defined_in(AllocDiag, ("pytensor",)) and defined_in(np.mean, ("numpy",))
+    spoofed = lambda: X  # noqa: E731
+    spoofed.__module__ = "numpy"
+    assert not defined_in(spoofed, ("numpy",))
