@@ -56,10 +56,10 @@ from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import Shape, Shape_i
 
 from pymc_private.analysis.python_code import (
-    READ_AS_THEY_ARE,
     own_code,
     private_reference,
     private_sources,
+    read_as_it_is,
 )
 from pymc_private.data.declaration import declaration
 from pymc_private.errors import UnsupportedModelError
@@ -241,7 +241,7 @@ def _own_transform(transform) -> bool:
                 if not _own_transform(item):
                     return False
             elif not (
-                isinstance(item, READ_AS_THEY_ARE)
+                read_as_it_is(item)
                 or (isinstance(item, np.ndarray) and item.dtype != object)
                 or (isinstance(item, types.FunctionType) and own_code(item))
             ):

@@ -45,6 +45,7 @@ __all__ = [
     "private_sources",
     "private_step_class",
     "python_references",
+    "read_as_it_is",
     "refuse_private_code",
 ]
 
@@ -155,7 +156,7 @@ def _held_code(obj) -> Iterator[object]:
     stack, seen = [obj], set()
     while stack:
         value = stack.pop()
-        if id(value) in seen or value is None or isinstance(value, READ_AS_THEY_ARE):
+        if id(value) in seen or value is None or read_as_it_is(value):
             continue
         seen.add(id(value))
         if len(seen) > _MOST_REFERENCES:
@@ -170,12 +171,21 @@ def _held_code(obj) -> Iterator[object]:
             stack.extend(value.values())
         elif isinstance(value, np.ndarray) and value.dtype != object:
             yield value
-        elif own_code(type(value)) and hasattr(value, "__dict__"):
-            stack.extend(vars(value).values())
-        elif not isinstance(value, type | types.FunctionType) and _in_libraries(type(value)):
-            continue  # a library's own object (a numpy generator, a pandas index, ...)
-        else:
+        elif own_code(type(value)):  # its attributes, not its class's code
+            stack.extend(_attributes(value))
+        else:  # read whole, a library's object too (a bound method, a partial holds code)
             yield value
+
+
+def _attributes(value) -> list[object]:
+    """The values of an object's ``__dict__`` and ``__slots__``."""
+    slots = [
+        getattr(value, name)
+        for cls in type(value).__mro__
+        for name in getattr(cls, "__slots__", ())
+        if isinstance(name, str) and hasattr(value, name)
+    ]
+    return [*getattr(value, "__dict__", {}).values(), *slots]
 
 
 def _refuse_compiled(function: Function, sources: Mapping[Variable, str], what: str) -> None:
@@ -285,6 +295,21 @@ READ_AS_THEY_ARE = (
 )
 
 
+def read_as_it_is(value) -> bool:
+    """Whether ``value`` is read as it is (`READ_AS_THEY_ARE`): of one of those classes, the
+    class itself a library's (`defined_in`; a user's subclass of ``str`` or ``numbers.Number``
+    carries methods of its own), and a ufunc only one numpy or SciPy holds at its name
+    (``np.frompyfunc`` wraps any Python function as a ufunc)."""
+    if not isinstance(value, READ_AS_THEY_ARE) or not _in_libraries(type(value)):
+        return False
+    if isinstance(value, np.ufunc):
+        return any(
+            getattr(sys.modules.get(name), value.__name__, None) is value
+            for name in ("numpy", "scipy.special")
+        )
+    return True
+
+
 def _in_libraries(code) -> bool:
     return defined_in(code, _LIBRARIES)
 
@@ -308,7 +333,7 @@ def _referred(value: object, function: object) -> list[object]:
         return list(value.ravel())
     if isinstance(value, Op) and not own_code(type(value)):
         return [*vars(value).values(), type(value)]  # an operation of the user's
-    if isinstance(value, READ_AS_THEY_ARE) or _private_step(value):
+    if read_as_it_is(value) or _private_step(value):
         return []  # (a private step charges its ledger for whatever it draws, wherever it runs)
     if isinstance(value, functools.partial):
         return [value.func, *value.args, *value.keywords.values()]
@@ -350,13 +375,7 @@ def _referred(value: object, function: object) -> list[object]:
         return [getattr(value, "__func__", None) or value.fget, value.fset, value.fdel]
     if _in_libraries(type(value)):
         raise _unreadable(function, f"{type(value).__module__}.{type(value).__qualname__}")
-    slots = [
-        getattr(value, name)
-        for cls in type(value).__mro__
-        for name in getattr(cls, "__slots__", ())
-        if isinstance(name, str) and hasattr(value, name)
-    ]
-    return [*getattr(value, "__dict__", {}).values(), *slots, type(value)]
+    return [*_attributes(value), type(value)]
 
 
 def private_reference(function: object, sources: Mapping[Variable, str]) -> str | None:

@@ -20,16 +20,14 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
 from pymc.initial_point import PointType
-from pymc.pytensorf import compile, floatX, join_nonshared_inputs, make_shared_replacements
+from pymc.pytensorf import floatX, make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared, StatsType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random.type import RandomType
-from pytensor.tensor.shape import SpecifyShape
 
 from pymc_private.analysis.core import analyze
 from pymc_private.analysis.leak_guard import refuse_private_paths
@@ -64,6 +62,11 @@ from pymc_private.errors import (
 )
 from pymc_private.families.likelihood import LikelihoodTerm
 from pymc_private.steps.base import PrivateStep
+from pymc_private.steps.log_ratios import (
+    compile_log_ratio_terms,
+    reads_rows,
+    row_subset_graph,
+)
 
 __all__ = [
     "LOG_LIKELIHOOD_ERROR",
@@ -360,7 +363,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
     for one uniform per step besides the proposal (the decision, post-processing of Λ̃), and
     with ``secure=False`` also for the subsample and the noise. The subsample is drawn before
     any record is read, and only its rows are read where the log-likelihood is computed row
-    by row on any number of rows (decided on public stand-ins, `_reads_rows`): a step's cost
+    by row on any number of rows (decided on public stand-ins, `reads_rows`): a step's cost
     follows q·n. The mechanism, its proof and
     what it assumes of OpenDP's Gaussian are in `pymc_private.dp.subsampling`
     (:ref:`costs-subsampled-metropolis`).
@@ -510,7 +513,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         # their values (checked above) travel as a `PrivatePayload`, so neither the graph
         # nor the compiled function holds raw data when the step is pickled.
         data_inputs = {v: v.type(name=v.name) for v in sorted(private, key=lambda v: v.name)}
-        # Public stand-ins of each array's rows (its declared lower bounds), for `_reads_rows`.
+        # Public stand-ins of each array's rows (its declared lower bounds), for `reads_rows`.
         self._placeholders = [(declaration(v).lower, v.dtype) for v in data_inputs]
         outputs = [log_prior] if per_record is None else [log_prior, per_record]
         # Every other shared variable (pm.Data, or a bare pytensor.shared the model reads) is
@@ -541,11 +544,11 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         self._compile_kwargs = compile_kwargs
         self._log_ratio_function = None
         # With a subsample, the rows it keeps are the data's: terms of a variable number of
-        # rows, checked on placeholders within the declared bounds (`_reads_rows`).
+        # rows, checked on placeholders within the declared bounds (`reads_rows`).
         self._subset_graph = None
         self._subset_function = None
         if self.subsampled_test is not None and per_record is not None:
-            self._subset_graph = _row_subset_graph(*self._log_ratio_graph)
+            self._subset_graph = row_subset_graph(*self._log_ratio_graph)
         super().__init__(vars, shared, blocked=blocked, rng=rng)
 
     @staticmethod
@@ -608,7 +611,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
 
     def _log_ratio_terms(self, q1: np.ndarray, q0: np.ndarray) -> list[np.ndarray]:
         """[prior ratio, record ratios] of the move from ``q0`` to ``q1`` on the private data
-        (`_compile_log_ratio_terms`). Computed from raw data: never release them."""
+        (`compile_log_ratio_terms`). Computed from raw data: never release them."""
         # Floating-point errors give NaN or ±∞, which the clip and the grid map; never an
         # exception whose raising would depend on a record (`record_log_likelihood` admits
         # no operation that raises on a value in compiled code).
@@ -644,8 +647,8 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
         """(q1, q0, *rows) ↦ [prior ratio, ratios of those rows], or None where the step
         reads every record (the terms are not row by row on a variable number of rows)."""
         if self._subset_graph is not None and self._subset_function is None:
-            self._subset_function = _reads_rows(
-                _compile_log_ratio_terms(*self._subset_graph, compile_kwargs=self._compile_kwargs),
+            self._subset_function = reads_rows(
+                compile_log_ratio_terms(*self._subset_graph, compile_kwargs=self._compile_kwargs),
                 self._log_ratio_graph[0],
                 self._subset_graph,
                 self._placeholders,
@@ -655,7 +658,7 @@ class PrivateMetropolis(ArrayStepShared, PrivateStep):
 
     def _compiled_log_ratio_terms(self):
         if self._log_ratio_function is None:
-            self._log_ratio_function = _compile_log_ratio_terms(
+            self._log_ratio_function = compile_log_ratio_terms(
                 *self._log_ratio_graph, compile_kwargs=self._compile_kwargs
             )
         return self._log_ratio_function
@@ -869,73 +872,6 @@ def _real(value) -> float | None:
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
         return None
     return float(value)
-
-
-def _row_subset_graph(
-    point: PointType, outputs: list[Variable], vars: list[Variable], shared: dict, data: list
-) -> tuple:
-    """The arguments of `_compile_log_ratio_terms` for terms of any number of rows: each data
-    input of any length along the record axis, and the per-record terms without the
-    assertion of n entries (`record_log_likelihood`), which `_reads_rows` checks instead."""
-    log_prior, per_record = outputs
-    if per_record.owner is not None and isinstance(per_record.owner.op, SpecifyShape):
-        per_record = per_record.owner.inputs[0]
-    rows = {v: pt.tensor(dtype=v.dtype, shape=(None, *v.type.shape[1:]), name=v.name) for v in data}
-    per_record = graph_replace(per_record, rows, strict=False)
-    return point, [log_prior, per_record], vars, shared, list(rows.values())
-
-
-def _reads_rows(function, point: PointType, graph: tuple, placeholders: list):
-    """``function`` if it computes one term per row for any number of rows, else False.
-
-    Decided on public values only: it runs on 0, 2 and 3 rows of each array's declared lower
-    bounds at the initial point, and must return that many terms without raising. A graph
-    that fixes n anywhere (a public array of n rows beside the records, a constant length)
-    fails on 2 or 3 rows, and the step reads every record and keeps the subsample's ratios,
-    as before."""
-    _, _, vars, _, _ = graph
-    dtype = function.maker.inputs[0].variable.dtype
-    q = np.concatenate([np.ravel(point[v.name]) for v in vars]).astype(dtype)
-    for rows in (0, 2, 3):
-        stand_ins = [
-            np.ascontiguousarray(np.broadcast_to(lower, (rows, *lower.shape)), dtype=kind)
-            for lower, kind in placeholders
-        ]
-        try:
-            with np.errstate(all="ignore"):
-                _, terms = function(q, q, *stand_ins)
-        except Exception:
-            return False
-        if np.shape(terms) != (rows,):
-            return False
-    return function
-
-
-def _compile_log_ratio_terms(
-    point: PointType,
-    outputs: list[Variable],
-    vars: list[Variable],
-    shared: dict,
-    data: list[Variable],
-    *,
-    compile_kwargs: dict | None,
-):
-    """Compile (q1, q0, *data) ↦ [log ξ(q1) − log ξ(q0), (ℓ(x_i; q1) − ℓ(x_i; q0))_i] on
-    raveled sampling-space vectors from ``outputs`` = [log ξ, (ℓ(x_i; ·))_i] (only the prior
-    without likelihood), the other variables shared and the private data explicit inputs;
-    tempering, clipping and summation happen in `barker_log_odds`.
-    """
-    outputs, q0 = join_nonshared_inputs(
-        point=point, outputs=outputs, inputs=vars, shared_inputs=shared
-    )
-    q1 = q0.type("q1")
-    ratios = [graph_replace(output, {q0: q1}, strict=False) - output for output in outputs]
-    # The data are unused by a block no likelihood depends on (its prior ratio alone).
-    kwargs = {"on_unused_input": "ignore", **compile_kwargs}
-    with compiling():
-        function = compile([q1, q0, *data], ratios, **kwargs)
-    function.trust_input = True
-    return function
 
 
 @route_cost

@@ -11,6 +11,8 @@ under a backend that checks every index.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -25,7 +27,7 @@ from pytensor.tensor.basic import AllocDiag
 
 import pymc_private as pmp
 from pymc_private.analysis.intervals import check_public_indices
-from pymc_private.analysis.python_code import defined_in
+from pymc_private.analysis.python_code import defined_in, read_as_it_is
 from pymc_private.compiling import CHECKED_MODE, checked_compile_kwargs
 from pymc_private.data.ledgers import ledger_for
 from pymc_private.errors import UnsupportedModelError
@@ -503,3 +505,41 @@ def test_a_class_claiming_a_librarys_module_is_read_as_the_users():
     spoofed = lambda: X  # noqa: E731
     spoofed.__module__ = "numpy"
     assert not defined_in(spoofed, ("numpy",))
+
+
+# -- the eighth review ------------------------------------------------------------------------
+
+
+def _replay(state, rng=None):
+    """A proposal replaying the raw array ``X`` (the data given to PrivateData) by name."""
+    state[0] += 1
+    return np.array([X[(state[0] - 1) % X.size]])
+
+
+def test_a_bound_method_or_partial_a_step_holds_is_read():
+    """pm.Metropolis(proposal_dist=factory) keeps the factory and what it built; a partial or
+    a bound method of the user's code, skipped as a library's object, released 20 of 20
+    records in the jumps of a flat variable at ε = 0."""
+    _, private = _privatised_mean()
+    with private:
+        z = pm.Flat("z")
+        for factory in (
+            functools.partial(lambda S: functools.partial(_replay, [0])),
+            lambda S: functools.partial(_replay, [0]).__call__,
+        ):
+            step = pm.Metropolis([z], proposal_dist=factory, tune=False)
+            with pytest.raises(UnsupportedModelError, match="an array holding private values"):
+                pmp.sample(2, tune=0, step=[step, pm.Slice([private["mu"]])], **RUN)
+
+
+def test_a_python_function_wrapped_as_a_ufunc_is_not_read_as_numpys():
+    """np.frompyfunc(lambda i: X[i], 1, 1) is a ufunc calling the user's function: 12 of 12
+    records through an as_op at ε = 0."""
+    take = np.frompyfunc(lambda i: X[int(i)], 1, 1)
+    assert not read_as_it_is(take) and read_as_it_is(np.add)
+
+    class Words(str):
+        def read(self):
+            return X
+
+    assert not read_as_it_is(Words("x")) and read_as_it_is("x")

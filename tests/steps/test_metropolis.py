@@ -1144,7 +1144,7 @@ def test_a_run_refused_for_its_budget_compiles_nothing():
     step = PrivateMetropolis(temperature=1.0, model=model)
     before = len(ledger_for(model).releases)
     with mock.patch.object(
-        metropolis_module, "_compile_log_ratio_terms", side_effect=AssertionError("compiled")
+        metropolis_module, "compile_log_ratio_terms", side_effect=AssertionError("compiled")
     ):
         with pytest.raises(BudgetExceededError):
             pmp_sample(1000, step=step, chains=2, cores=1, budget=Budget(0.5), model=model)
