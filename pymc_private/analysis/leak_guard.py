@@ -74,8 +74,7 @@ __all__ = [
     "pymc_log_density",
     "reads_private_data",
     "refuse_private_paths",
-    "refuse_unchecked_modes",
-    "refuse_updates",
+    "refuse_side_effects",
     "runtime_graphs",
     "shape_is_public",
     "strip_casts",
@@ -332,9 +331,8 @@ def refuse_private_paths(model: pm.Model | None = None) -> None:
     ]
     _refuse_other_models(model, [*model.basic_RVs, *(g for _, gs, _ in declared for g in gs)])
     _refuse_doors(declared, sources)
-    refuse_updates(model)
-    refuse_unchecked_modes([*model.basic_RVs, *(g for _, gs, _ in declared for g in gs)])
     graphs = runtime_graphs(model)
+    refuse_side_effects(model, graphs)
     _refuse_other_models(
         model,
         [
@@ -417,23 +415,28 @@ def _pymc_op(op) -> bool:
     )
 
 
-def refuse_updates(model: pm.Model) -> None:
-    """Refuse a shared variable of the model's graphs (declared, and those PyMC builds as it
-    runs: `runtime_graphs`, the joint log-density) that carries a ``default_update``, other
-    than a random generator's own (the next state of the one random draw that reads it, as
-    PyMC sets it, reading no private data: a draw's size can move the generator by a
-    record): PyTensor adds it to every function compiled from those graphs, the sampler's and
-    the trace's included, so after each call the variable holds whatever the update computes,
-    from any data (``k.default_update = x_obs`` released the records through
-    ``pm.Deterministic("d", k + 0 * mu)``; a generator's update choosing between two seeded
-    states by a record released it in the draws).
+def refuse_side_effects(model: pm.Model, graphs: RuntimeGraphs | None = None) -> None:
+    """Refuse what every function compiled from the model's graphs (declared, and those PyMC
+    builds as it runs: ``graphs``, `runtime_graphs` by default) would do beside computing:
+
+    - a shared variable carrying a ``default_update``, other than a random generator's own
+      (the next state of the one random draw that reads it, as PyMC sets it, reading no
+      private data: a draw's size can move the generator by a record). PyTensor adds it to
+      every function compiled from those graphs, the sampler's and the trace's included, so
+      after each call the variable holds whatever the update computes, from any data
+      (``k.default_update = x_obs`` released the records through
+      ``pm.Deterministic("d", k + 0 * mu)``; a generator's update choosing between two seeded
+      states by a record released it in the draws);
+    - an operation compiling its own inner graph in a mode whose indexing does not check its
+      bounds (``pytensor.scan(..., mode="NUMBA")``): under it an index beyond its axis reads
+      the process's memory, whatever mode the sampler runs in.
 
     Raises
     ------
     UnsupportedModelError
-        Naming the variable and what to change.
+        Naming the variable or operation and what to change.
     """
-    graphs = runtime_graphs(model)
+    graphs = runtime_graphs(model) if graphs is None else graphs
     sources = private_sources(model)
     outputs = [
         *model.basic_RVs,
@@ -460,6 +463,16 @@ def refuse_updates(model: pm.Model) -> None:
             "run. Set it to None (a random generator's may only be the next state of the draw "
             "that reads it), and change data with pm.set_data between runs."
         )
+    for op in _operations(outputs):
+        mode = getattr(op, "mode", None)
+        if mode is None or not isinstance(op, HasInnerGraph):
+            continue
+        if not isinstance(get_mode(mode).linker, VMLinker | CLinker):
+            raise UnsupportedModelError(
+                f"A {type(op).__name__} in the model compiles its inner graph with mode "
+                f"{mode!r}, which does not check indices (Numba and JAX read past an axis into "
+                "the process's memory): leave its mode out, or give PyTensor's C backend."
+            )
 
 
 def _reads_private(graph: Variable, sources: Mapping[Variable, str]) -> bool:
@@ -478,23 +491,6 @@ def _next_state(rng: Variable, update: Variable) -> bool:
         and update in node.outputs
         and isinstance(update.type, RandomType)
     )
-
-
-def refuse_unchecked_modes(graphs: Sequence[Variable]) -> None:
-    """Refuse an operation among ``graphs`` (inner graphs included) that compiles its own
-    graph in a mode whose indexing does not check its bounds (``pytensor.scan(...,
-    mode="NUMBA")``): under it an index beyond its axis reads the process's memory, whatever
-    mode the sampler runs in."""
-    for op in _operations(graphs):
-        mode = getattr(op, "mode", None)
-        if mode is None or not isinstance(op, HasInnerGraph):
-            continue
-        if not isinstance(get_mode(mode).linker, VMLinker | CLinker):
-            raise UnsupportedModelError(
-                f"A {type(op).__name__} in the model compiles its inner graph with mode "
-                f"{mode!r}, which does not check indices (Numba and JAX read past an axis into "
-                "the process's memory): leave its mode out, or give PyTensor's C backend."
-            )
 
 
 def _refuse_other_models(model: pm.Model, graphs: Sequence[Variable]) -> None:

@@ -24,8 +24,7 @@ from pymc_private.analysis.intervals import check_public_indices
 from pymc_private.analysis.leak_guard import (
     check_initial_values,
     refuse_private_paths,
-    refuse_unchecked_modes,
-    refuse_updates,
+    refuse_side_effects,
 )
 from pymc_private.analysis.privatisation import Privatisation, privatised_route
 from pymc_private.analysis.python_code import refuse_private_code
@@ -163,10 +162,9 @@ def sample(
         check_private_data(model)
         # The steps checked the model when they were built; it may have gained a
         # Deterministic or Potential reading private data since.
-        refuse_private_paths(model)
-    # On every route: the sampler's and the trace's functions carry them too.
-    refuse_updates(model)
-    refuse_unchecked_modes([model.logp(), *model.deterministics, *model.potentials])
+        refuse_private_paths(model)  # with the side effects of what it compiles
+    else:  # the sampler's and the trace's functions would carry them too
+        refuse_side_effects(model)
     steps = _steps_for(model, step, privatisation)
     for each in steps:  # a step's own code, a proposal of the user's
         refuse_private_code(model, [each], type(each).__name__)
