@@ -65,13 +65,18 @@ TAIL = 1e-12
 
 # A window that has not closed after this many doublings is a bug (the pmf is log-concave).
 _MAX_WIDENINGS = 60
+# The most points of the pmfs one array holds (V variants × rows × window): wider windows
+# (a binomial spread of √n at large n) are taken a few rows at a time, so that memory is
+# bounded by the number of cells, not by the counts.
+_MAX_ELEMENTS = 1 << 16
 # log(x!) comes from a table up to this x, from `scipy.special.gammaln` above it.
-_TABLE_LIMIT = 1 << 22
+_TABLE_LIMIT = 1 << 17
 _log_factorials = np.zeros(1)
 
 
 def log_factorial(x) -> np.ndarray:
-    """log(x!) of non-negative integers (a table grown on demand up to 2²², gammaln above)."""
+    """log(x!) of non-negative integers (a table grown on demand up to 2¹⁷: 1 MiB at most;
+    gammaln above)."""
     global _log_factorials
     x = np.asarray(x, dtype=np.int64)
     largest = int(x.max(initial=0))
@@ -103,8 +108,10 @@ def window_draw(
     that variant's mode, found by bisection in ``bracket`` (default [lower, upper]); one that
     is too narrow for the tails is widened, until the mass it leaves out is at most `TAIL` of
     the mass it holds, for every variant (module docstring). A variant's window spans its own
-    spread, never the distance between the variants' modes: memory and time per pmf do not
-    grow with the counts.
+    spread, never the distance between the variants' modes, and windows too wide for one array
+    (`_MAX_ELEMENTS` points) are evaluated a few rows at a time: memory is bounded by the
+    number of pmfs, not by the counts (the time of a pmf grows with its own spread: √T for a
+    proposal whose binomial bulk lies away from the release).
 
     Returns draws (zeros without ``rng``) and log Σ_x f(x) over the window, each of shape
     (V, B).
@@ -164,13 +171,12 @@ def _windows(logpmf, centre, reach, lower, upper, bracket):
     middle = np.clip(np.floor(centre), lower, upper).astype(np.int64)
     half = np.ceil(reach).astype(np.int64) + 2
     located = np.zeros(size, dtype=bool)  # windows already moved to the modes
+    widened = np.zeros(size, dtype=np.int64)  # moves and doublings of each row's window
     queue = _buckets(
         np.arange(size),
         (np.minimum(upper, middle + half) - np.maximum(lower, middle - half)).max(axis=0),
     )
-    for _ in range(_MAX_WIDENINGS * 4):
-        if not queue:
-            return
+    while queue:
         rows = queue.pop()
         shared = bool(
             (middle[:, rows] == middle[:1, rows]).all() and (half[:, rows] == half[:1, rows]).all()
@@ -178,6 +184,10 @@ def _windows(logpmf, centre, reach, lower, upper, bracket):
         place = slice(0, 1) if shared else slice(None)
         low = np.maximum(lower[rows], middle[place, rows] - half[place, rows])
         high = np.minimum(upper[rows], middle[place, rows] + 1 + half[place, rows])
+        elements = variants * rows.size * (int((high - low).max()) + 3)
+        if elements > _MAX_ELEMENTS and rows.size > 1:  # memory bounded, whatever the counts
+            queue.extend(np.array_split(rows, min(rows.size, -(-elements // _MAX_ELEMENTS))))
+            continue
         # One point past each end, for the tail bounds (−inf when outside the support); the
         # pmf reads only points of the support.
         x = (low - 1)[..., None] + np.arange(int((high - low).max()) + 3)
@@ -207,6 +217,11 @@ def _windows(logpmf, centre, reach, lower, upper, bracket):
         missed = rows[~done]
         if not missed.size:
             continue
+        widened[missed] += 1
+        if widened[missed].max() > 2 * _MAX_WIDENINGS:
+            raise RuntimeError(
+                "pymc-private: a latent statistic's window did not close; please report this model."
+            )
         # A window that missed the bulk moves to each variant's mode; one that was already
         # there is too narrow for the tails: double it.
         lost = missed[~located[missed]]
@@ -224,9 +239,6 @@ def _windows(logpmf, centre, reach, lower, upper, bracket):
         narrow = missed[~np.isin(missed, lost)]
         half[:, narrow] = np.minimum(2 * half[:, narrow] + 2, 1 << 50)
         queue.append(missed)
-    raise RuntimeError(
-        "pymc-private: a latent statistic's window did not close; please report this model."
-    )
 
 
 def _placed(centre: np.ndarray, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -138,6 +138,34 @@ def test_variants_whose_modes_lie_far_apart_get_a_window_each():
     assert peak < 64 * 2**20  # one window over both modes: 4·10⁸ points, gigabytes
 
 
+def test_many_wide_windows_are_taken_a_few_rows_at_a_time():
+    """200 cells of T = 10⁷ trials whose proposed q puts the binomial bulk (spread ~1450) away
+    from the release: each window is ~25,000 points, all of them 10⁷ points and ~80 MB an
+    array (issue 38: naive Bayes grew as √n); taken a few rows at a time, the peak stays at a
+    few MiB, and every marginal is still the exact sum."""
+    cells, total = 200, 10**7
+    released = np.full(cells, 0.3 * total)
+    q = np.stack([np.full(cells, 0.3), np.full(cells, 0.4)])
+    tracemalloc.start()
+    try:
+        draws, marginal = binary_split(
+            np.random.default_rng(8), np.full(cells, total), q, released, None, LAPLACE
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20
+    support = np.arange(2_900_000, 3_400_000)
+    for variant in range(2):
+        log_pmf = stats.binom.logpmf(support, total, q[variant, 0])
+        log_pmf = log_pmf + LAPLACE.log_pmf(released[0] - support)
+        assert marginal[variant, 0] == pytest.approx(special.logsumexp(log_pmf), abs=1e-6)
+        assert np.all(marginal[variant] == marginal[variant, 0])
+        mean = np.exp(log_pmf - special.logsumexp(log_pmf)) @ support
+        assert abs(draws[variant].mean() - mean) < 5 * draws[variant].std() / np.sqrt(cells) + 1
+    assert draws[1].mean() > 3_200_000  # the proposal's bulk, off the release
+
+
 @pytest.mark.parametrize(
     ("mean", "released", "noise"),
     [(3.0, 10.0, LAPLACE), (1000.0, 900.0, GAUSSIAN), (0.01, -50.0, LAPLACE), (40.0, 1e4, LAPLACE)],
