@@ -83,8 +83,10 @@ in group g and Stein's lemma as above, with u = Sw:
 Σ_g E λ′(s_g)·[[n_g, (Σ_g x)ᵀ], [Σ_g x, n_g S + (Σ_g x)(Σ_g x)ᵀ/n_g]] on group g's block.
 The moments do not give a covariance per group, so S is shared: the law is exact when the
 covariates are Gaussian with one covariance in every group. Hierarchical intercepts (alpha's
-prior reading hyperpriors) are a model on the released moments like any other: NUTS samples
-them, as every varying-intercept model (`pmp.sample`'s numpy sampler does not cover them).
+prior reading hyperpriors) are a model on the released moments like any other. `pmp.sample`'s
+numpy sampler draws them (`pymc_private.noise_aware.slice_moves`): alpha with w by elliptical
+slice sampling under a fixed prior; under a hyperprior, alpha alone and the hyperparameters
+both alone and with alpha carried along (the non-centred update).
 """
 
 from __future__ import annotations

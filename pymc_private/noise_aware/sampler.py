@@ -47,8 +47,10 @@ Gram matrix plugged in with its errors-in-variables covariance (`noise_aware.ter
 move by elliptical slice sampling (Murray, Adams & MacKay 2010) against a reference Gaussian
 (`SliceBlock`): scalars of one node (a Normal's μ and τ) or hyperparameters of one child
 jointly, entry by entry on the real line (logit or log of the support), a weight vector against
-its prior first; the reference is refitted to the tuning draws. The chain targets exactly what
-NUTS targets.
+its prior first, with a regression's varying intercepts alpha[g] when their prior is fixed (all
+entries at once, each on the line); under a hyperprior the intercepts move alone and the
+hyperparameters also with them carried along (a non-centred update, `Carried`); the reference
+is refitted to the tuning draws. The chain targets exactly what NUTS targets.
 
 Tuning iterations adapt the proposals and references and are discarded. Every quantity read is
 released or public: post-processing, free of privacy cost. Models with parts no move covers (a
@@ -292,9 +294,17 @@ class AugmentedSampler:
             for p in self.analysis.term(node).parameters.values()
             if p.free_variable == name
         )
+        intercepts = tuple(
+            (node, p.name)
+            for node in nodes
+            for p in self.analysis.term(node).parameters.values()
+            if p.intercept == name
+        )
+        if intercepts and not terms and len(intercepts) == len(nodes) and not vector:
+            # Varying intercepts alpha[g] of a regression: their entries move jointly.
+            self.variables[name] = SumsVariable(name, support, True, hyper, intercepts, True)
+            return
         if len(terms) != len(nodes):
-            if any(p.intercept == name for p in self.analysis.term(nodes[0]).parameters.values()):
-                raise _Uncovered(f"{name} holds the varying intercepts of a regression")
             raise _Uncovered(f"{name} enters a likelihood through an expression")
         self.variables[name] = SumsVariable(name, support, vector, hyper, terms)
 
@@ -305,7 +315,7 @@ class AugmentedSampler:
             for graph in variable.hyper.values():
                 for parent in {v.name for v in _ancestors(graph) if v.name in free}:
                     known = self.variables.get(parent)
-                    if known is None or known.vector:
+                    if known is None or known.vector or known.intercepts:
                         raise _Uncovered(f"{variable.name}'s prior depends on {parent}")
                     if known.support.lower.shape != ():
                         raise _Uncovered(f"the hyperparameter {parent} is not a scalar")

@@ -14,12 +14,14 @@ more than half at a time.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
+from pytensor.tensor.elemwise import DimShuffle
+from scipy import linalg, special
 
 from pymc_private.analysis.core import PrivacyAnalysis
 from pymc_private.errors import UnsupportedModelError
@@ -29,6 +31,7 @@ from pymc_private.priors.density import evaluate, log_density, mvnormal_log_dens
 from pymc_private.priors.support import ParameterSupport
 
 __all__ = [
+    "Carried",
     "SliceBlock",
     "SliceMoves",
     "SumsVariable",
@@ -48,17 +51,29 @@ _MAX_SHRINKS = 200
 
 @dataclass(frozen=True, eq=False)
 class SumsVariable:
-    """A free variable of released sums, or a hyperparameter: its ``support``, whether it is
-    one weight ``vector`` (MvNormal), the graphs of its prior's parameters that depend on
-    other variables (``hyper``), the ``terms`` it enters (node, parameter name) and the
-    variables whose prior it parameterises (``children``)."""
+    """A free variable of released sums, or a hyperparameter: its ``support``, whether its
+    entries move as one ``vector`` (a weight vector's MvNormal; the varying ``intercepts``
+    alpha[g] of a regression, a scalar prior per entry, each entry on the real line), the
+    graphs of its prior's parameters that depend on other variables (``hyper``), the
+    ``terms`` it enters (node, parameter name) and the variables whose prior it
+    parameterises (``children``)."""
 
     name: str
     support: ParameterSupport
     vector: bool
     hyper: Mapping = field(default_factory=dict)
     terms: tuple = ()
+    intercepts: bool = False
     children: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A Normal ``child`` whose location and scale (its prior's ``mu`` and ``sigma``) are
+    hyperparameters of a scalar block, at least one of them a member: the block's non-centred
+    update carries it along (`SliceMoves._carried_move`)."""
+
+    child: str
 
 
 @dataclass(eq=False)
@@ -71,6 +86,7 @@ class SliceBlock:
 
     members: tuple[str, ...]
     vector: bool
+    carried: tuple[Carried, ...] = ()
     centre: np.ndarray | None = None
     spread: np.ndarray | None = None
     history: list = field(default_factory=list)
@@ -100,7 +116,13 @@ class SliceMoves:
         its members' priors, their children's (each once, summed), and each likelihood term a
         member enters (once, read per entry)."""
         variables = self.plan.variables
-        total = sum(self._prior(variables[name], values) for name in block.members)
+        if block.vector:  # one prior per chain (varying intercepts: one per entry, summed)
+            total = sum(
+                self._prior(variables[name], values).reshape(self.chains, -1).sum(axis=1)
+                for name in block.members
+            )
+        else:
+            total = sum(self._prior(variables[name], values) for name in block.members)
         children = {child for name in block.members for child in variables[name].children}
         for child in sorted(children):
             prior = self._prior(variables[child], values).reshape(self.chains, -1).sum(axis=1)
@@ -121,7 +143,7 @@ class SliceMoves:
 
     def _prior(self, variable: SumsVariable, values) -> np.ndarray:
         support, value = variable.support, values[variable.name]
-        if variable.vector:
+        if variable.vector and not variable.intercepts:
             params = support.params
             precision = np.linalg.inv(np.asarray(params["cov"], dtype=np.float64))
             return mvnormal_log_density(params["mu"], precision, support.radius, value)
@@ -140,26 +162,38 @@ class SliceMoves:
         )
 
     def _joined(self, block: SliceBlock, values) -> np.ndarray:
-        """The block's members as one array, the members (or a vector's entries) last, each
-        scalar member on the real line (`_to_line`: skewed posteriors of precisions and
-        probabilities are closer to Gaussian there)."""
-        if block.vector:
-            return values[block.members[0]]
+        """The block's members as one array, the members (or a vector block's entries, its
+        members' side by side) last, each scalar member and each varying intercept on the
+        real line (`to_line`: skewed posteriors of precisions and probabilities are closer to
+        Gaussian there)."""
         variables = self.plan.variables
-        lines = [
-            to_line(values[name], variables[name].support.lower, variables[name].support.upper)[0]
-            for name in block.members
-        ]
-        return np.stack(lines, axis=-1)
+        lines = []
+        for name in block.members:
+            variable, value = variables[name], values[name]
+            if block.vector and not variable.intercepts:
+                lines.append(value)
+            else:
+                lines.append(to_line(value, variable.support.lower, variable.support.upper)[0])
+        return np.concatenate(lines, axis=-1) if block.vector else np.stack(lines, axis=-1)
 
     def _split(self, block: SliceBlock, joined: np.ndarray):
         """The members back from `_joined`, and the log Jacobian of the map, per entry."""
-        if block.vector:
-            return {block.members[0]: joined}, 0.0
         variables, members, jacobian = self.plan.variables, {}, 0.0
+        start = 0
         for k, name in enumerate(block.members):
-            support = variables[name].support
-            members[name], log_jacobian = from_line(joined[..., k], support.lower, support.upper)
+            variable = variables[name]
+            if block.vector:
+                size = self.values[name].shape[-1]
+                line, start = joined[..., start : start + size], start + size
+                if not variable.intercepts:
+                    members[name] = line
+                    continue
+            else:
+                line = joined[..., k]
+            support = variable.support
+            members[name], log_jacobian = from_line(line, support.lower, support.upper)
+            if block.vector:
+                log_jacobian = log_jacobian.sum(axis=-1)
             jacobian = jacobian + log_jacobian
         return members, jacobian
 
@@ -168,29 +202,13 @@ class SliceMoves:
         MacKay 2010), with the reference Gaussian N(c, Σ) of the entry as its "prior" and
         π(θ)/N(θ; c, Σ) as its "likelihood": the update leaves π invariant whatever the
         reference, and moves every time (the bracket shrinks until a point is accepted). The
-        entries of a block have their own slices: they touch disjoint cells."""
-        rng = self.rng
-        current = self._joined(block, self.values)
-        entries = current.shape[:-1]
-        offset = current - block.centre
-        direction = np.einsum("...ij,...j->...i", block.spread, rng.standard_normal(current.shape))
-        height = self._slice_level(block, current) + np.log(rng.random(entries))
-        angle = rng.uniform(0.0, 2.0 * np.pi, entries)
-        low, high = angle - 2.0 * np.pi, angle.copy()
-        result, pending = current.copy(), np.ones(entries, dtype=bool)
-        for _ in range(_MAX_SHRINKS):
-            turn = angle[..., None]
-            proposal = block.centre + offset * np.cos(turn) + direction * np.sin(turn)
-            level = self._slice_level(block, proposal)
-            accepted = pending & (level > height)
-            result = np.where(accepted[..., None], proposal, result)
-            pending &= ~accepted
-            if not pending.any():
-                break
-            low = np.where(pending & (angle < 0.0), angle, low)
-            high = np.where(pending & (angle >= 0.0), angle, high)
-            angle = rng.uniform(low, high)
+        entries of a block have their own slices: they touch disjoint cells. Then, for
+        hyperparameters that are the location and scale of a Normal child, the same update
+        with the child carried along (`_carried_level`)."""
+        result = self._elliptical(block, self._slice_level)
         self.values.update(self._split(block, result)[0])
+        for carried in block.carried:
+            self._carried_move(block, carried)
         if iteration is None:
             return
         if iteration >= _REFIT:
@@ -202,26 +220,99 @@ class SliceMoves:
         if iteration == tune - 1:
             block.history = []
 
+    def _elliptical(self, block: SliceBlock, level_of) -> np.ndarray:
+        """The new joined values of one elliptical slice update of ``block`` whose target
+        (less the reference's log density) is ``level_of(block, joined)``."""
+        rng = self.rng
+        current = self._joined(block, self.values)
+        entries = current.shape[:-1]
+        offset = current - block.centre
+        direction = np.einsum("...ij,...j->...i", block.spread, rng.standard_normal(current.shape))
+        height = level_of(block, current) + np.log(rng.random(entries))
+        angle = rng.uniform(0.0, 2.0 * np.pi, entries)
+        low, high = angle - 2.0 * np.pi, angle.copy()
+        result, pending = current.copy(), np.ones(entries, dtype=bool)
+        for _ in range(_MAX_SHRINKS):
+            turn = angle[..., None]
+            proposal = block.centre + offset * np.cos(turn) + direction * np.sin(turn)
+            level = level_of(block, proposal)
+            accepted = pending & (level > height)
+            result = np.where(accepted[..., None], proposal, result)
+            pending &= ~accepted
+            if not pending.any():
+                break
+            low = np.where(pending & (angle < 0.0), angle, low)
+            high = np.where(pending & (angle >= 0.0), angle, high)
+            angle = rng.uniform(low, high)
+        return result
+
     def _slice_level(self, block: SliceBlock, joined) -> np.ndarray:
         """log π − log N(·; c, Σ) of the block's entries at ``joined`` (the target on the
         transformed scale: its Jacobian included)."""
+        members, jacobian = self._split(block, joined)
+        with np.errstate(all="ignore"):  # outside the support: −inf, or NaN, read as −inf
+            level = self._block_target(block, {**self.values, **members}) + jacobian
+        return self._less_reference(block, joined, level)
+
+    def _less_reference(self, block: SliceBlock, joined, level) -> np.ndarray:
         offset = (joined - block.centre)[..., None]
         spread = np.broadcast_to(block.spread, offset.shape[:-1] + offset.shape[-2:-1])
         whitened = np.linalg.solve(spread, offset)
         reference = -0.5 * (whitened[..., 0] ** 2).sum(axis=-1)
-        members, jacobian = self._split(block, joined)
-        with np.errstate(all="ignore"):  # outside the support: −inf, or NaN, read as −inf
-            level = self._block_target(block, {**self.values, **members}) + jacobian - reference
+        level = level - reference
         return np.where(np.isnan(level), -np.inf, level)
+
+    def _carried_move(self, block: SliceBlock, carried: Carried) -> None:
+        """The non-centred update of a hierarchy (Papaspiliopoulos, Roberts & Sköld 2007):
+        the location m and scale s of a Normal child α (varying intercepts, group means)
+        move with z = (α − m)/s held, α = m + s·z following them. In the coordinates
+        (m, s, z, the rest) the posterior's density is π(m, s, m + s·z, …)·s^G (G the
+        child's entries), so an elliptical slice update of (m, s) on that density given z
+        leaves π invariant; it moves along the funnel that the centred update crawls."""
+        child = self.plan.variables[carried.child]
+        location, scale = self._location_scale(carried, self.values)
+        z = (self.values[child.name] - location) / scale
+        level_of = functools.partial(self._carried_level, carried=carried, z=z)
+        result = self._elliptical(block, level_of)
+        members = self._split(block, result)[0]
+        self.values.update(members)
+        location, scale = self._location_scale(carried, self.values)
+        self.values[child.name] = location + scale * z
+
+    def _location_scale(self, carried: Carried, values) -> tuple[np.ndarray, np.ndarray]:
+        """The child's location and scale at ``values``, shaped against its entries."""
+        graphs = self.plan.variables[carried.child].hyper
+        shape = (self.chains,) + (1,) * (self.values[carried.child].ndim - 1)
+        location = np.reshape(evaluate(graphs["mu"], values, 1), shape)
+        return location, np.reshape(evaluate(graphs["sigma"], values, 1), shape)
+
+    def _carried_level(self, block: SliceBlock, joined, carried: Carried, z) -> np.ndarray:
+        """log π(m, s, m + s·z, …) + G·log s − log N(·; c, Σ) at ``joined`` (m, s among the
+        block's members), with the Jacobian of the block's map to the line."""
+        members, jacobian = self._split(block, joined)
+        values = {**self.values, **members}
+        with np.errstate(all="ignore"):
+            location, scale = self._location_scale(carried, values)
+            values[carried.child] = location + scale * z
+            level = self._block_target(block, values) + jacobian
+            entries = z[0].size
+            level = level + entries * np.log(scale.reshape(self.chains))
+            for node in sorted({node for node, _ in self.plan.variables[carried.child].terms}):
+                level = level + self._sums_cells(node, values).reshape(self.chains, -1).sum(axis=1)
+        return self._less_reference(block, joined, level)
 
 
 # -- helpers ---------------------------------------------------------------------------
 
 
 def slice_blocks(analysis: PrivacyAnalysis, variables: Mapping[str, SumsVariable]):
-    """The variables of released sums grouped into slice blocks: a weight vector alone;
-    scalar variables of equal shapes joined when they are parameters of one node with equal
-    shapes and grouping (a Normal's μ and τ), or hyperparameters of one child."""
+    """The variables of released sums grouped into slice blocks: a weight vector with the
+    varying intercepts of its regression when their prior is fixed (moved jointly: they are
+    correlated through the covariates' group means; under a hyperprior the intercepts move
+    alone, their reference closer to their conditional, and with their hyperparameters,
+    `Carried`), or alone; scalar variables of equal shapes joined when they are
+    parameters of one node with equal shapes and grouping (a Normal's μ and τ), or
+    hyperparameters of one child."""
     parent = {name: name for name in variables}
 
     def root(name):
@@ -230,9 +321,11 @@ def slice_blocks(analysis: PrivacyAnalysis, variables: Mapping[str, SumsVariable
         return name
 
     def join(first, second):
-        if variables[first].vector or variables[second].vector:
+        if variables[first].vector != variables[second].vector:
             return
-        if variables[first].support.lower.shape != variables[second].support.lower.shape:
+        if not variables[first].vector and (
+            variables[first].support.lower.shape != variables[second].support.lower.shape
+        ):
             return
         parent[root(first)] = root(second)
 
@@ -243,8 +336,12 @@ def slice_blocks(analysis: PrivacyAnalysis, variables: Mapping[str, SumsVariable
             if p.free_variable in variables
         ]
         for (first, key), (second, other) in itertools.pairwise(inside):
-            if key == other:
+            if key == other and not variables[first].vector:
                 join(first, second)
+        for p in term.parameters.values():
+            intercepts = variables.get(p.intercept)
+            if intercepts is not None and p.free_variable in variables and not intercepts.hyper:
+                join(p.intercept, p.free_variable)
     for variable in variables.values():
         fathers = [name for name, other in variables.items() if variable.name in other.children]
         for first, second in itertools.pairwise(fathers):
@@ -252,24 +349,51 @@ def slice_blocks(analysis: PrivacyAnalysis, variables: Mapping[str, SumsVariable
     groups: dict[str, list[str]] = {}
     for name in variables:
         groups.setdefault(root(name), []).append(name)
-    return [SliceBlock(tuple(members), variables[members[0]].vector) for members in groups.values()]
+    return [
+        SliceBlock(tuple(members), variables[members[0]].vector, _carried(members, variables))
+        for members in groups.values()
+    ]
+
+
+def _carried(members, variables: Mapping[str, SumsVariable]) -> tuple[Carried, ...]:
+    """The Normal children of a block of scalar hyperparameters whose location or scale is
+    a member (the rest of the pair a constant or another free scalar), without children of
+    their own: those its non-centred update carries along."""
+    found = []
+    for name in sorted({c for m in members for c in variables[m].children}):
+        child = variables[name]
+        graphs = child.hyper
+        if variables[members[0]].vector or child.children or child.support.family != "normal":
+            continue
+        if not {"mu", "sigma"} <= set(child.support.params):
+            continue
+        parents = {_direct(graphs[key]) for key in ("mu", "sigma") if key in graphs}
+        if parents & set(members) and None not in parents:
+            found.append(Carried(name))
+    return tuple(found)
+
+
+def _direct(graph) -> str | None:
+    """The name of the free variable ``graph`` is (through broadcasts), else None."""
+    while graph.owner is not None and isinstance(graph.owner.op, DimShuffle):
+        graph = graph.owner.inputs[0]
+    return graph.name if graph.owner is not None else None
 
 
 def start_reference(block: SliceBlock, variables, draws: dict, informed: dict) -> None:
     """The first reference Gaussian, wide rather than narrow (a slice reference narrower than
     the target moves the chain in small steps; a wider one only costs a few shrinkages): a
     weight vector's prior (the reference of plain elliptical slice sampling); for each scalar
-    member, centred on the plug-in draws (or its start), with the larger of twice their
-    spread (``informed``; the noise-aware posterior is wider) and its prior's spread;
-    independent members."""
-    if block.vector:
-        params = variables[block.members[0]].support.params
-        block.centre = np.asarray(params["mu"], dtype=np.float64)
-        block.spread = np.linalg.cholesky(np.asarray(params["cov"], dtype=np.float64))
-        return
+    member and each varying intercept, centred on the plug-in draws (or its start), with the
+    larger of twice their spread (``informed``; the noise-aware posterior is wider) and its
+    prior's spread; independent members (a vector block's: block-diagonal)."""
     centres, spreads = [], []
     for name in block.members:
         support = variables[name].support
+        if block.vector and not variables[name].intercepts:
+            centres.append(np.asarray(support.params["mu"], dtype=np.float64))
+            spreads.append(np.linalg.cholesky(np.asarray(support.params["cov"], dtype=np.float64)))
+            continue
         pooled = draws[name].reshape(-1, *draws[name].shape[2:])
         lines, _ = to_line(pooled, support.lower, support.upper)
         centre = lines.mean(axis=0)
@@ -279,10 +403,14 @@ def start_reference(block: SliceBlock, variables, draws: dict, informed: dict) -
         spread = prior_spread(support) * slope
         if informed[name]:
             spread = np.maximum(spread, 2.0 * lines.std(axis=0))
-        spreads.append(np.minimum(spread, 10.0))
+        spread = np.maximum(np.minimum(spread, 10.0), 1e-9 * np.maximum(np.abs(centre), 1e-300))
+        spreads.append(np.diag(spread) if block.vector else spread)
+    if block.vector:
+        block.centre = np.concatenate(centres)
+        block.spread = linalg.block_diag(*spreads)
+        return
     block.centre = np.stack(centres, axis=-1)
-    spread = np.maximum(np.stack(spreads, axis=-1), 1e-9 * np.maximum(np.abs(block.centre), 1e-300))
-    block.spread = spread[..., :, None] * np.eye(len(block.members))
+    block.spread = np.stack(spreads, axis=-1)[..., :, None] * np.eye(len(block.members))
 
 
 def fit_reference(block: SliceBlock, history: np.ndarray) -> None:
