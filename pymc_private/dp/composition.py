@@ -70,6 +70,7 @@ from pymc_private.dp.events import (
     sound_curve,
     unit_shift_epsilon,
 )
+from pymc_private.dp.risk import pure_gaussian_mu
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedEventError
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "compose",
     "counts_of",
     "exact_sum",
+    "gaussian_mu",
     "groups_of",
     "has_rdp_only",
     "leaked_delta",
@@ -286,6 +288,19 @@ def leaked_delta(groups: Groups) -> float:
         sum((Fraction(event.delta) * count for event, count in groups), Fraction(0))
     )
     return min(product_form, plain_sum)
+
+
+def gaussian_mu(groups: Groups) -> float | None:
+    """The Gaussian-DP μ of ``groups`` when every event is a pure ε-DP `PureEvent` (δ = 0):
+    √(Σ count·μ(ε)²), μ(ε) = 2Φ⁻¹(e^ε / (1 + e^ε)) (`pymc_private.dp.risk`, where ε-DP ⇒ μ-GDP
+    is proved; μ-GDP composes in quadrature, Dong, Roth & Su 2022, Corollary 3.3). None
+    otherwise: no finite μ holds with δ > 0, and no Gaussian trade-off is proved here for the
+    other events."""
+    if not all(type(event) is PureEvent and event.delta == 0.0 for event, _ in groups):
+        return None
+    return math.sqrt(
+        math.fsum(count * pure_gaussian_mu(event.epsilon) ** 2 for event, count in groups)
+    )
 
 
 def unavoidable_delta(groups: Groups) -> float:

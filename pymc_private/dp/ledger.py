@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from pymc_private.dp import session
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.checks import checked_delta
@@ -31,15 +33,23 @@ from pymc_private.dp.composition import (
     Groups,
     add_releases,
     compose,
+    gaussian_mu,
     groups_of,
     has_rdp_only,
     leaked_delta,
     rounded,
     six_digits,
+    unavoidable_delta,
     validated_releases,
 )
 from pymc_private.dp.events import PrivacyEvent, Release
 from pymc_private.dp.journal import LEGACY_FORMAT, SESSION_KIND, Journal, locked, replace
+from pymc_private.dp.risk import (
+    FALSE_POSITIVE_RATES,
+    AttackerRisk,
+    checked_false_positive_rates,
+    true_positive_bound,
+)
 from pymc_private.errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
@@ -626,6 +636,32 @@ class PrivacyLedger:
         """The composed ε at ``delta`` (see `composition`)."""
         return self.composition(delta).epsilon
 
+    def risk(self, false_positive_rates=FALSE_POSITIVE_RATES) -> AttackerRisk:
+        """What everything recorded means for one person's record: the largest true-positive
+        rate a membership attacker reaches at each of ``false_positive_rates``, and the
+        Gaussian-DP μ when every release is pure ε-DP (`pymc_private.dp.risk` has the
+        proofs). The bound is the smallest over the ledger's privacy profile, its composition
+        at δ = 0 (pure releases alone) and at 25 values of δ from the unavoidable one (or
+        10⁻¹²) to 0.5, each a valid (ε, δ) guarantee, and over μ.
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            A false-positive rate outside (0, 1).
+        """
+        rates = checked_false_positive_rates(false_positive_rates)
+        groups = self._groups()
+        if not groups:  # nothing released: no attacker beats guessing
+            return AttackerRisk(0.0, rates, rates)
+        floor = unavoidable_delta(groups)
+        deltas = np.geomspace(max(floor, 1e-12), 0.5, 25)
+        profile = [(compose(groups, float(delta)).epsilon, float(delta)) for delta in deltas]
+        if floor == 0.0 and not has_rdp_only(groups):
+            profile.append((compose(groups, 0.0).epsilon, 0.0))
+        mu = gaussian_mu(groups)
+        bounds = tuple(true_positive_bound(profile, mu, rate) for rate in rates)
+        return AttackerRisk(mu, rates, bounds)
+
     def would_compose(self, planned: Iterable[Release], delta: float = 0.0) -> Composition:
         """What `composition` would report if ``planned`` were recorded; records nothing."""
         items = validated_releases(planned, "planned")
@@ -744,7 +780,8 @@ class PrivacyLedger:
         return title, header, body
 
     def render(self, delta: float | None = None) -> str:
-        """The ledger as a text table (totals composed at ``delta`` too, when given)."""
+        """The ledger as a text table (totals composed at ``delta`` too, when given), then
+        what it means for a membership attacker (`risk`)."""
         if not self.releases:
             return "PrivacyLedger: no releases"
         title, header, body = self._table(delta)
@@ -753,7 +790,7 @@ class PrivacyLedger:
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in [header, *body]
         ]
-        return title + "\n" + "\n".join(lines)
+        return title + "\n" + "\n".join(lines) + "\n" + self.risk().line
 
     def render_html(self, delta: float | None = None) -> str:
         """The ledger as an HTML table, as `render`."""
@@ -768,6 +805,7 @@ class PrivacyLedger:
         return (
             f"<p>{html.escape(title)}</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+            f"<p>{html.escape(self.risk().line)}</p>"
         )
 
     def __repr__(self) -> str:

@@ -15,6 +15,7 @@ import xarray as xr
 
 from pymc_private.data.ledgers import PrivacyLedger
 from pymc_private.dp.events import Release
+from pymc_private.dp.risk import FALSE_POSITIVE_RATES
 from pymc_private.errors import UnsupportedModelError
 from pymc_private.release.seal import ledger_of
 
@@ -35,6 +36,9 @@ class PrivacyReport:
         The `PrivacyLedger` it reports.
     delta
         The δ at which the tighter (ε, δ) composition is reported.
+    risk
+        `pymc_private.dp.risk.AttackerRisk`: the largest true-positive rate of a membership
+        attacker at each false-positive rate, and the Gaussian-DP μ where it applies.
     table
         A `pandas.DataFrame`: one row per kind of release (``kind="release"``: mechanism,
         statistic, ε and δ of one release, count, ``subtotal`` = Σ ε, secure), then the totals
@@ -44,16 +48,19 @@ class PrivacyReport:
         them empty.
     """
 
-    def __init__(self, ledger: PrivacyLedger, delta: float):
+    def __init__(
+        self, ledger: PrivacyLedger, delta: float, false_positive_rates=FALSE_POSITIVE_RATES
+    ):
         self.ledger = ledger
         self.delta = delta
+        self.risk = ledger.risk(false_positive_rates)
         self.table = pd.DataFrame(ledger.summary(delta))
 
     @property
     def description(self) -> str:
-        """One sentence: the (ε, δ) guarantee of everything in the ledger and how it was
-        composed."""
-        return self.ledger.composition(self.delta).description
+        """The (ε, δ) guarantee of everything in the ledger and how it was composed, then
+        what it means for a membership attacker (`risk`)."""
+        return f"{self.ledger.composition(self.delta).description}. {self.risk.description}"
 
     def __str__(self) -> str:
         return f"{self.ledger.render(self.delta)}\n{self.description}"
@@ -65,7 +72,12 @@ class PrivacyReport:
         return f"{self.ledger.render_html(self.delta)}<p>{html.escape(self.description)}</p>"
 
 
-def privacy_report(source: xr.DataTree | PrivacyLedger, *, delta: float = 1e-6) -> PrivacyReport:
+def privacy_report(
+    source: xr.DataTree | PrivacyLedger,
+    *,
+    delta: float = 1e-6,
+    false_positive_rates=FALSE_POSITIVE_RATES,
+) -> PrivacyReport:
     """The ledger of a private fit as a report: shown once in Jupyter, ``print``-able as text,
     its numbers in ``.table`` (`PrivacyReport`).
 
@@ -82,8 +94,12 @@ def privacy_report(source: xr.DataTree | PrivacyLedger, *, delta: float = 1e-6) 
         a `PrivacyLedger`.
     delta
         The δ at which to report the tighter (ε, δ) composition.
+    false_positive_rates
+        The rates at which to bound a membership attacker's true-positive rate (default
+        0.1%, 1% and 10%; `pymc_private.dp.risk`), stated with the Gaussian-DP μ where every
+        release is pure ε-DP, in ``.risk`` and the description.
     """
-    return PrivacyReport(_ledger(source), delta)
+    return PrivacyReport(_ledger(source), delta, false_positive_rates)
 
 
 def _chain_timelines(sampling: list[Release]) -> dict[int, list[Release]]:
