@@ -26,6 +26,7 @@ from pymc_private import (
 )
 from pymc_private.analysis.core import analyze
 from pymc_private.analysis.privatisation import privatised_statistics
+from pymc_private.data.bounds import private_bounds
 from pymc_private.data.declaration import PrivateData
 from pymc_private.data.ledgers import PrivacyLedger, ledger_for
 from pymc_private.dp.budget import Budget
@@ -96,6 +97,7 @@ __all__ = [
     "plot_privacy",
     "priors",
     "privacy_report",
+    "private_bounds",
     "private_map",
     "privatised_statistics",
     "privatize",

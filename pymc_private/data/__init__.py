@@ -7,9 +7,11 @@ _NAMES = {
     "PrivacyLedger": "ledgers",
     "PrivateData": "declaration",
     "PrivateDataSpec": "declaration",
+    "ReleasedBounds": "declaration",
     "check_private_data": "declaration",
     "datasets_of": "declaration",
     "ledger_for": "ledgers",
+    "private_bounds": "bounds",
     "private_data": "declaration",
 }
 __all__ = sorted(_NAMES)

@@ -46,6 +46,7 @@ __all__ = [
     "RELEASED_TAG",
     "PrivateData",
     "PrivateDataSpec",
+    "ReleasedBounds",
     "check_integer_values",
     "check_private_data",
     "datasets_of",
@@ -151,6 +152,31 @@ def datasets_of(model: pm.Model | None = None) -> tuple[str, ...]:
     return tuple(found)
 
 
+class ReleasedBounds(tuple):
+    """``(lower, upper)`` released by `private_bounds` (arrays of the record shape), with the
+    ``source`` whose ledger paid ``epsilon`` for them and the ``quantiles`` released.
+    `PrivateData` accepts it as ``bounds`` with the same source and ``out_of_bounds="clip"``."""
+
+    source: str
+    epsilon: float
+    quantiles: tuple[float, float]
+
+    def __new__(cls, lower, upper, *, source: str, epsilon: float, quantiles):
+        pair = super().__new__(cls, (lower, upper))
+        pair.source, pair.epsilon, pair.quantiles = source, epsilon, quantiles
+        return pair
+
+    def __reduce__(self):
+        return (
+            _rebuilt,
+            (self[0], self[1], self.source, self.epsilon, self.quantiles),
+        )
+
+
+def _rebuilt(lower, upper, source, epsilon, quantiles) -> ReleasedBounds:
+    return ReleasedBounds(lower, upper, source=source, epsilon=epsilon, quantiles=quantiles)
+
+
 def PrivateData(
     name: str,
     value,
@@ -204,7 +230,9 @@ def PrivateData(
         at its first evaluation), and routes that read records one by one
         (`pmp.PrivateMetropolis`, ``release="fourier"``) refuse it.
     bounds
-        ``(lower, upper)``: scalars or arrays broadcastable to one record's shape
+        ``(lower, upper)``: scalars or arrays broadcastable to one record's shape, or the
+        `ReleasedBounds` of `pmp.private_bounds` (with its ``source`` and
+        ``out_of_bounds="clip"``)
         (``value.shape[1:]``), finite, with ``lower <= upper``, each exactly a float64 (an
         integer beyond 2⁵³ or a ``np.longdouble`` that float64 would round is refused). For
         integer data the bounds must be integers of magnitude at most 2⁵³, so that every
@@ -244,6 +272,8 @@ def PrivateData(
         ``source`` not None nor a non-empty string (see `checked_source`).
     """
     source = checked_source(source)
+    if isinstance(bounds, ReleasedBounds):
+        _check_released_bounds(name, bounds, source, out_of_bounds)
     if out_of_bounds not in _OUT_OF_BOUNDS:
         raise DataBoundsError(
             f"PrivateData `{name}`: out_of_bounds must be 'raise' or 'clip', got {out_of_bounds!r}."
@@ -298,6 +328,25 @@ def PrivateData(
         session.declare_source(records, spec.dataset)
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable
+
+
+def _check_released_bounds(name: str, bounds, source: str | None, out_of_bounds: str) -> None:
+    """Bounds released by `pmp.private_bounds` are declared with their source (whose ledger
+    paid for them, so later releases compose with them) and with clipping (about a share q of
+    the records lies beyond each; an error on one would depend on the data)."""
+    if source != bounds.source:
+        raise DataBoundsError(
+            f"PrivateData `{name}`: its bounds were released from source {bounds.source!r}; "
+            f"declare it with source={bounds.source!r}, so that what it releases is charged to "
+            "the same ledger as the bounds."
+        )
+    if out_of_bounds != "clip":
+        raise DataBoundsError(
+            f"PrivateData `{name}`: released bounds leave about {bounds.quantiles[0]:g} and "
+            f"{1 - bounds.quantiles[1]:g} of the records beyond them; declare it with "
+            "out_of_bounds='clip' (clipping is part of the mechanism; an error would depend "
+            "on the data)."
+        )
 
 
 def check_private_data(model: pm.Model | None = None) -> None:
