@@ -8,18 +8,22 @@ a high quantile of its values by the exponential mechanism on a public grid of c
 (Smith 2011, "Privacy-preserving statistical estimation with optimal convergence rates", on a
 grid as OpenDP's ``make_private_quantile``):
 
-    P(c_i) ∝ exp(ε_q · u_i / 2),    u_i = −|r_i − q·n|,    r_i = #{records with x ≤ c_i},
+    P(c_i) ∝ exp(ε_q · u_i / 2),    u_i = −|r_i − t|,    r_i = #{records with x ≤ c_i},
 
-for the grid c_1 < … < c_k, the quantile q and ε_q = ε / (2·p) (p the elements of a record,
-two quantiles each). **Privacy** (replace-one neighbours, n public): replacing one record
-changes every r_i by −1, 0 or +1, so |u_i(D) − u_i(D')| ≤ 1 = Δ, and each choice is ε_q-DP
+for the grid c_1 < … < c_k, the target t = q·n rounded to a multiple of 2⁻ᵏ (n·2ᵏ ≤ 2⁵²,
+`quantile_choice`: every u_i is then exact in float64) and ε_q = ε / (2·p) (p the elements of
+a record, two quantiles each). **Privacy** (replace-one neighbours, n public): replacing one
+record changes every r_i by −1, 0 or +1, so |u_i(D) − u_i(D')| ≤ 1 = Δ, exactly as computed,
+and each choice is ε_q-DP
 (McSherry & Talwar 2007; Dwork & Roth 2014, Theorem 3.10; `pymc_private.dp.mechanisms.
 exponential_mechanism`, whose secure path samples it exactly with OpenDP and records an ε_q
 rounded up, never above the one asked). The 2p choices compose to ε = Σ ε_q (basic
 composition, exact for pure ε-DP): the released bounds are ε-DP. They are recorded on the
-ledger of the ``source`` (`PrivateData(..., source=...)`), so that every later release from the
-same records composes with them. Sorting the two choices (lower = the smaller) is
-post-processing.
+ledger of the ``source`` (`PrivateData(..., source=...)`) and checked against the ledgers of
+the records as `PrivateData` would store them; those records, unclipped or clipped into the
+released bounds, are linked to the source for the session, so that every later release from
+them composes with the bounds, declared with the source or not (`datasets_of`). Sorting the
+two choices (lower = the smaller) is post-processing.
 
 **Use.** The result is a ``(lower, upper)`` pair that `PrivateData` accepts as ``bounds`` with
 the same ``source`` and ``out_of_bounds="clip"`` (about a share q of the records lies beyond
@@ -41,13 +45,17 @@ import numpy as np
 
 from pymc_private.data.declaration import ReleasedBounds
 from pymc_private.data.ledgers import PrivacyLedger
-from pymc_private.data.records import source_dataset
+from pymc_private.data.records import RecordCheck, dataset_identity, source_dataset
+from pymc_private.dp import session
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.checks import checked_epsilon, checked_secure
 from pymc_private.dp.ledger import checked_source
 from pymc_private.dp.mechanisms import ExponentialMechanism
-from pymc_private.dp.session import releasing
-from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
+from pymc_private.errors import (
+    DataBoundsError,
+    InvalidPrivacyParameterError,
+    UnsupportedModelError,
+)
 
 __all__ = ["private_bounds", "quantile_choice"]
 
@@ -62,6 +70,7 @@ def private_bounds(
     secure: bool = True,
     random_seed=None,
     budget: Budget | None = None,
+    ledger: PrivacyLedger | None = None,
 ) -> ReleasedBounds:
     """Release clipping bounds of ``values`` (records on axis 0) under ε, on the ledger of
     ``source`` (module docstring: the mechanism and its proof).
@@ -90,6 +99,11 @@ def private_bounds(
         The seed of ``secure=False``.
     budget
         A `Budget` to check the ledger against before anything is released.
+    ledger
+        A ledger file of this source (`PrivacyLedger.open(path, source=...)`): attached to the
+        source before anything is released, so that its budget is checked and the release
+        appended to it. Every file opened with this source in the session is attached so
+        anyway (a file is otherwise attached to a model, which needs these bounds).
 
     Returns
     -------
@@ -114,18 +128,25 @@ def private_bounds(
         )
     source = checked_source(source)
     low, high = _checked_quantiles(quantiles)
-    array = _checked_values(values)
-    candidates = _checked_grid(grid, array.dtype)
+    array = _public_form(values)
+    candidates = _checked_grid(grid, array.dtype)  # before any value is read
+    _check_finite(array)
     columns = array.reshape(array.shape[0], -1)
     count = 2 * columns.shape[1]
     mechanism = ExponentialMechanism(1.0, epsilon / count, secure=secure)
     statistic = f"private_bounds({source})"
-    ledger = PrivacyLedger._session_view([source_dataset(source)])
+    # The records as PrivateData would store them unclipped: their ledgers (releases made
+    # from them before, without the source) are checked with the source's, and a later
+    # declaration of them without the source is charged to the source too.
+    datasets = (source_dataset(source), *_identities(array, None))
+    for file in {*session.opened_for(source), *([] if ledger is None else [ledger])}:
+        _attach(file, source, datasets)
+    view = PrivacyLedger._session_view(datasets)
     planned = [mechanism.release(statistic) for _ in range(count)]
     rng = None if secure else np.random.default_rng(random_seed)
-    with releasing():
-        for limit in ledger.limits(budget):
-            limit.check(ledger, planned)
+    with session.releasing():
+        for limit in view.limits(budget):
+            limit.check(view, planned)
         chosen, releases = [], []
         for column in columns.T:
             ordered = np.sort(column)
@@ -135,8 +156,12 @@ def private_bounds(
                 pair.append(value)
                 releases.append(release)
             chosen.append(sorted(pair))
-        ledger.record_all(releases, budget=budget)
+        view.record_all(releases, budget=budget)
     bounds = np.array(chosen).T.reshape((2, *array.shape[1:]))
+    # The records clipped into the released bounds (the documented declaration) are the
+    # source's too.
+    for records in (*datasets[1:], *_identities(array, bounds)):
+        session.declare_source(records, datasets[0])
     return ReleasedBounds(
         bounds[0],
         bounds[1],
@@ -146,14 +171,57 @@ def private_bounds(
     )
 
 
+def _attach(ledger: PrivacyLedger, source: str, datasets: tuple[str, ...]) -> None:
+    """Attach a ledger file of ``source`` to the data sets the bounds are charged to."""
+    if not isinstance(ledger, PrivacyLedger):
+        raise InvalidPrivacyParameterError(
+            "ledger must be a ledger file made by pmp.PrivacyLedger.open(path, source=...)."
+        )
+    book = ledger._odometer("be charged with private bounds")
+    if book.source is not None and book.source != source:
+        raise UnsupportedModelError(
+            f"The ledger {book.path} is the ledger of source {book.source!r}, not {source!r}."
+        )
+    ledger._attach_datasets(datasets)
+
+
+def _identities(array: np.ndarray, bounds: np.ndarray | None) -> list[str]:
+    """The ledger keys of ``array``'s records as `PrivateData` would store them: unclipped
+    (``bounds`` None; each dtype it may choose), or clipped into ``bounds``."""
+    integer = array.dtype.kind in "biu"
+    dtypes = (np.int32, np.int64) if integer else (np.float64,)
+    shape = array.shape[1:]
+    found = []
+    for dtype in dtypes:
+        if bounds is not None:
+            lower, upper, mode = bounds[0], bounds[1], "clip"
+        elif integer:
+            widest = np.iinfo(dtype).max if dtype is np.int32 else 2**53
+            lower, upper, mode = np.full(shape, -widest), np.full(shape, widest), "raise"
+        else:
+            widest = np.finfo(np.float64).max
+            lower, upper, mode = np.full(shape, -widest), np.full(shape, widest), "raise"
+        check = RecordCheck("values", np.asarray(lower), np.asarray(upper), np.dtype(dtype), mode)
+        _, checked = check.checked(array, None)
+        if checked.missing is None and checked.outside is None:
+            found.append(dataset_identity(checked.digest, array.shape))
+    return found
+
+
 def quantile_choice(
     ordered: np.ndarray, candidates: np.ndarray, q: float, mechanism, rng, statistic
 ):
     """The candidate the exponential ``mechanism`` chooses as the q-quantile of the sorted
-    values ``ordered``, with utility u_i = −|#{x ≤ c_i} − q·n| (Δ = 1 under replace-one
-    neighbours; module docstring), and its release."""
+    values ``ordered``, with utility u_i = −|#{x ≤ c_i} − t| (Δ = 1 under replace-one
+    neighbours; module docstring), and its release. The target t is q·n rounded to a multiple
+    of 2⁻ᵏ with n·2ᵏ ≤ 2⁵², so that every rank minus t, hence every utility, is exact in
+    float64 and moves by exactly 1 or 0 when one record is replaced (q·n itself would round
+    r − q·n, and the utility would move by up to 1 + ulp(n))."""
+    n = ordered.size
+    scale = 2.0 ** max(0, 52 - n.bit_length())
+    target = round(q * n * scale) / scale
     ranks = np.searchsorted(ordered, candidates, side="right")
-    index, release = mechanism(-np.abs(ranks - q * ordered.size), rng=rng, statistic=statistic)
+    index, release = mechanism(-np.abs(ranks - target), rng=rng, statistic=statistic)
     return candidates[index], release
 
 
@@ -187,31 +255,38 @@ def _checked_grid(grid, dtype: np.dtype) -> np.ndarray:
         )
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
+        # Limits exact in float64 (2⁶⁴ − 1 and 2⁶³ − 1 are not: they round up, past the type).
+        largest = min(info.max, 2**53)
         if not np.all(candidates == np.round(candidates)) or not (
-            info.min <= candidates[0] and candidates[-1] <= info.max
+            max(info.min, -(2**53)) <= candidates[0] and candidates[-1] <= largest
         ):
             raise InvalidPrivacyParameterError(
                 f"The values are {dtype} integers: the grid must hold integers within "
-                f"[{info.min}, {info.max}], which {dtype} can represent."
+                f"[{max(info.min, -(2**53))}, {largest}], which {dtype} can represent."
             )
         return candidates.astype(np.int64)
     return candidates
 
 
-def _checked_values(values) -> np.ndarray:
+def _public_form(values) -> np.ndarray:
+    """The records as an array, from what is public about them (dtype and shape): refused
+    when masked entries, a non-real dtype, no record or no element per record."""
     if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
         raise DataBoundsError("private_bounds: the values hold missing (masked) entries.")
     array = np.asarray(np.ma.getdata(values) if np.ma.isMaskedArray(values) else values)
     if array.dtype == bool:
         array = array.astype(np.int8)
-    if array.dtype.kind not in "iuf" or array.ndim < 1 or array.shape[0] < 1:
+    if array.dtype.kind not in "iuf" or array.ndim < 1 or array.shape[0] < 1 or array.size == 0:
         raise DataBoundsError(
-            "private_bounds needs real numbers with the records on axis 0 (at least one), got "
-            f"an array of dtype {array.dtype} and shape {array.shape}."
+            "private_bounds needs real numbers with the records on axis 0 (at least one, of at "
+            f"least one element), got an array of dtype {array.dtype} and shape {array.shape}."
         )
+    return array
+
+
+def _check_finite(array: np.ndarray) -> None:
     if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
         raise DataBoundsError(
             "private_bounds: the values hold NaN or infinite entries; remove or impute them "
             "(with a rule that does not read the other records) first."
         )
-    return array

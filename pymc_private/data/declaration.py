@@ -138,14 +138,18 @@ def datasets_of(model: pm.Model | None = None) -> tuple[str, ...]:
     """The ids of the private data sets a model reads: those of its `PrivateData` and those
     its released statistics (a model returned by `pmp.privatize`) came from. A `PrivateData`
     with a declared source counts as its source and as its records, so that the same records
-    declared without the source are charged too."""
+    declared without the source are charged too; records declared with a source (or whose
+    bounds `pmp.private_bounds` released from one) earlier in the session count as that source
+    too."""
     model = pm.modelcontext(model)
     found: list[str] = []
     for variable in model.data_vars:
         spec = getattr(variable.tag, _SPEC_TAG, None)
         released = getattr(variable.tag, RELEASED_TAG, None)
         if spec is not None:
-            ids = [spec.dataset, spec.records]
+            # Sources the same records were declared with, or released from (pmp.private_bounds),
+            # in this session: charged too.
+            ids = [spec.dataset, spec.records, *sorted(session.sources(spec.records))]
         else:
             ids = list(getattr(released, "datasets", ()))
         found.extend(i for i in ids if i not in found)
@@ -162,9 +166,19 @@ class ReleasedBounds(tuple):
     quantiles: tuple[float, float]
 
     def __new__(cls, lower, upper, *, source: str, epsilon: float, quantiles):
+        lower, upper = (np.array(bound, copy=True) for bound in (lower, upper))
+        for bound in (lower, upper):  # what was released stays as released
+            bound.setflags(write=False)
         pair = super().__new__(cls, (lower, upper))
-        pair.source, pair.epsilon, pair.quantiles = source, epsilon, quantiles
+        for key, value in (("source", source), ("epsilon", epsilon), ("quantiles", quantiles)):
+            object.__setattr__(pair, key, value)
         return pair
+
+    def __setattr__(self, key, value):
+        raise AttributeError("ReleasedBounds are read-only: what was released stays as released.")
+
+    def __delattr__(self, key):
+        raise AttributeError("ReleasedBounds are read-only: what was released stays as released.")
 
     def __reduce__(self):
         return (

@@ -9,6 +9,7 @@ reads, and so which ledger charges it, is `pymc_private.data.ledgers`."""
 from pymc_private.namespaces import face
 
 _NAMES = {
+    "AttackerRisk": "risk",
     "AuditResult": "audit",
     "Budget": "budget",
     "Composition": "composition",

@@ -272,6 +272,8 @@ class PrivacyLedger:
                 f"{source!r}: a source is fixed when the file is created. Open it without "
                 "source=, or create a ledger file for this source."
             )
+        if book.source is not None:
+            session.note_opened(book.source, ledger)
         return ledger
 
     @classmethod
@@ -653,10 +655,10 @@ class PrivacyLedger:
         groups = self._groups()
         if not groups:  # nothing released: no attacker beats guessing
             return AttackerRisk(0.0, rates, rates)
-        floor = unavoidable_delta(groups)
-        deltas = np.geomspace(max(floor, 1e-12), 0.5, 25)
+        floor = max(unavoidable_delta(groups), 1e-12)
+        deltas = np.geomspace(floor, max(floor, 0.5), 25)
         profile = [(compose(groups, float(delta)).epsilon, float(delta)) for delta in deltas]
-        if floor == 0.0 and not has_rdp_only(groups):
+        if unavoidable_delta(groups) == 0.0 and not has_rdp_only(groups):
             profile.append((compose(groups, 0.0).epsilon, 0.0))
         mu = gaussian_mu(groups)
         bounds = tuple(true_positive_bound(profile, mu, rate) for rate in rates)

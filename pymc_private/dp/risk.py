@@ -63,11 +63,24 @@ FALSE_POSITIVE_RATES = (0.001, 0.01, 0.1)
 
 def pure_gaussian_mu(epsilon: float) -> float:
     """μ = 2Φ⁻¹(e^ε / (1 + e^ε)), the smallest μ for which ε-DP implies μ-GDP (module
-    docstring); Φ⁻¹(1 − p) is evaluated as the upper-tail inverse of p = 1/(1 + e^ε), exact
-    in the tails where 1 − p rounds to 1."""
+    docstring), evaluated as 2√2·erfinv(tanh(ε/2)) (the same number: Φ⁻¹(p) =
+    √2·erfinv(2p − 1) and 2e^ε/(1 + e^ε) − 1 = tanh(ε/2)), accurate for tiny ε where
+    e^ε/(1 + e^ε) rounds to ½, and where tanh(ε/2) rounds to 1 by the upper-tail inverse;
+    rounded up by a few ulps (a larger μ is implied too)."""
     if epsilon == 0.0:
         return 0.0
-    return float(2.0 * stats.norm.isf(special.expit(-epsilon)))
+    if epsilon < 30.0:
+        mu = 2.0 * math.sqrt(2.0) * float(special.erfinv(math.tanh(epsilon / 2.0)))
+    else:
+        mu = float(2.0 * stats.norm.isf(special.expit(-epsilon)))
+    return _up(mu)
+
+
+def _up(value: float, ulps: int = 4) -> float:
+    """``value`` moved up by a few ulps: a bound computed in floating point, made safe."""
+    for _ in range(ulps):
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 def true_positive_bound(
@@ -87,7 +100,8 @@ def true_positive_bound(
         bound = min(bound, rising, 1.0 - math.exp(-epsilon) * (1.0 - delta - alpha))
     if mu is not None:
         bound = min(bound, float(stats.norm.cdf(stats.norm.ppf(alpha) + mu)))
-    return bound
+    # Rounded up, and never below α, which guessing at random reaches.
+    return min(1.0, max(_up(bound), alpha))
 
 
 def checked_false_positive_rates(rates: Sequence[float]) -> tuple[float, ...]:
@@ -138,8 +152,9 @@ class AttackerRisk(NamedTuple):
             else ""
         )
         return (
-            f"{gdp}An attacker who tries to tell whether one person's record is in the data "
-            f"reaches at most these true-positive rates at these false-positive rates: {pairs}."
+            f"{gdp}An attacker who tries to tell whether the record of one person is in the "
+            f"data reaches at most these true-positive rates at these false-positive rates: "
+            f"{pairs}."
         )
 
     @property

@@ -50,6 +50,8 @@ __all__ = [
     "directory",
     "forked",
     "journal",
+    "note_opened",
+    "opened_for",
     "releasing",
     "reset",
     "sources",
@@ -71,6 +73,8 @@ class _Session:
         self.journals: set[Path] = set()
         # The sources each data set's records were declared with (`declare_source`).
         self.sources: dict[str, set[str]] = {}
+        # The ledger files opened in this session for each source (`opened_for`).
+        self.opened: dict[str, list[Any]] = {}
 
 
 _STATE = _Session()
@@ -158,6 +162,26 @@ def sources(records: str) -> frozenset[str]:
     """The ids of the sources the records ``records`` were declared with in this session."""
     with _LOCK:
         return frozenset(_STATE.sources.get(records, ()))
+
+
+def note_opened(source: str, ledger: Any) -> None:
+    """Note a ledger file opened in this session as the ledger of ``source`` (`opened_for`)."""
+    with _LOCK:
+        files = _STATE.opened.setdefault(source, [])
+        # One file reached by two paths (a symbolic link) is one file: locking it twice hangs.
+        if all(_real(ledger) != _real(other) for other in files):
+            files.append(ledger)
+
+
+def _real(ledger: Any) -> set[str]:
+    return {os.path.realpath(path) for path in ledger.journals}
+
+
+def opened_for(source: str) -> tuple[Any, ...]:
+    """The ledger files opened in this session for ``source``: a release from that source
+    made before any model exists (`pmp.private_bounds`) is charged to them."""
+    with _LOCK:
+        return tuple(_STATE.opened.get(source, ()))
 
 
 def forked() -> bool:

@@ -69,9 +69,9 @@ class SumsVariable:
 
 @dataclass(frozen=True)
 class Carried:
-    """A Normal ``child`` whose location and scale (its prior's ``mu`` and ``sigma``) are
-    hyperparameters of a scalar block, at least one of them a member: the block's non-centred
-    update carries it along (`SliceMoves._carried_move`)."""
+    """Varying intercepts ``child`` with a Normal prior whose location and scale (``mu`` and
+    ``sigma``) are hyperparameters of a scalar block, at least one of them a member: the
+    block's non-centred update carries them along (`SliceMoves._carried_move`)."""
 
     child: str
 
@@ -203,8 +203,8 @@ class SliceMoves:
         π(θ)/N(θ; c, Σ) as its "likelihood": the update leaves π invariant whatever the
         reference, and moves every time (the bracket shrinks until a point is accepted). The
         entries of a block have their own slices: they touch disjoint cells. Then, for
-        hyperparameters that are the location and scale of a Normal child, the same update
-        with the child carried along (`_carried_level`)."""
+        hyperparameters that are the location and scale of varying intercepts, the same
+        update with the intercepts carried along (`_carried_level`)."""
         result = self._elliptical(block, self._slice_level)
         self.values.update(self._split(block, result)[0])
         for carried in block.carried:
@@ -356,15 +356,17 @@ def slice_blocks(analysis: PrivacyAnalysis, variables: Mapping[str, SumsVariable
 
 
 def _carried(members, variables: Mapping[str, SumsVariable]) -> tuple[Carried, ...]:
-    """The Normal children of a block of scalar hyperparameters whose location or scale is
-    a member (the rest of the pair a constant or another free scalar), without children of
-    their own: those its non-centred update carries along."""
+    """The varying intercepts with a Normal prior whose location or scale is a member of a
+    block of scalar hyperparameters (the rest of the pair a constant or another free scalar),
+    without children of their own: those its non-centred update carries along."""
     found = []
     for name in sorted({c for m in members for c in variables[m].children}):
         child = variables[name]
         graphs = child.hyper
         if variables[members[0]].vector or child.children or child.support.family != "normal":
             continue
+        if not child.intercepts:  # entry-wise children mix well centred (measured: the
+            continue  # five-group hierarchy ran 6× slower carried, at the same ESS)
         if not {"mu", "sigma"} <= set(child.support.params):
             continue
         parents = {_direct(graphs[key]) for key in ("mu", "sigma") if key in graphs}

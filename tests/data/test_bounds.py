@@ -178,3 +178,92 @@ def test_values_that_are_not_finite_numbers_are_refused_before_any_noise(values)
 )
 def test_empty_text_or_masked_values_are_refused(monkeypatch, values):
     _refused(monkeypatch, DataBoundsError, values)
+
+
+# --- the attacker's review (issue 42): each finding, fixed ---------------------------------
+
+
+def test_the_same_records_declared_without_the_source_are_charged_the_bounds():
+    """Records whose bounds were released are linked to the source for the session: a model
+    of the same records without source=, with public bounds or with the released ones as
+    plain numbers, sees the bounds' ε and its budget counts it."""
+    source = _fresh_source()
+    x = np.round(np.random.default_rng(8).normal(50, 10, 300), 1)
+    bounds = pmp.private_bounds(x, 1.0, grid=np.arange(101.0), source=source)
+    with pm.Model() as raw:
+        pmp.PrivateData("x", x, bounds=(-1000.0, 1000.0))
+    with pm.Model() as clipped:
+        pmp.PrivateData("x", x, bounds=tuple(bounds), out_of_bounds="clip")
+    for model in (raw, clipped):
+        assert pmp.ledger_for(model).epsilon() == pytest.approx(1.0)
+
+
+def test_a_ledger_file_opened_for_the_source_is_charged_and_its_budget_checked(tmp_path):
+    source = _fresh_source()
+    x = np.arange(200.0)
+    path = tmp_path / "survey.ledger"
+    pmp.PrivacyLedger.open(path, pmp.Budget(1.0), source=source)
+    pmp.private_bounds(x, 0.6, grid=np.arange(201.0), source=source)
+    assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.6)
+    with pytest.raises(BudgetExceededError):
+        pmp.private_bounds(x, 0.6, grid=np.arange(201.0), source=source)
+    assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.6)
+
+
+def test_the_utility_moves_by_exactly_one_in_float64():
+    """q·n is rounded to a dyadic target, so r − t is exact: at n = 999,983 and q = 0.3 the
+    utility of q·n itself moved by 1 + 2⁻³⁴ when one record was replaced."""
+    captured = []
+
+    def capture(scores, rng=None, statistic=None):
+        captured.append(np.asarray(scores))
+        return 0, None
+
+    n = 999_983
+    data = np.arange(n, dtype=np.float64)
+    neighbour = data.copy()
+    neighbour[0] = n + 10.0  # the smallest record replaced by one above every candidate
+    grid = np.linspace(-1.0, n + 1.0, 4001)
+    for values in (data, neighbour):
+        quantile_choice(np.sort(values), grid, 0.3, capture, None, "x")
+    assert np.abs(captured[0] - captured[1]).max() == 1.0
+
+
+def test_released_bounds_are_read_only():
+    bounds = pmp.private_bounds(np.arange(50.0), 1.0, grid=np.arange(51.0), source=_fresh_source())
+    with pytest.raises(AttributeError):
+        bounds.source = "other"
+    with pytest.raises(AttributeError):
+        del bounds.epsilon
+
+
+def test_the_grid_is_checked_before_any_value_is_read(monkeypatch):
+    values = np.array([1.0, np.nan])
+    _refused(monkeypatch, InvalidPrivacyParameterError, values, grid=[2.0, 1.0])
+    _refused(monkeypatch, DataBoundsError, np.zeros((5, 0)))
+
+
+def test_the_released_arrays_cannot_be_edited_in_place():
+    """The second review: with records of two columns, the bound arrays were writable views."""
+    values = np.column_stack([np.arange(100.0), np.arange(100.0)])
+    bounds = pmp.private_bounds(values, 1.0, grid=np.arange(101.0), source=_fresh_source())
+    with pytest.raises(ValueError, match="read-only"):
+        bounds[0][1] = 12.3
+
+
+def test_one_file_opened_through_a_link_is_charged_once(tmp_path):
+    """The second review: the same file opened by its path and through a symbolic link was
+    noted twice, and private_bounds locked it twice (a hang)."""
+    source = _fresh_source()
+    path = tmp_path / "c.ledger"
+    pmp.PrivacyLedger.open(path, pmp.Budget(2.0), source=source)
+    (tmp_path / "link.ledger").symlink_to(path)
+    (tmp_path / "link.ledger.commit").symlink_to(tmp_path / "c.ledger.commit")
+    pmp.PrivacyLedger.open(tmp_path / "link.ledger", source=source)
+    pmp.private_bounds(np.arange(30.0), 0.5, grid=np.arange(31.0), source=source)
+    assert pmp.PrivacyLedger.open(path).epsilon() == pytest.approx(0.5)
+
+
+def test_a_uint64_grid_beyond_what_float64_holds_exactly_is_refused(monkeypatch):
+    values = np.arange(10, dtype=np.uint64)
+    _refused(monkeypatch, InvalidPrivacyParameterError, values, grid=[0.0, 2.0**62, 2.0**64])

@@ -156,3 +156,25 @@ def test_the_report_and_the_ledger_display_state_the_risk():
     assert report.risk == ledger.risk((0.05,))
     assert "μ = 0.686" in report.description and "at 5%" in report.description
     assert "membership attacker" in repr(ledger) and "membership attacker" in ledger._repr_html_()
+
+
+def test_floating_point_never_puts_the_bound_below_what_randomized_response_reaches():
+    """The attacker's review: one ε-RR release reaches e^ε·α below the kink exactly; the
+    computed bound (rounded up) is never below it, nor below α, and μ is accurate for tiny ε
+    (2Φ⁻¹(e^ε/(1 + e^ε)) ≈ 2·(ε/4)·√(2π) = ε·√(π/2) for ε → 0)."""
+    rng = np.random.default_rng(9)
+    for epsilon, alpha in zip(rng.uniform(0.01, 3, 200), rng.uniform(1e-4, 0.3, 200), strict=True):
+        kink = float(special.expit(-epsilon))
+        if alpha < kink:
+            exact = math.exp(epsilon) * alpha
+            assert true_positive_bound([(epsilon, 0.0)], pure_gaussian_mu(epsilon), alpha) >= exact
+    assert pure_gaussian_mu(1e-17) == pytest.approx(1e-17 * math.sqrt(math.pi / 2), rel=1e-9, abs=0)
+    tiny = pmp.PrivacyLedger([Release("laplace", PureEvent(1e-17))]).risk((0.001, 0.1))
+    rates = zip(tiny.false_positive_rates, tiny.true_positive_rates, strict=True)
+    assert all(tpr >= fpr for fpr, tpr in rates)
+
+
+def test_risk_is_stated_when_the_unavoidable_delta_is_above_one_half():
+    ledger = pmp.PrivacyLedger([Release("laplace", PureEvent(0.1, 0.3), count=2)])
+    risk = ledger.risk((0.01,))
+    assert 0.01 <= risk.true_positive_rates[0] <= 1.0 and "membership attacker" in repr(ledger)

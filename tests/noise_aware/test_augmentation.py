@@ -11,10 +11,7 @@ import warnings
 import arviz as az
 import numpy as np
 import pymc as pm
-import pytensor
-import pytensor.tensor as pt
 import pytest
-from pytensor.graph.replace import graph_replace, vectorize_graph
 from scipy import special, stats
 
 import pymc_private as pmp
@@ -238,21 +235,6 @@ def normal_fit():
     return private, _sample(private, seed=5)
 
 
-def _constrained_logp(model: pm.Model, names: list[str]):
-    """The log density the NUTS route samples (priors and the noise-aware likelihood
-    Potentials), compiled as a function of the named variables' values in their own space,
-    vectorised over a leading batch axis of every input."""
-    inputs = [model[name].type() for name in names]
-    terms = [pm.logp(model[name], value).sum() for name, value in zip(names, inputs, strict=True)]
-    graph = pt.add(*terms, *(potential.sum() for potential in model.potentials))
-    graph = graph_replace(
-        graph, {model[name]: value for name, value in zip(names, inputs, strict=True)}
-    )
-    batched = [pt.tensor(shape=(None, *value.type.shape)) for value in inputs]
-    vectorised = vectorize_graph(graph, replace=dict(zip(inputs, batched, strict=True)))
-    return pytensor.function(batched, vectorised)
-
-
 def _on_grid(logp, *axes):
     """``logp`` on the product grid of ``axes`` (each an array of values; vector values on
     a trailing axis), shaped by the axes."""
@@ -262,11 +244,11 @@ def _on_grid(logp, *axes):
 
 
 @pytest.mark.slow
-def test_normal_mean_and_precision_follow_the_likelihood_nuts_samples(normal_fit):
+def test_normal_mean_and_precision_follow_the_likelihood_nuts_samples(normal_fit, nuts_log_density):
     """Released sums are sampled on the closed-form likelihood of the NUTS route: its compiled
     log density on a grid of (μ, τ) against the draws' marginals."""
     private, idata = normal_fit
-    logp = _constrained_logp(private, ["mu", "tau"])
+    logp = nuts_log_density(private, ["mu", "tau"])
     mus, taus = np.linspace(-1.0, 3.0, 201), np.linspace(0.04, 4.5, 201)
     density = _on_grid(logp, mus, taus)
     assert _ks(idata.posterior["mu"].values, mus, special.logsumexp(density, axis=1)) > 1e-3
@@ -274,7 +256,7 @@ def test_normal_mean_and_precision_follow_the_likelihood_nuts_samples(normal_fit
 
 
 @pytest.mark.slow
-def test_regression_weights_follow_the_likelihood_nuts_samples():
+def test_regression_weights_follow_the_likelihood_nuts_samples(nuts_log_density):
     """Linear regression with a released Gram matrix (errors in variables), τ free: the draws
     of w against the NUTS route's log density on a grid of (w, τ)."""
     rng = np.random.default_rng(15)
@@ -288,7 +270,7 @@ def test_regression_weights_follow_the_likelihood_nuts_samples():
         pm.Normal("y", x_obs @ w, tau=tau, observed=y_obs)
     private = pmp.privatize(model, 3.0, delta=1e-6, secure=False, random_seed=16)
     idata = _sample(private, seed=6)
-    logp = _constrained_logp(private, ["w", "tau"])
+    logp = nuts_log_density(private, ["w", "tau"])
     w0, w1, taus = np.linspace(0.05, 0.6, 111), np.linspace(-0.2, 1.2, 111), np.linspace(1, 15, 71)
     weights = np.stack(np.meshgrid(w0, w1, indexing="ij"), axis=-1).reshape(-1, 2)
     joint = special.logsumexp(_on_grid(logp, weights, taus), axis=1).reshape(w0.size, w1.size)
