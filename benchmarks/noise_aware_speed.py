@@ -24,51 +24,49 @@ The models: Beta–Bernoulli (n = 500), a Poisson rate (n = 300), a Normal mean 
 naive Bayes on its wine data (13 features at 3 levels, δ = 1e-6: the Gaussian mechanism), linear
 regression on its diabetes data (an intercept and 10 features, τ free, δ = 1e-6) and a
 hierarchy of 5 group means with hyperpriors (a public group index), and the pay-once GLMs
-(`pymc_private.families.regression`, δ = 1e-6) on simulated data: a logistic regression (n = 5000,
-an
-intercept and 4 covariates uniform on [−1, 1]) and a Poisson regression (n = 3000, an intercept
-and 2 covariates, counts clipped at 10); and linear regression with varying intercepts by a
-public index (n = 1000, five groups, two covariates, σ = 0.5 known: the numpy sampler does not
-cover it, NUTS samples it; `benchmarks/varying_intercepts.py` studies its calibration).
+(`pymc_private.families.regression`, δ = 1e-6) on simulated data: a logistic regression
+(n = 5000, an intercept and 4 covariates uniform on [−1, 1]) and a Poisson regression
+(n = 3000, an intercept and 2 covariates, counts clipped at 10); and linear regression with
+varying intercepts by a public index (n = 1000, five groups, two covariates, σ = 0.5 known:
+the numpy sampler moves the intercepts with the weights; `benchmarks/varying_intercepts.py`
+studies its calibration).
 
 Measured (PyMC 6.4, PyTensor 3.3 with Numba, nutpie 0.16, Python 3.12; 2026-11-29, a 2-core
-machine shared with other jobs; 1000 draws × 4 chains, two processes; ``import pymc_private``
-1.7 s in a fresh process; "cold" includes privatize and every compile):
+machine shared with other jobs, slower that day: ``import pymc_private`` 3.06 s in a fresh
+process; 1000 draws × 4 chains, two processes; "cold" includes privatize and every compile):
 
     model               route    cold s  warm s   ESS   ESS/s cold  ESS/s warm
-    beta_bernoulli      default    1.9    0.93   4047     2156        4343
-    beta_bernoulli      nutpie     9.5    3.22   1736      184         540
-    poisson             default    1.7    0.89   3951     2316        4457
-    poisson             nutpie     8.6    3.07   1801      209         587
-    normal              default    5.2    2.19   3401      655        1556
-    normal              nutpie    26.9    4.82   2413       90         501
-    breast_cancer       default    7.1    6.37   1188      168         187
-    breast_cancer       nutpie    25.5    6.52   1364       54         209
-    wine                default   11.3    9.66    826       73          86
-    wine                nutpie    52.2   11.07   2459       47         222
-    diabetes            default    7.2    4.19   1096      152         262
-    diabetes            nutpie    39.7    7.90   3365       85         426
-    hierarchy           default    4.9    4.30   1092      222         254
-    hierarchy           nutpie    12.3    5.17   2055      167         398
-    logistic            default    5.6    2.18   3569      642        1641
-    logistic            nutpie    31.0    5.67   3678      119         649
-    poisson_regression  default    5.2    1.93   3251      619        1688
-    poisson_regression  nutpie    31.6    5.18   1714       54         331
-    varying_intercepts  default   40.7    7.88   1817       45         231  (nutpie: the fallback)
+    beta_bernoulli      default    3.3    1.55   4047     1215        2603
+    beta_bernoulli      nutpie    17.8    5.67   1736       98         306
+    poisson             default    3.2    1.86   3951     1217        2123
+    poisson             nutpie    16.1    6.36   1801      112         283
+    normal              default    9.5    3.56   3401      360         956
+    normal              nutpie    43.4    8.12   2413       56         297
+    breast_cancer       default   12.2   10.48   1102       90         105
+    breast_cancer       nutpie    38.3   10.15   1364       36         134
+    wine                default   16.7   14.98   1034       62          69
+    wine                nutpie    72.3   16.45   2459       34         150
+    diabetes            default   11.7    7.07   1096       94         155
+    diabetes            nutpie    58.6   13.66   3365       57         246
+    hierarchy           default    7.8    6.96   1092      139         157
+    hierarchy           nutpie    20.3    9.05   2055      101         227
+    logistic            default    9.5    4.31   3569      376         829
+    logistic            nutpie    48.4    8.53   3678       76         431
+    poisson_regression  default    8.4    3.32   3251      389         980
+    poisson_regression  nutpie    45.1    7.40   1714       38         232
+    varying_intercepts  default    8.9    4.65    885      100         190
+    varying_intercepts  nutpie    53.4   11.03   1817       34         165
 
-The cold fit takes 1.0 (Poisson) to 6.7 (wine) times ``import pymc_private``, 24 times for the
-varying intercepts (NUTS compiles). The default route's ESS/s is 1.3 to 11.7 times nutpie's cold
-and 0.4 to 8 times warm: once compiled, nutpie samples the naive Bayes, wine, diabetes and
-hierarchy posteriors faster than the numpy sampler. The two routes agree within 1.2 to 6.6
-MCSE, except breast cancer naive Bayes (41 MCSE), as they did on PyMC 5 with PyMC's own NUTS
-(40.4 measured there on the same release: NUTS samples the Normal approximation of the
-counts' law that `pymc_private.noise_aware.likelihood` writes, group sizes relaxed, the numpy
-sampler
-their exact laws). The
-varying-intercept fit of 300 + 300 draws × 2 chains (``--models varying_intercepts --routes
-default pymc_nuts --draws 300 --tune 300 --chains 2``) takes 39.5 s cold and 7.5 s warm with
-nutpie, 32.3 s and 2.5 s with PyMC 6's own NUTS (``step=pm.NUTS()``), and took 64.4 s and
-33.0 s with PyMC 5.28's NUTS on the same machine.
+The cold fit takes 1.1 (Beta–Bernoulli, Poisson) to 5.5 (wine) times ``import
+pymc_private``: within 2× for the independent exact draws only (issue 38's target, not met for
+the Markov chains, whose sweeps are Python-bound). The default route's ESS/s is 1.4 to 12.5
+times nutpie's cold (every model, the varying intercepts included since the numpy sampler
+covers them: 2.9×) and 0.5 to 8.5 times warm: once compiled, nutpie samples the naive Bayes,
+wine, diabetes, hierarchy and varying-intercept posteriors faster per effective draw. The two
+routes agree within 0.6 to 6.7 MCSE, except breast cancer naive Bayes (41 MCSE), as they did
+on PyMC 5 with PyMC's own NUTS (40.4 measured there on the same release: NUTS samples the
+Normal approximation of the counts' law that `pymc_private.noise_aware.likelihood` writes,
+group sizes relaxed, the numpy sampler their exact laws).
 """
 
 from __future__ import annotations
