@@ -39,6 +39,8 @@ __all__ = ["AugmentedChain"]
 # Robbins–Monro targets of the acceptance rates: one-dimensional moves, group sizes.
 _SCALAR_ACCEPTANCE = 0.44
 _SIZES_ACCEPTANCE = 0.3
+# Ridge moves of a group index's sizes per sweep (`AugmentedChain.sweep`).
+_RIDGE_MOVES = 4
 # Independence proposals of count parameters: Student-t degrees of freedom, and the inflation
 # of the tuning draws' spread.
 _T_DEGREES = 5.0
@@ -224,8 +226,11 @@ class AugmentedChain(SliceMoves):
         for name, sizes in self.plan.sizes.items():
             # The grouped cells' laws at the current θ (moves of N read their probabilities).
             laws = {node: self._law(self.plan.counts[node].term) for node in sizes.counts}
-            if name in self.ridge:  # two ridge moves (measured: 15% more effective draws/s
-                for _ in range(2):  # than one ridge and one plain move)
+            if name in self.ridge:
+                # Four ridge moves: on breast cancer naive Bayes at the defaults, 35% more
+                # effective draws of the group share than two for 22% more time, and R-hat
+                # below 1.01 in 5 seeds of 5 (two: 1.008 and 1.012).
+                for _ in range(_RIDGE_MOVES):
                     self._move_ridge(name, laws, iteration)
             else:
                 self._move_sizes(name, laws, iteration)
