@@ -43,9 +43,9 @@ import math
 
 import numpy as np
 
-from pymc_private.data.declaration import ReleasedBounds
+from pymc_private.data.declaration import ReleasedBounds, as_real_array
 from pymc_private.data.ledgers import PrivacyLedger
-from pymc_private.data.records import RecordCheck, dataset_identity, source_dataset
+from pymc_private.data.records import RecordCheck, dataset_identity, is_dask, source_dataset
 from pymc_private.dp import session
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.checks import checked_epsilon, checked_secure
@@ -128,17 +128,17 @@ def private_bounds(
         )
     source = checked_source(source)
     low, high = _checked_quantiles(quantiles)
-    array = _public_form(values)
+    array, missing = _public_form(values)
     candidates = _checked_grid(grid, array.dtype)  # before any value is read
-    _check_finite(array)
+    # The records as PrivateData would store them unclipped (missing or non-finite values
+    # refused here): their ledgers (releases made from them before, without the source) are
+    # checked with the source's, and a later declaration of them without the source is
+    # charged to the source too.
+    datasets = (source_dataset(source), *_identities(array, missing, None))
     columns = array.reshape(array.shape[0], -1)
     count = 2 * columns.shape[1]
     mechanism = ExponentialMechanism(1.0, epsilon / count, secure=secure)
     statistic = f"private_bounds({source})"
-    # The records as PrivateData would store them unclipped: their ledgers (releases made
-    # from them before, without the source) are checked with the source's, and a later
-    # declaration of them without the source is charged to the source too.
-    datasets = (source_dataset(source), *_identities(array, None))
     for file in {*session.opened_for(source), *([] if ledger is None else [ledger])}:
         _attach(file, source, datasets)
     view = PrivacyLedger._session_view(datasets)
@@ -160,7 +160,7 @@ def private_bounds(
     bounds = np.array(chosen).T.reshape((2, *array.shape[1:]))
     # The records clipped into the released bounds (the documented declaration) are the
     # source's too.
-    for records in (*datasets[1:], *_identities(array, bounds)):
+    for records in (*datasets[1:], *_identities(array, None, bounds)):
         session.declare_source(records, datasets[0])
     return ReleasedBounds(
         bounds[0],
@@ -185,9 +185,10 @@ def _attach(ledger: PrivacyLedger, source: str, datasets: tuple[str, ...]) -> No
     ledger._attach_datasets(datasets)
 
 
-def _identities(array: np.ndarray, bounds: np.ndarray | None) -> list[str]:
-    """The ledger keys of ``array``'s records as `PrivateData` would store them: unclipped
-    (``bounds`` None; each dtype it may choose), or clipped into ``bounds``."""
+def _identities(array: np.ndarray, missing, bounds: np.ndarray | None) -> list[str]:
+    """The ledger keys of ``array``'s records as `PrivateData` would store them (the same
+    check and digest): unclipped (``bounds`` None; each dtype it may choose), or clipped into
+    ``bounds``. Refuses missing or non-finite values (`DataBoundsError`)."""
     integer = array.dtype.kind in "biu"
     dtypes = (np.int32, np.int64) if integer else (np.float64,)
     shape = array.shape[1:]
@@ -195,15 +196,18 @@ def _identities(array: np.ndarray, bounds: np.ndarray | None) -> list[str]:
     for dtype in dtypes:
         if bounds is not None:
             lower, upper, mode = bounds[0], bounds[1], "clip"
-        elif integer:
-            widest = np.iinfo(dtype).max if dtype is np.int32 else 2**53
-            lower, upper, mode = np.full(shape, -widest), np.full(shape, widest), "raise"
         else:
-            widest = np.finfo(np.float64).max
+            widest = np.iinfo(dtype).max if dtype is np.int32 else 2**53
+            widest = widest if integer else np.finfo(np.float64).max
             lower, upper, mode = np.full(shape, -widest), np.full(shape, widest), "raise"
         check = RecordCheck("values", np.asarray(lower), np.asarray(upper), np.dtype(dtype), mode)
-        _, checked = check.checked(array, None)
-        if checked.missing is None and checked.outside is None:
+        _, checked = check.checked(array, missing)
+        if checked.missing is not None:
+            raise DataBoundsError(
+                "private_bounds: the values hold missing, NaN or infinite entries; remove or "
+                "impute them (with a rule that does not read the other records) first."
+            )
+        if checked.outside is None:
             found.append(dataset_identity(checked.digest, array.shape))
     return found
 
@@ -268,25 +272,20 @@ def _checked_grid(grid, dtype: np.dtype) -> np.ndarray:
     return candidates
 
 
-def _public_form(values) -> np.ndarray:
-    """The records as an array, from what is public about them (dtype and shape): refused
-    when masked entries, a non-real dtype, no record or no element per record."""
-    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
-        raise DataBoundsError("private_bounds: the values hold missing (masked) entries.")
-    array = np.asarray(np.ma.getdata(values) if np.ma.isMaskedArray(values) else values)
+def _public_form(values) -> tuple[np.ndarray, np.ndarray | None]:
+    """The records as `PrivateData` reads them (`as_real_array`: pandas, polars, pyarrow,
+    masked arrays) and their mask, from what is public about them (dtype and shape); booleans
+    as 0/1. Refused: Dask input, no element per record."""
+    if is_dask(values):
+        raise DataBoundsError(
+            "private_bounds reads in-memory records: compute the columns first (a pass over "
+            "them), or declare public bounds for the Dask data."
+        )
+    array, missing = as_real_array("private_bounds: the array", values)
     if array.dtype == bool:
         array = array.astype(np.int8)
-    if array.dtype.kind not in "iuf" or array.ndim < 1 or array.shape[0] < 1 or array.size == 0:
+    if array.size == 0:
         raise DataBoundsError(
-            "private_bounds needs real numbers with the records on axis 0 (at least one, of at "
-            f"least one element), got an array of dtype {array.dtype} and shape {array.shape}."
+            f"private_bounds: the values have no element per record (shape {array.shape})."
         )
-    return array
-
-
-def _check_finite(array: np.ndarray) -> None:
-    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-        raise DataBoundsError(
-            "private_bounds: the values hold NaN or infinite entries; remove or impute them "
-            "(with a rule that does not read the other records) first."
-        )
+    return array, missing

@@ -47,6 +47,7 @@ __all__ = [
     "PrivateData",
     "PrivateDataSpec",
     "ReleasedBounds",
+    "as_real_array",
     "check_integer_values",
     "check_private_data",
     "datasets_of",
@@ -292,7 +293,7 @@ def PrivateData(
         raise DataBoundsError(
             f"PrivateData `{name}`: out_of_bounds must be 'raise' or 'clip', got {out_of_bounds!r}."
         )
-    array, missing = _as_real_array(name, value)
+    array, missing = as_real_array(f"PrivateData `{name}`", value)
     dims = _checked_dims(name, dims, array.ndim)
     record_shape = tuple(array.shape[1:])
     integer = array.dtype.kind in "biu"
@@ -669,10 +670,11 @@ def private_record_count(model: pm.Model | None = None) -> int:
     return next(iter(specs.values())).n
 
 
-def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray | None]:
+def as_real_array(label: str, value) -> tuple[np.ndarray, np.ndarray | None]:
     """The input as an array of a real dtype (a Dask array for Dask input, never
-    computed), and which of its entries are masked (None when none can be)."""
-    value = _from_frame(name, value)
+    computed), and which of its entries are masked (None when none can be); errors name it
+    by ``label`` ("PrivateData `x`")."""
+    value = _from_frame(label, value)
     missing = None
     try:
         if is_dask(value):
@@ -683,32 +685,32 @@ def _as_real_array(name: str, value) -> tuple[np.ndarray, np.ndarray | None]:
             array = np.asarray(value)
     except (ValueError, TypeError):
         raise DataBoundsError(
-            f"PrivateData `{name}` is ragged or not array-like: pass a rectangular array of "
+            f"{label} is ragged or not array-like: pass a rectangular array of "
             "real numbers with records on axis 0."
         ) from None
     if array.dtype.kind not in "biuf":
         raise DataBoundsError(
-            f"PrivateData `{name}` has dtype {array.dtype}; pass real numbers (integer, boolean "
+            f"{label} has dtype {array.dtype}; pass real numbers (integer, boolean "
             "or float dtype), not objects, strings or complex numbers. Ragged lists also end "
             "up here: every record must have the same shape."
         )
     if array.dtype.kind == "f" and array.dtype.itemsize > 8:
         raise DataBoundsError(
-            f"PrivateData `{name}` has dtype {array.dtype}, wider than float64: it is stored as "
+            f"{label} has dtype {array.dtype}, wider than float64: it is stored as "
             "float64, which would round its values. Convert it to float64 yourself "
             "(value.astype(np.float64)) if that rounding is what you want."
         )
     if array.ndim == 0:
         raise DataBoundsError(
-            f"PrivateData `{name}` is a scalar; private data needs a record axis (axis 0), e.g. "
+            f"{label} is a scalar; private data needs a record axis (axis 0), e.g. "
             "a 1-d array of n values."
         )
     if array.shape[0] == 0:
-        raise DataBoundsError(f"PrivateData `{name}` has no records (axis 0 is empty).")
+        raise DataBoundsError(f"{label} has no records (axis 0 is empty).")
     return array, missing
 
 
-def _from_frame(name: str, value):
+def _from_frame(label: str, value):
     """pandas, polars and pyarrow inputs as numpy (missing entries masked), Dask dataframes
     as Dask arrays converted partition by partition by the same rule (a masked Dask array
     when a column can hold missing entries); anything else as it is. Only dtypes, shapes and
@@ -716,14 +718,14 @@ def _from_frame(name: str, value):
     module = type(value).__module__.split(".")[0]
     if module == "dask":
         if hasattr(value, "to_dask_array"):
-            value = _dask_records(name, value)
+            value = _dask_records(label, value)
         if any(np.isnan(length) for length in value.shape):
             value = value.compute_chunk_sizes()
         return value
     if module in ("polars", "pyarrow"):
         if not hasattr(value, "to_pandas"):
             raise DataBoundsError(
-                f"PrivateData `{name}` cannot read {with_article(type(value).__name__)}: pass a "
+                f"{label} cannot read {with_article(type(value).__name__)}: pass a "
                 "polars DataFrame or Series (collect() a LazyFrame first), or a pyarrow Table "
                 "or Array."
             )
@@ -731,10 +733,10 @@ def _from_frame(name: str, value):
         module = "pandas"
     if module != "pandas" or not hasattr(value, "isna"):
         return value
-    return _pandas_records(value, name)
+    return _pandas_records(value, label)
 
 
-def _pandas_records(value, name: str):
+def _pandas_records(value, label: str):
     """A pandas object as numpy: the common numeric dtype of its columns (nullable ones by
     their numpy dtype, categorical ones by their categories' values), missing entries
     masked. A column of another type is refused by name."""
@@ -746,7 +748,7 @@ def _pandas_records(value, name: str):
         base = getattr(dtype, "numpy_dtype", None) or getattr(categories, "dtype", dtype)
         if not (isinstance(base, np.dtype) and base.kind in "biuf"):
             raise DataBoundsError(
-                f"PrivateData `{name}`: column {column!r} has dtype {dtype}; pass real numbers "
+                f"{label}: column {column!r} has dtype {dtype}; pass real numbers "
                 "(encode labels and strings as integers first, e.g. (s == 'benign').astype(int); "
                 "categorical columns are read by their values, not their codes)."
             )
@@ -757,7 +759,7 @@ def _pandas_records(value, name: str):
     return np.ma.masked_array(values, mask) if mask.any() else values
 
 
-def _dask_records(name: str, frame):
+def _dask_records(label: str, frame):
     """A Dask DataFrame or Series as a Dask array, each partition converted by
     `_pandas_records` (so that a column type is read as pandas reads it), with the
     partitions' lengths (row counts are public)."""
@@ -765,12 +767,12 @@ def _dask_records(name: str, frame):
     import dask.array as da
 
     frame = frame.optimize()
-    meta = _pandas_records(frame._meta, name)
+    meta = _pandas_records(frame._meta, label)
     lengths = frame.map_partitions(len).compute()
     shape, convert = meta.shape[1:], dask.delayed(_pandas_records)
     parts = [
         da.from_delayed(
-            convert(part, name), shape=(int(rows), *shape), dtype=meta.dtype, meta=meta[:0]
+            convert(part, label), shape=(int(rows), *shape), dtype=meta.dtype, meta=meta[:0]
         )
         for part, rows in zip(frame.to_delayed(), lengths, strict=True)
     ]

@@ -357,7 +357,9 @@ class Journal:
             The file is missing, empty, has a damaged header, or another header than
             ``header_line``.
         """
-        path = os.path.abspath(os.fspath(path))
+        # One file is one journal whatever path reaches it (a symbolic link): its locks and
+        # every registry keyed by path see it once (locking it twice would hang).
+        path = os.path.realpath(os.fspath(path))
         if create is not None and not os.path.exists(path):
             fields = {"format": FORMAT, "version": VERSION, "file": uuid.uuid4().hex}
             fields["created"] = datetime.now(UTC).isoformat(timespec="seconds")

@@ -781,9 +781,10 @@ class PrivacyLedger:
         )
         return title, header, body
 
-    def render(self, delta: float | None = None) -> str:
+    def render(self, delta: float | None = None, risk: AttackerRisk | None = None) -> str:
         """The ledger as a text table (totals composed at ``delta`` too, when given), then
-        what it means for a membership attacker (`risk`)."""
+        what it means for a membership attacker (``risk``, `risk` at its default rates when
+        not given)."""
         if not self.releases:
             return "PrivacyLedger: no releases"
         title, header, body = self._table(delta)
@@ -792,9 +793,9 @@ class PrivacyLedger:
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in [header, *body]
         ]
-        return title + "\n" + "\n".join(lines) + "\n" + self.risk().line
+        return title + "\n" + "\n".join(lines) + "\n" + (risk or self.risk()).line
 
-    def render_html(self, delta: float | None = None) -> str:
+    def render_html(self, delta: float | None = None, risk: AttackerRisk | None = None) -> str:
         """The ledger as an HTML table, as `render`."""
         if not self.releases:
             return "<p>PrivacyLedger: no releases</p>"
@@ -807,7 +808,7 @@ class PrivacyLedger:
         return (
             f"<p>{html.escape(title)}</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-            f"<p>{html.escape(self.risk().line)}</p>"
+            f"<p>{html.escape((risk or self.risk()).line)}</p>"
         )
 
     def __repr__(self) -> str:

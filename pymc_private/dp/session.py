@@ -168,13 +168,8 @@ def note_opened(source: str, ledger: Any) -> None:
     """Note a ledger file opened in this session as the ledger of ``source`` (`opened_for`)."""
     with _LOCK:
         files = _STATE.opened.setdefault(source, [])
-        # One file reached by two paths (a symbolic link) is one file: locking it twice hangs.
-        if all(_real(ledger) != _real(other) for other in files):
+        if all(ledger.journals != other.journals for other in files):
             files.append(ledger)
-
-
-def _real(ledger: Any) -> set[str]:
-    return {os.path.realpath(path) for path in ledger.journals}
 
 
 def opened_for(source: str) -> tuple[Any, ...]:

@@ -302,7 +302,7 @@ class AugmentedSampler:
         )
         if intercepts and not terms and len(intercepts) == len(nodes) and not vector:
             # Varying intercepts alpha[g] of a regression: their entries move jointly.
-            self.variables[name] = SumsVariable(name, support, True, hyper, intercepts, True)
+            self.variables[name] = SumsVariable(name, support, True, hyper, intercepts)
             return
         if len(terms) != len(nodes):
             raise _Uncovered(f"{name} enters a likelihood through an expression")
@@ -315,7 +315,7 @@ class AugmentedSampler:
             for graph in variable.hyper.values():
                 for parent in {v.name for v in _ancestors(graph) if v.name in free}:
                     known = self.variables.get(parent)
-                    if known is None or known.vector or known.intercepts:
+                    if known is None or known.vector:
                         raise _Uncovered(f"{variable.name}'s prior depends on {parent}")
                     if known.support.lower.shape != ():
                         raise _Uncovered(f"the hyperparameter {parent} is not a scalar")

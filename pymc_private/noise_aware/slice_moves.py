@@ -63,8 +63,13 @@ class SumsVariable:
     vector: bool
     hyper: Mapping = field(default_factory=dict)
     terms: tuple = ()
-    intercepts: bool = False
     children: tuple[str, ...] = ()
+
+    @property
+    def intercepts(self) -> bool:
+        """Whether its entries move as one vector with a scalar prior each (varying
+        intercepts), not an MvNormal."""
+        return self.vector and self.support.family != "mvnormal"
 
 
 @dataclass(frozen=True)

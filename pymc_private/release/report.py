@@ -63,13 +63,14 @@ class PrivacyReport:
         return f"{self.ledger.composition(self.delta).description}. {self.risk.description}"
 
     def __str__(self) -> str:
-        return f"{self.ledger.render(self.delta)}\n{self.description}"
+        return f"{self.ledger.render(self.delta, self.risk)}\n{self.description}"
 
     def __repr__(self) -> str:
         return str(self)
 
     def _repr_html_(self) -> str:
-        return f"{self.ledger.render_html(self.delta)}<p>{html.escape(self.description)}</p>"
+        html_table = self.ledger.render_html(self.delta, self.risk)
+        return f"{html_table}<p>{html.escape(self.description)}</p>"
 
 
 def privacy_report(

@@ -35,27 +35,36 @@ def row_subset_graph(
 
 
 def reads_rows(function, point: PointType, graph: tuple, placeholders: list):
-    """``function`` if it computes one term per row for any number of rows, else False.
+    """``function`` if it computes one term per row, the same whatever the number of rows,
+    else False.
 
-    Decided on public values only: it runs on 0, 2 and 3 rows of each array's declared lower
-    bounds at the initial point, and must return that many terms without raising. A graph
-    that fixes n anywhere (a public array of n rows beside the records, a constant length)
-    fails on 2 or 3 rows, and the step reads every record and keeps the subsample's ratios,
-    as before."""
+    Decided on public values only: it runs on 0 to 3 rows of each array's declared lower
+    bounds, for a move from the initial point by a small step, and must return that many
+    terms without raising, each row's term the same at every length. A graph that fixes n
+    anywhere (a public array of n rows beside the records, a constant length) fails on fewer
+    rows, and one that reads the record count (``x_obs.shape[0]``) gives another term on
+    another length: the step then reads every record and keeps the subsample's ratios, as
+    before."""
     _, _, vars, _, _ = graph
     dtype = function.maker.inputs[0].variable.dtype
     q = np.concatenate([np.ravel(point[v.name]) for v in vars]).astype(dtype)
-    for rows in (0, 2, 3):
+    moved = (q + 1e-3 * (1.0 + np.abs(q))).astype(dtype)
+    first = None
+    for rows in (0, 1, 2, 3):
         stand_ins = [
             np.ascontiguousarray(np.broadcast_to(lower, (rows, *lower.shape)), dtype=kind)
             for lower, kind in placeholders
         ]
         try:
             with np.errstate(all="ignore"):
-                _, terms = function(q, q, *stand_ins)
+                _, terms = function(moved, q, *stand_ins)
         except Exception:
             return False
         if np.shape(terms) != (rows,):
+            return False
+        if rows and first is None:
+            first = terms[0]
+        elif rows and not np.allclose(terms, first, rtol=1e-9, atol=0.0, equal_nan=True):
             return False
     return function
 

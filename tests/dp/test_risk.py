@@ -155,6 +155,7 @@ def test_the_report_and_the_ledger_display_state_the_risk():
     report = pmp.privacy_report(ledger, false_positive_rates=(0.05,))
     assert report.risk == ledger.risk((0.05,))
     assert "μ = 0.686" in report.description and "at 5%" in report.description
+    assert report.risk.line in str(report)  # the display states the report's own rates
     assert "membership attacker" in repr(ledger) and "membership attacker" in ledger._repr_html_()
 
 

@@ -9,6 +9,7 @@ import math
 import dp_accounting
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
@@ -580,3 +581,22 @@ def test_a_graph_that_fixes_n_reads_every_record():
         assert step._compiled_subset_terms() is None
         idata = pmp.sample(5, tune=0, chains=1, cores=1, step=step, random_seed=1)
     assert idata.posterior["w"].shape == (1, 5)
+
+
+def test_a_term_that_reads_the_record_count_reads_every_record():
+    """σ = n/100 from the data's length (public): on the subsample's rows it would read the
+    subsample's size instead (σ = 0.03 for σ = 2 here, ratios ×4000). Decided on public
+    stand-ins of 1 to 3 rows, the step reads every record, with the full data's terms."""
+    values = np.random.default_rng(2).uniform(-1, 1, size=200)
+    with pm.Model() as model:
+        y_obs = pmp.PrivateData("y_obs", values, bounds=(-1, 1))
+        mu = pmp.TruncatedNormal("mu", 0, 2, lower=-3, upper=3)
+        pm.Normal("y", mu, pt.cast(y_obs.shape[0], "float64") / 100.0, observed=y_obs)
+    step = pmp.PrivateMetropolis(
+        [mu], clip=0.1, sampling_rate=0.1, noise_scale=4.0, secure=False, model=model
+    )
+    assert step._compiled_subset_terms() is None
+    _, ratios = step._log_ratio_terms(np.array([0.5]), np.zeros(1))  # on mu's interval scale
+    moved = -3.0 + 6.0 / (1.0 + np.exp(-0.5))
+    expected = (values**2 - (values - moved) ** 2) / (2 * 2.0**2)
+    np.testing.assert_allclose(ratios, expected, rtol=1e-9)
