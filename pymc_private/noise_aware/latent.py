@@ -163,7 +163,8 @@ def _windows(logpmf, centre, reach, lower, upper, bracket):
     size = np.shape(centre)[-1]
     lower = np.broadcast_to(lower, (size,))
     upper = np.broadcast_to(upper, (size,))
-    variants = _variants(logpmf, lower)
+    # V from the centres when they come per variant (every sweep's call), else from the pmf.
+    variants = np.shape(centre)[0] if np.ndim(centre) == 2 else _variants(logpmf, lower)
     centre, reach = _placed(
         np.broadcast_to(np.nan_to_num(centre), (variants, size)),
         np.broadcast_to(np.minimum(np.nan_to_num(reach, nan=10.0), 1e15), (variants, size)),
