@@ -43,13 +43,18 @@ import math
 
 import numpy as np
 
-from pymc_private.data.declaration import ReleasedBounds, as_real_array
+from pymc_private.data.declaration import (
+    ReleasedBounds,
+    as_real_array,
+    checked_unit,
+    per_person_records,
+)
 from pymc_private.data.ledgers import PrivacyLedger
 from pymc_private.data.records import RecordCheck, dataset_identity, is_dask, source_dataset
 from pymc_private.dp import session
 from pymc_private.dp.budget import Budget
 from pymc_private.dp.checks import checked_epsilon, checked_secure
-from pymc_private.dp.ledger import checked_source
+from pymc_private.dp.ledger import checked_source, per_person_dataset
 from pymc_private.dp.mechanisms import ExponentialMechanism
 from pymc_private.errors import (
     DataBoundsError,
@@ -71,6 +76,8 @@ def private_bounds(
     random_seed=None,
     budget: Budget | None = None,
     ledger: PrivacyLedger | None = None,
+    unit=None,
+    max_records: int | None = None,
 ) -> ReleasedBounds:
     """Release clipping bounds of ``values`` (records on axis 0) under ε, on the ledger of
     ``source`` (module docstring: the mechanism and its proof).
@@ -104,6 +111,12 @@ def private_bounds(
         source before anything is released, so that its budget is checked and the release
         appended to it. Every file opened with this source in the session is attached so
         anyway (a file is otherwise attached to a model, which needs these bounds).
+    unit, max_records
+        Privacy per person, as `PrivateData` takes them: each person's first k records are
+        kept, ``epsilon`` is per person (each quantile calibrated to ε/(2p·k) per record,
+        charged k times that: group privacy), and the release is charged to the source's
+        per-person ledger, which the same records declared with the same ``unit`` and
+        ``max_records`` share.
 
     Returns
     -------
@@ -128,20 +141,28 @@ def private_bounds(
         )
     source = checked_source(source)
     low, high = _checked_quantiles(quantiles)
+    k = checked_unit("private_bounds", unit, max_records)
     array, missing = _public_form(values)
     candidates = _checked_grid(grid, array.dtype)  # before any value is read
+    if k is not None:
+        array, missing, _ = per_person_records("private_bounds", array, missing, unit, k)
     # The records as PrivateData would store them unclipped (missing or non-finite values
     # refused here): their ledgers (releases made from them before, without the source) are
     # checked with the source's, and a later declaration of them without the source is
     # charged to the source too.
     datasets = (source_dataset(source), *_identities(array, missing, None))
+    charged = datasets if k is None else tuple(per_person_dataset(d, k) for d in datasets)
     columns = array.reshape(array.shape[0], -1)
     count = 2 * columns.shape[1]
-    mechanism = ExponentialMechanism(1.0, epsilon / count, secure=secure)
     statistic = f"private_bounds({source})"
     for file in {*session.opened_for(source), *([] if ledger is None else [ledger])}:
-        _attach(file, source, datasets)
-    view = PrivacyLedger._session_view(datasets)
+        _attach(file, source, charged + datasets)
+    view = PrivacyLedger._session_view(charged + datasets)
+    share = view.per_record_epsilon(
+        epsilon,
+        lambda e: [ExponentialMechanism(1.0, e / count).release(statistic)] * count,
+    )
+    mechanism = ExponentialMechanism(1.0, share / count, secure=secure)
     planned = [mechanism.release(statistic) for _ in range(count)]
     rng = None if secure else np.random.default_rng(random_seed)
     with session.releasing():
@@ -166,7 +187,7 @@ def private_bounds(
         bounds[0],
         bounds[1],
         source=source,
-        epsilon=math.fsum(release.epsilon for release in releases),
+        epsilon=math.fsum(release.epsilon for release in view.charged(releases)),
         quantiles=(low, high),
     )
 

@@ -26,6 +26,7 @@ import pymc as pm
 import pytensor
 from pytensor.tensor.variable import TensorVariable
 
+from pymc_private.data.persons import checked_max_records, first_records, person_codes
 from pymc_private.data.records import (
     RecordCheck,
     Source,
@@ -34,13 +35,24 @@ from pymc_private.data.records import (
     first_problem,
     is_dask,
     placeholder,
+    rows_identity,
     rows_per_chunk,
     source_dataset,
     statistics_pass,
+    unit_identity,
 )
 from pymc_private.dp import session
-from pymc_private.dp.ledger import checked_source
-from pymc_private.errors import DataBoundsError, UnsupportedModelError, with_article
+from pymc_private.dp.ledger import (
+    checked_source,
+    dataset_records_per_person,
+    per_person_dataset,
+)
+from pymc_private.errors import (
+    DataBoundsError,
+    InvalidPrivacyParameterError,
+    UnsupportedModelError,
+    with_article,
+)
 
 __all__ = [
     "RELEASED_TAG",
@@ -100,6 +112,18 @@ class PrivateDataSpec:
         give the same id, in any order or container.
     source
         The data source declared with ``PrivateData(..., source=...)``, or None.
+    max_records
+        k when the records are declared per person (``PrivateData(..., unit=...,
+        max_records=k)``: at most k records per person, `pymc_private.data.persons`), else
+        None.
+    unit
+        For per-person data, the keyed hash of which records belong to one person
+        (`pymc_private.data.records.unit_identity`), the same for every `PrivateData` of the
+        model; else None.
+    rows
+        For per-person data, the keyed hash of the stored records row by row
+        (`pymc_private.data.records.rows_identity`): the person of each row was read at the
+        declaration, so the rows may not change, nor their order; else None.
     """
 
     name: str
@@ -113,6 +137,9 @@ class PrivateDataSpec:
     dataset: str = ""
     records: str = ""
     source: str | None = None
+    max_records: int | None = None
+    unit: str | None = None
+    rows: str | None = None
 
     def element_bounds(self) -> list[tuple[float, float, int]]:
         """The distinct (lower, upper) element domains of one record with their multiplicity."""
@@ -151,9 +178,21 @@ def datasets_of(model: pm.Model | None = None) -> tuple[str, ...]:
             # Sources the same records were declared with, or released from (pmp.private_bounds),
             # in this session: charged too.
             ids = [spec.dataset, spec.records, *sorted(session.sources(spec.records))]
+            if spec.max_records is not None:
+                # Per person: the ledgers of the same data sets per person, charged per person,
+                # and their ledgers per record, charged the same (larger) figure.
+                ids = [per_person_dataset(i, spec.max_records) for i in ids] + ids
         else:
             ids = list(getattr(released, "datasets", ()))
         found.extend(i for i in ids if i not in found)
+    per_record = [spec.name for spec in private_data(model).values() if spec.max_records is None]
+    if per_record and any(dataset_records_per_person(i) is not None for i in found):
+        raise UnsupportedModelError(
+            f"This model reads statistics released per person and PrivateData `{per_record[0]}` "
+            "declared per record: a release from both could not be charged per person (nothing "
+            "bounds the records a person has in it). Declare it with the same unit= and "
+            "max_records= as the data the statistics were released from."
+        )
     return tuple(found)
 
 
@@ -200,6 +239,8 @@ def PrivateData(
     dims: Sequence[str] | str | None = None,
     out_of_bounds: str = "raise",
     source: str | None = None,
+    unit=None,
+    max_records: int | None = None,
 ) -> TensorVariable:
     """Register private data with declared public bounds in the current model.
 
@@ -284,9 +325,11 @@ def PrivateData(
         ``out_of_bounds="raise"``); or a record count that differs from the other
         `PrivateData` of the model.
     InvalidPrivacyParameterError
-        ``source`` not None nor a non-empty string (see `checked_source`).
+        ``source`` not None nor a non-empty string (see `checked_source`); ``max_records``
+        not a positive integer, or only one of ``unit`` and ``max_records`` given.
     """
     source = checked_source(source)
+    k = checked_unit(f"PrivateData `{name}`", unit, max_records)
     if isinstance(bounds, ReleasedBounds):
         _check_released_bounds(name, bounds, source, out_of_bounds)
     if out_of_bounds not in _OUT_OF_BOUNDS:
@@ -299,8 +342,19 @@ def PrivateData(
     integer = array.dtype.kind in "biu"
     lower, upper = _check_bounds(name, bounds, record_shape, integer)
     model = pm.modelcontext(None)
+    person = None
+    if k is not None:
+        array, missing, person = per_person_records(
+            f"PrivateData `{name}`", array, missing, unit, k
+        )
     n = array.shape[0]
     for other in private_data(model).values():
+        if (other.unit, other.max_records) != (person, k):
+            raise DataBoundsError(
+                f"PrivateData `{name}` and `{other.name}` are declared with different persons: "
+                "every PrivateData of a model takes the same unit= and max_records= (or "
+                "neither), so that one record is one row of each."
+            )
         if other.n != n:
             raise DataBoundsError(
                 f"PrivateData `{name}` has {n} records (axis 0) but `{other.name}` has "
@@ -338,11 +392,40 @@ def PrivateData(
         dataset=source_dataset(source) if source else records,
         records=records,
         source=source,
+        max_records=k,
+        unit=person,
+        rows=None if k is None else rows_identity(stored),
     )
     if source:
         session.declare_source(records, spec.dataset)
     setattr(variable.tag, _SPEC_TAG, spec)
     return variable
+
+
+def checked_unit(label: str, unit, max_records) -> int | None:
+    """k of a per-person declaration (``unit=``, ``max_records=``), None without one; both or
+    neither must be given."""
+    if (unit is None) != (max_records is None):
+        raise InvalidPrivacyParameterError(
+            f"{label}: privacy per person needs both unit= (the person of each record) and "
+            "max_records= (the records one person contributes at most), e.g. "
+            "unit=patient_ids, max_records=12."
+        )
+    return None if max_records is None else checked_max_records(max_records)
+
+
+def per_person_records(label: str, array, missing, unit, k: int):
+    """The records kept per person (each person's first k), their mask of missing entries,
+    and the identity of the persons (`pymc_private.data.persons`)."""
+    if is_dask(array):
+        raise DataBoundsError(
+            f"{label}: privacy per person (unit=) needs in-memory data; compute the Dask "
+            "collection first, or declare it per record."
+        )
+    codes = person_codes(label, unit, array.shape[0])
+    keep = first_records(codes, k)
+    kept_missing = None if missing is None else missing[keep]
+    return array[keep], kept_missing, unit_identity(codes[keep], k)
 
 
 def _check_released_bounds(name: str, bounds, source: str | None, out_of_bounds: str) -> None:
@@ -439,6 +522,13 @@ def check_private_data(model: pm.Model | None = None) -> None:
             variable.set_value(stored)
         _mark_checked(variable)
         records = dataset_identity(found.digest, array.shape)
+        if spec.rows is not None and rows_identity(stored) != spec.rows:
+            raise DataBoundsError(
+                f"PrivateData `{spec.name}` was declared per person (unit=, max_records=) and "
+                "its rows were replaced or reordered (pm.set_data?): which person each row "
+                "belongs to is known for the rows declared only. Declare the new data with "
+                "pmp.PrivateData(..., unit=..., max_records=...)."
+            )
         if records != spec.records:
             # New values (pm.set_data): other records, charged in their own ledger unless a
             # source was declared (the same people: the same ledger).
@@ -564,6 +654,8 @@ def _check_identity(declared: dict[str, PrivateDataSpec], sources, findings) -> 
     for name, found in findings.items():
         spec = declared[name]
         moved = found.clipped and sources[name].placeholder is None
+        if spec.rows is not None:  # per person: the same rows, in the same order
+            moved = moved or rows_identity(sources[name].values) != spec.rows
         if moved or dataset_identity(found.digest, (spec.n, *spec.record_shape)) != spec.records:
             raise DataBoundsError(
                 f"PrivateData `{name}` no longer holds the records it was checked with (a "
@@ -651,6 +743,13 @@ def private_data_domain(model: pm.Model | None, name: str) -> PrivateDataSpec:
             f"pmp.PrivateData({name!r}, value, bounds=(lower, upper))."
         )
     return specs[name]
+
+
+def records_per_person(model: pm.Model | None = None) -> int | None:
+    """k when the model's `PrivateData` are declared per person (``max_records=k``), else
+    None: every release from them is charged per person."""
+    bounds = [spec.max_records for spec in private_data(model).values()]
+    return max((k for k in bounds if k is not None), default=None)
 
 
 def private_record_count(model: pm.Model | None = None) -> int:

@@ -323,6 +323,30 @@ def dataset_identity(digest: np.ndarray, shape: tuple[int, ...]) -> str:
     return key.hexdigest()
 
 
+def unit_identity(codes: np.ndarray, k: int) -> str:
+    """A keyed hash of which records belong to one person (``codes``, `pymc_private.data.
+    persons.person_codes` of the kept records), and of k: the same for every `PrivateData` of
+    a model declared with the same identifiers (codes relabelled by first
+    appearance, so the labels themselves do not count)."""
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    relabelled = np.argsort(np.argsort(first))[inverse.reshape(-1)]
+    key = hashlib.blake2b(key=_DATASET_KEY, digest_size=16)
+    key.update(f"{int(k)}".encode())
+    key.update(np.ascontiguousarray(relabelled, dtype=np.int64).tobytes())
+    return key.hexdigest()
+
+
+def rows_identity(values: np.ndarray) -> str:
+    """A keyed hash of ``values`` row by row, in order (its dtype, shape and bytes): unlike
+    `dataset_identity`, the same records in another order differ. Per-person data is tied to
+    its rows (the person of each row), so it is checked row by row."""
+    array = np.ascontiguousarray(values)
+    key = hashlib.blake2b(key=_DATASET_KEY, digest_size=16)
+    key.update(f"{array.dtype.str}{array.shape}".encode())
+    key.update(memoryview(array).cast("B"))
+    return key.hexdigest()
+
+
 def source_dataset(source: str) -> str:
     """The ledger key of every data set declared with ``source`` (``pmp.PrivateData(...,
     source=...)``), whatever records it holds: the same in every process."""

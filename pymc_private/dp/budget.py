@@ -35,10 +35,13 @@ __all__ = ["Budget", "Spending", "checked_budget"]
 
 
 class Spending(Protocol):
-    """What a budget reads of a ledger: the releases recorded so far, counted by event (a
-    `pymc_private.dp.ledger.PrivacyLedger` is one)."""
+    """What a budget reads of a ledger: the releases recorded so far, counted by event, and
+    how the ledger charges planned releases (per person, where its data sets bound each
+    person's records) (a `pymc_private.dp.ledger.PrivacyLedger` is one)."""
 
     def spent(self) -> Mapping[PrivacyEvent, int]: ...
+
+    def charged(self, releases: Iterable[Release]) -> tuple[Release, ...]: ...
 
 
 def _counts(ledger: Spending, planned: Iterable[Release] = ()) -> dict[PrivacyEvent, int]:
@@ -124,7 +127,7 @@ class Budget:
             When the composition at the budget's δ exceeds the budget, with the planned spend,
             what is already spent and what to change.
         """
-        items = validated_releases(planned, "planned")
+        items = ledger.charged(validated_releases(planned, "planned"))
         spending = _counts(ledger)
         groups = groups_of(_counts(ledger, items))
         floor = unavoidable_delta(groups)
@@ -223,8 +226,9 @@ class Budget:
                 f"per_count must be a positive integer (e.g. the number of chains), got "
                 f"{per_count!r}."
             )
-        eps = float(epsilon_per_release)
-        event = PureEvent(eps)
+        (charged,) = ledger.charged([Release("planned", PureEvent(float(epsilon_per_release)))])
+        event = charged.event
+        eps = event.epsilon
         base = _counts(ledger)
         if unavoidable_delta(groups_of(base)) > self.delta or (
             self.delta == 0 and has_rdp_only(groups_of(base))

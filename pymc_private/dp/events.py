@@ -29,7 +29,7 @@ event has no finite ε at δ = 0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 from typing import ClassVar
@@ -41,7 +41,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.special import expit
 
 from pymc_private.dp.measurements import ceil_float
-from pymc_private.errors import InvalidPrivacyParameterError
+from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 
 __all__ = [
     "JOURNAL_EVENTS",
@@ -144,6 +144,20 @@ class PrivacyEvent:
         """The event's journal fields beyond ε and δ (`Release.to_dict`)."""
         return {}
 
+    def for_group(self, k: int) -> PrivacyEvent:
+        """What the same release costs between data sets that differ in up to ``k`` records
+        (one person's, when each person contributes at most k): group privacy, proved by each
+        event type for its own guarantee, rounded up. ``k = 1`` is the event itself.
+
+        Raises
+        ------
+        UnsupportedModelError
+            For an event type with no group form proved here.
+        """
+        raise UnsupportedModelError(
+            f"A {type(self).__name__} has no per-person (group) cost in this package."
+        )
+
 
 def _checked_epsilon(epsilon) -> float:
     if isinstance(epsilon, bool) or not (
@@ -193,6 +207,50 @@ class PureEvent(PrivacyEvent):
     def epsilon_at(self, delta: float) -> float:
         """ε at every δ ≥ the event's own, +∞ below it."""
         return self.epsilon if delta >= self.delta else math.inf
+
+    def for_group(self, k: int) -> PureEvent:
+        """(k·ε, k·e^((k−1)ε)·δ): an (ε, δ)-DP mechanism is (kε, k·e^((k−1)ε)·δ)-DP between
+        data sets that differ in k records (Dwork & Roth 2014, Theorem 2.2 for δ = 0, exact
+        for the Laplace mechanism on a sum; Vadhan 2017, "The complexity of differential
+        privacy", Lemma 2.2 for δ > 0), by the triangle inequality along the chain of k
+        single replacements. Both rounded up.
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            When the group δ reaches 1 (no guarantee left).
+        """
+        if _checked_group(k) == 1:
+            return self
+        epsilon = ceil_float(Fraction(self.epsilon) * k)
+        delta = 0.0
+        if self.delta > 0:
+            delta = math.nextafter(k * math.exp((k - 1) * self.epsilon) * self.delta, math.inf)
+            if not delta < 1:
+                raise InvalidPrivacyParameterError(
+                    f"A release of (epsilon, delta) = ({self.epsilon!r}, {self.delta!r}) has no "
+                    f"guarantee for {k} records of one person (group delta "
+                    f"k·e^((k−1)ε)·δ >= 1): use a smaller max_records or a release with "
+                    "delta = 0."
+                )
+        return PureEvent(epsilon, delta)
+
+
+def _checked_group(k) -> int:
+    """A group size: a positive integer (the records one person contributes at most)."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise InvalidPrivacyParameterError(
+            f"A group size (max_records) must be a positive integer, got {k!r}."
+        )
+    return int(k)
+
+
+def _group_zcdp(event: ZcdpEvent | UnitShiftGaussianEvent, k: int) -> PrivacyEvent:
+    """The k²ρ-zCDP event of a ρ-zCDP release for groups of k records, at the same δ (the
+    event itself for k = 1)."""
+    if _checked_group(k) == 1:
+        return event
+    return ZcdpEvent(ceil_float(Fraction(event.rho) * k * k), event.delta)
 
 
 def _checked_rho(rho) -> float:
@@ -247,6 +305,12 @@ class ZcdpEvent(PrivacyEvent):
     def epsilon_at(self, delta: float) -> float:
         """`zcdp_epsilon` (ρ, δ)."""
         return zcdp_epsilon(self.rho, delta)
+
+    def for_group(self, k: int) -> PrivacyEvent:
+        """k²ρ-zCDP between data sets that differ in k records (Bun & Steinke 2016,
+        Proposition 1.9; exact for the Gaussian mechanism on a sum, whose L2 sensitivity grows
+        k-fold), rounded up, stating its ε at the same δ."""
+        return _group_zcdp(self, k)
 
     def fields(self) -> dict:
         return {"rho": self.rho}
@@ -317,6 +381,14 @@ class UnitShiftGaussianEvent(PrivacyEvent):
         return min(
             unit_shift_epsilon(self.sigma, self.shifts, delta), zcdp_epsilon(self.rho, delta)
         )
+
+    def for_group(self, k: int) -> PrivacyEvent:
+        """k²ρ-zCDP (a `ZcdpEvent`) between data sets that differ in k records: the noise is
+        ρ-zCDP (class docstring), and zCDP's group privacy (Bun & Steinke 2016, Proposition
+        1.9) gives k²ρ; k records move at most kK cells by at most k in all, an L2 distance
+        ≤ k√K, the same figure. The exact unit-shift profile does not carry over (a cell may
+        move by more than 1)."""
+        return _group_zcdp(self, k)
 
     def fields(self) -> dict:
         return {"rho": self.rho, "sigma": self.sigma, "shifts": self.shifts}
@@ -395,6 +467,24 @@ class SubsampledGaussianEvent(PrivacyEvent):
     def fields(self) -> dict:
         return {"sampling_rate": self.sampling_rate, "noise_multiplier": self.noise_multiplier}
 
+    def for_group(self, k: int) -> PrivacyEvent:
+        """No group form: amplification by subsampling is per record (each record is sampled
+        on its own, not each person), and no group bound of the replace-one curve is proved
+        here.
+
+        Raises
+        ------
+        UnsupportedModelError
+            For k > 1, always.
+        """
+        if _checked_group(k) == 1:
+            return self
+        raise UnsupportedModelError(
+            "A subsampled per-draw step (PrivateMetropolis(sampling_rate=...)) samples records, "
+            "not persons, and has no per-person cost in this package: run it without "
+            "sampling_rate, or with max_records=1 (one record per person)."
+        )
+
 
 @dataclass(frozen=True)
 class Release:
@@ -427,6 +517,10 @@ class Release:
         composed run of ``count`` draws).
     note
         Free text for the report (public words only).
+    records_per_person
+        None for a release whose event is its cost per record. k when the event is its cost
+        per person, each person contributing at most k records to the data it read
+        (`per_person`: the event is the per-record one's `PrivacyEvent.for_group` (k)).
     """
 
     mechanism: str
@@ -438,6 +532,7 @@ class Release:
     chain: int | None = None
     draw: int | None = None
     note: str = ""
+    records_per_person: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.event, PrivacyEvent):
@@ -451,6 +546,25 @@ class Release:
             )
         if not isinstance(self.secure, bool):
             raise TypeError(f"Release secure must be True or False, got {self.secure!r}.")
+        if self.records_per_person is not None:
+            object.__setattr__(self, "records_per_person", _checked_group(self.records_per_person))
+
+    def per_person(self, k: int | None) -> Release:
+        """This release charged per person, each contributing at most ``k`` records to the
+        data it read: its event's `PrivacyEvent.for_group` (k), marked with k. A release
+        already charged per person, or ``k`` None, is returned as it is.
+
+        Raises
+        ------
+        UnsupportedModelError
+            An event with no group form (a subsampled step) and k > 1.
+        InvalidPrivacyParameterError
+            k not a positive integer, or a group δ of 1 or more.
+        """
+        if k is None or self.records_per_person is not None:
+            return self
+        k = _checked_group(k)
+        return replace(self, event=self.event.for_group(k), records_per_person=k)
 
     @property
     def epsilon(self) -> float:
@@ -471,7 +585,8 @@ class Release:
         """A JSON-serialisable dict; `Release.from_dict` inverts it exactly. Its keys are
         those of earlier versions' journals (``rho`` None for events without it), followed by
         the event's own fields beyond ρ (``sampling_rate`` and ``noise_multiplier`` of a
-        subsampled step, ``sigma`` and ``shifts`` of a unit-shift release), so that a release
+        subsampled step, ``sigma`` and ``shifts`` of a unit-shift release), then
+        ``records_per_person`` when it is set, so that a release
         of a pure or zCDP event reads and writes as in those journals."""
         fields = self.event.fields()
         return {
@@ -487,6 +602,11 @@ class Release:
             "note": self.note,
             "rho": fields.pop("rho", None),
             **fields,
+            **(
+                {}
+                if self.records_per_person is None
+                else {"records_per_person": self.records_per_person}
+            ),
         }
 
     @classmethod

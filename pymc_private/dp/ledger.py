@@ -14,10 +14,11 @@ import fcntl
 import html
 import json
 import logging
+import math
 import os
 import uuid
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -33,6 +34,7 @@ from pymc_private.dp.composition import (
     Groups,
     add_releases,
     compose,
+    counts_of,
     gaussian_mu,
     groups_of,
     has_rdp_only,
@@ -42,7 +44,7 @@ from pymc_private.dp.composition import (
     unavoidable_delta,
     validated_releases,
 )
-from pymc_private.dp.events import PrivacyEvent, Release
+from pymc_private.dp.events import PrivacyEvent, PureEvent, Release
 from pymc_private.dp.journal import LEGACY_FORMAT, SESSION_KIND, Journal, locked, replace
 from pymc_private.dp.risk import (
     FALSE_POSITIVE_RATES,
@@ -58,7 +60,13 @@ from pymc_private.errors import (
     UnsupportedModelError,
 )
 
-__all__ = ["PrivacyLedger", "checked_source"]
+__all__ = [
+    "PrivacyLedger",
+    "checked_source",
+    "dataset_records_per_person",
+    "per_person_dataset",
+    "per_record_epsilon",
+]
 
 _LEDGER_FORMAT = "pymc_private.PrivacyLedger"
 _LEDGER_VERSION = 1
@@ -183,8 +191,37 @@ class PrivacyLedger:
         self._seen: set[str] = set()
         # The data sets of a session's ledger view (`dataset_ledger`), for its coverage check.
         self._datasets: tuple[str, ...] = ()
+        # The records one person contributes at most to the data sets of a session's view
+        # when they were declared per person (`charged`), else None.
+        self._unit: int | None = None
         self._warned = False
         self._sync()
+
+    @property
+    def records_per_person(self) -> int | None:
+        """k when this ledger charges its releases per person (its data sets were declared
+        with ``PrivateData(..., unit=..., max_records=k)``), else None (per record)."""
+        return self._unit
+
+    def charged(self, releases: Iterable[Release]) -> tuple[Release, ...]:
+        """The releases as this ledger charges them: per person (`Release.per_person`, group
+        privacy for k records) when its data sets bound the records per person, else as
+        they are. Every recording and budget check reads them so.
+
+        Raises
+        ------
+        UnsupportedModelError
+            A release with no per-person cost (a subsampled step) on per-person data.
+        """
+        return tuple(release.per_person(self._unit) for release in releases)
+
+    def per_record_epsilon(
+        self, epsilon: float, releases_at: Callable[[float], list[Release]], delta: float = 0.0
+    ) -> float:
+        """The ε at which a route calibrates its noise per record so that what this ledger
+        charges for it (`charged`) composes to at most ``epsilon`` at ``delta``
+        (`per_record_epsilon` at this ledger's k)."""
+        return per_record_epsilon(epsilon, self._unit, releases_at, delta)
 
     @property
     def journals(self) -> tuple[str, ...]:
@@ -491,7 +528,8 @@ class PrivacyLedger:
         `pymc_private.data.declaration` gives them): the union of their journals in the session
         directory
         and of the ledger files attached to them, one per set of data sets in the session. A
-        release recorded in it is recorded for each of them."""
+        release recorded in it is recorded for each of them, charged per person (`charged`)
+        for the largest k among the ids of per-person data sets (`per_person_dataset`)."""
         key = tuple(sorted(set(datasets)))
         with session.releasing():
             views = session.views()
@@ -505,6 +543,9 @@ class PrivacyLedger:
                 ledger = views[key] = cls.__new__(cls)
                 ledger._start(books)
                 ledger._datasets = key
+                ledger._unit = max(
+                    (k for k in map(dataset_records_per_person, key) if k is not None), default=None
+                )
         return ledger
 
     def _sync(self) -> None:
@@ -519,11 +560,12 @@ class PrivacyLedger:
 
     def __getstate__(self) -> dict[str, Any]:
         if self._books:
-            return {"journals": self.journals}
+            return {"journals": self.journals, "unit": self._unit}
         return {"releases": list(self._releases)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.get("releases", ()), journals=state.get("journals", ()))
+        self._unit = state.get("unit")
 
     def record(self, release: Release, *, budget: Budget | None = None) -> None:
         """Append one release (see `record_all`)."""
@@ -550,7 +592,7 @@ class PrivacyLedger:
         LedgerIntegrityError
             A journal fails its checks.
         """
-        items = validated_releases(releases, "releases")
+        items = self.charged(validated_releases(releases, "releases"))
         if not items:
             return
         with session.releasing():
@@ -654,7 +696,7 @@ class PrivacyLedger:
         rates = checked_false_positive_rates(false_positive_rates)
         groups = self._groups()
         if not groups:  # nothing released: no attacker beats guessing
-            return AttackerRisk(0.0, rates, rates)
+            return AttackerRisk(0.0, rates, rates, self.protects)
         floor = max(unavoidable_delta(groups), 1e-12)
         deltas = np.geomspace(floor, max(floor, 0.5), 25)
         profile = [(compose(groups, float(delta)).epsilon, float(delta)) for delta in deltas]
@@ -662,11 +704,11 @@ class PrivacyLedger:
             profile.append((compose(groups, 0.0).epsilon, 0.0))
         mu = gaussian_mu(groups)
         bounds = tuple(true_positive_bound(profile, mu, rate) for rate in rates)
-        return AttackerRisk(mu, rates, bounds)
+        return AttackerRisk(mu, rates, bounds, self.protects)
 
     def would_compose(self, planned: Iterable[Release], delta: float = 0.0) -> Composition:
         """What `composition` would report if ``planned`` were recorded; records nothing."""
-        items = validated_releases(planned, "planned")
+        items = self.charged(validated_releases(planned, "planned"))
         return compose(self._groups(items), checked_delta(delta))
 
     def to_dict(self) -> dict[str, Any]:
@@ -777,9 +819,27 @@ class PrivacyLedger:
         count = sum(release.count for release in self._releases)
         title = (
             f"PrivacyLedger: {count} release{'s' if count != 1 else ''} in {kinds} "
-            f"row{'s' if kinds != 1 else ''}"
+            f"row{'s' if kinds != 1 else ''}; ε protects {self.protects}"
         )
         return title, header, body
+
+    @property
+    def protects(self) -> str:
+        """Whom the composed ε protects, in words: "one person (at most k records each)"
+        when every release is charged per person (`Release.per_person`; k the largest bound
+        among them), else "one record" (a release charged per record says nothing of a
+        person with several records)."""
+        bounds = [release.records_per_person for release in self.releases]
+        if bounds and all(k is not None for k in bounds):
+            k = max(bounds)
+            return f"one person (at most {k} record{'s' if k != 1 else ''} each)"
+        per_person = sum(k is not None for k in bounds)
+        if per_person:
+            return (
+                f"one record ({per_person} of {len(bounds)} entries are charged per person, "
+                "the others per record)"
+            )
+        return "one record"
 
     def render(self, delta: float | None = None, risk: AttackerRisk | None = None) -> str:
         """The ledger as a text table (totals composed at ``delta`` too, when given), then
@@ -830,6 +890,65 @@ def _legacy(line: bytes) -> dict | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def per_record_epsilon(
+    epsilon: float,
+    k: int | None,
+    releases_at: Callable[[float], list[Release]],
+    delta: float = 0.0,
+) -> float:
+    """The ε at which a route calibrates its noise per record so that its releases charged
+    per person (k records each, `Release.per_person`) compose to at most ``epsilon`` at
+    ``delta``: ``epsilon`` itself per record (k None or 1); else the largest ε' ≤ ε whose
+    planned releases ``releases_at(ε')`` (public: a plan, no data) so charged compose to at
+    most ε. For pure releases that is ε/k rounded down (k·(ε/k) rounded up is then at most
+    ε); otherwise bisection to a relative 1e-9.
+
+    Raises
+    ------
+    UnsupportedModelError
+        A release with no per-person cost, or no ε' > 0 fits.
+    """
+    if k is None or k == 1:
+        return epsilon
+
+    def fits(share: float) -> bool:
+        charged = [release.per_person(k) for release in releases_at(share)]
+        return compose(groups_of(counts_of(charged)), delta).epsilon <= epsilon
+
+    guess = float(Fraction(epsilon) / k)
+    if Fraction(guess) * k > Fraction(epsilon):
+        guess = math.nextafter(guess, 0.0)
+    pure = all(isinstance(r.event, PureEvent) and r.delta == 0 for r in releases_at(guess))
+    if pure and fits(guess):
+        return guess
+    low, high = 0.0, epsilon
+    while high - low > 1e-9 * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    if low <= 0:
+        raise UnsupportedModelError(
+            f"No per-record epsilon fits epsilon={epsilon!r} per person at {k} records "
+            "each: raise epsilon or lower max_records."
+        )
+    return low
+
+
+_PER_PERSON = "~per-person-"
+
+
+def per_person_dataset(dataset: str, k: int) -> str:
+    """The id of data set ``dataset`` declared per person, each with at most ``k`` records
+    (``PrivateData(..., unit=..., max_records=k)``): a ledger over it charges every release
+    per person (`PrivacyLedger.charged`), in every process, whatever else reads the id."""
+    return f"{dataset}{_PER_PERSON}{int(k)}"
+
+
+def dataset_records_per_person(dataset: str) -> int | None:
+    """The k of a `per_person_dataset` id, None for any other id."""
+    _, found, k = dataset.rpartition(_PER_PERSON)
+    return int(k) if found and k.isdigit() else None
 
 
 def checked_source(source) -> str | None:

@@ -132,11 +132,14 @@ class AttackerRisk(NamedTuple):
         The attacker's false-positive rates α considered.
     true_positive_rates
         At each α, the largest true-positive rate any attacker can reach.
+    protects
+        Whom the attacker targets, the ledger's `PrivacyLedger.protects`.
     """
 
     mu: float | None
     false_positive_rates: tuple[float, ...]
     true_positive_rates: tuple[float, ...]
+    protects: str = "one record"
 
     @property
     def description(self) -> str:
@@ -152,10 +155,17 @@ class AttackerRisk(NamedTuple):
             else ""
         )
         return (
-            f"{gdp}An attacker who tries to tell whether the record of one person is in the "
-            f"data reaches at most these true-positive rates at these false-positive rates: "
+            f"{gdp}An attacker who tries to tell whether the data holds {self._target} "
+            f"reaches at most these true-positive rates at these false-positive rates: "
             f"{pairs}."
         )
+
+    @property
+    def _target(self) -> str:
+        """Whose presence the attacker tests, in words."""
+        if self.protects.startswith("one person"):
+            return "one person's records" + self.protects.removeprefix("one person")
+        return "one record"
 
     @property
     def line(self) -> str:

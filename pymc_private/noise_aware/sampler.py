@@ -306,7 +306,16 @@ class AugmentedSampler:
             return
         if len(terms) != len(nodes):
             raise _Uncovered(f"{name} enters a likelihood through an expression")
-        self.variables[name] = SumsVariable(name, support, vector, hyper, terms)
+        weights = any(
+            p.covariates is not None
+            for node in nodes
+            for p in self.analysis.term(node).parameters.values()
+            if p.free_variable == name
+        )
+        # Regression weights with a scalar prior per entry (TruncatedNormal(shape=p)): the
+        # likelihood does not factor over the entries, so they move as one vector, each entry
+        # on its line, as varying intercepts do.
+        self.variables[name] = SumsVariable(name, support, vector or weights, hyper, terms)
 
     def _link_hyperparameters(self) -> None:
         free = {rv.name for rv in self.model.free_RVs}

@@ -216,9 +216,16 @@ def privatize(
     rng = np.random.default_rng(random_seed)
     analysis = analyze(model)
     analysis.epsilon_per_draw("privatize")
-    plan = chosen_plan(
-        analysis, epsilon, delta=delta, mechanism=mechanism, release=release, secure=secure
-    )
+    ledger = ledger_for(model)
+
+    def plan_at(share: float):
+        return chosen_plan(
+            analysis, share, delta=delta, mechanism=mechanism, release=release, secure=secure
+        )
+
+    # Per person (data declared with max_records=k): the noise is calibrated per record so
+    # that the releases charged per person compose to ε at δ.
+    plan = plan_at(ledger.per_record_epsilon(epsilon, lambda e: plan_at(e).releases(), delta))
     datasets = datasets_of(model)
     placeholders = {
         spec.name: spec.natural(np.zeros(spec.shape, dtype=np.int64))
@@ -226,7 +233,6 @@ def privatize(
     }
     dry_run = ReleasedStatistics(placeholders, [], placeholders, {})
     _model_on_statistics(model, analysis, _released(analysis, dry_run, 0.0, datasets, noise_aware))
-    ledger = ledger_for(model)
     planned = plan.releases()
     with releasing():  # one lock across check → release → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):

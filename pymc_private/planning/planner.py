@@ -42,7 +42,9 @@ from scipy.linalg import block_diag
 from scipy.optimize import brentq
 
 from pymc_private.analysis.core import PrivacyAnalysis, declared_analysis
+from pymc_private.data.declaration import records_per_person
 from pymc_private.dp.checks import checked_delta, checked_epsilon
+from pymc_private.dp.ledger import per_record_epsilon
 from pymc_private.dp.noise import NoiseLaw
 from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
 from pymc_private.families.kinds import COUNTS, GRAM
@@ -203,6 +205,7 @@ class _Planner:
     ) -> None:
         self.analysis = analysis
         self.mechanism = mechanism
+        self.records_per_person = records_per_person(model)
         # The noise laws at each (ε, δ) asked (a Gaussian's privacy profile takes seconds).
         self.laws: dict[tuple[float, float], tuple[str, dict[str, NoiseLaw]]] = {}
         # The predicted sds at each (ε, δ) asked (each a finite-difference pass over the terms).
@@ -541,7 +544,15 @@ class _Planner:
         """The mechanism and the noise law of every noised statistic of the plan
         `pmp.privatize` would run at (ε, δ)."""
         if (epsilon, delta) not in self.laws:
-            release = chosen_plan(self.analysis, epsilon, delta=delta, mechanism=self.mechanism)
+
+            def plan_at(share: float):
+                return chosen_plan(self.analysis, share, delta=delta, mechanism=self.mechanism)
+
+            # Per person, the noise `pmp.privatize` calibrates per record for ε per person.
+            share = per_record_epsilon(
+                epsilon, self.records_per_person, lambda e: plan_at(e).releases(), delta
+            )
+            release = plan_at(share)
             laws = release.noise_laws()
             kinds = {law.name for law in laws.values()}
             self.laws[epsilon, delta] = (kinds.pop() if len(kinds) == 1 else "none"), laws

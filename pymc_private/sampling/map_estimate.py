@@ -127,7 +127,10 @@ def private_map(
     rng = checked_rng(random_seed)
     checked_budget(budget)
     model = pm.modelcontext(model)
-    mechanism = MapMechanism(model, epsilon, cells)
+    ledger = ledger_for(model)
+    # Per person (data declared with max_records=k): calibrated per record to ε/k.
+    share = ledger.per_record_epsilon(epsilon, lambda e: [Release(MECHANISM, PureEvent(e))])
+    mechanism = MapMechanism(model, share, cells)
     release = Release(
         mechanism=MECHANISM,
         event=PureEvent(mechanism.epsilon),
@@ -140,7 +143,6 @@ def private_map(
             f"{float(mechanism.temperature):.6g}"
         ),
     )
-    ledger = ledger_for(model)
     with releasing():  # one lock across check → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):
             limit.check(ledger, [release])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -225,7 +226,9 @@ def sample_posterior(
             draws = [grids[block.name].draw(parameters, secure=secure, rng=rng) for _ in range(n)]
             posterior[block.name] = np.stack(draws)[np.newaxis]
     attrs = {"sampler": "sample_posterior (BAPS, exact draws)", "temperature": temperature}
-    return inference_data(model, posterior, epsilon, ledger, attrs)
+    # ε per draw as the ledger charges it (per person for data declared per person).
+    (charged,) = ledger.charged([replace(release, count=1)])
+    return inference_data(model, posterior, charged.epsilon, ledger, attrs)
 
 
 @route_cost

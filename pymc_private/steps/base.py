@@ -115,8 +115,12 @@ class PrivateStep:
         return ""
 
     def privacy_stats(self) -> dict[str, np.float64]:
-        """The privacy sample stats of one draw."""
-        return {"privacy_epsilon": np.float64(self.privacy_epsilon_per_draw)}
+        """The privacy sample stats of one draw: its ε as the ledger charges it (per person
+        when the data is declared per person, `PrivacyLedger.charged`)."""
+        if self.ledger is None or not self.touches_raw_data:
+            return {"privacy_epsilon": np.float64(self.privacy_epsilon_per_draw)}
+        (charged,) = self.ledger.charged([self.planned_release(1, None)])
+        return {"privacy_epsilon": np.float64(charged.epsilon)}
 
 
 def _variable_name(value_name: str) -> str:

@@ -328,7 +328,9 @@ def test_reprs_are_readable_and_escaped():
     # The title counts releases and table rows (three releases of one kind: one row), and a
     # composition at δ that is no smaller than the plain sum is not shown twice.
     ledger = PrivacyLedger(copies(0.1, 3))
-    assert repr(ledger).splitlines()[0] == "PrivacyLedger: 3 releases in 1 row"
+    assert (
+        repr(ledger).splitlines()[0] == "PrivacyLedger: 3 releases in 1 row; ε protects one record"
+    )
     assert [row["kind"] for row in ledger.summary(1e-6)] == ["release", "total"]
     assert len(PrivacyLedger(copies(0.1, 100)).summary(1e-6)) == 3
     description = PrivacyLedger(copies(0.1, 100)).composition(1e-6).description

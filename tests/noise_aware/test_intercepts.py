@@ -111,3 +111,22 @@ def test_varying_intercepts_under_a_hyperprior_are_sampled_in_numpy(nuts_log_den
     _agrees_with_importance_sampling(
         nuts_log_density, private, idata, ["mu_a", "sigma_a", "alpha", "w"]
     )
+
+
+def test_weights_with_an_entrywise_prior_move_as_one_vector_in_numpy(nuts_log_density):
+    """Regression weights with a scalar prior per entry (TruncatedNormal(shape=p), not a
+    TruncatedMvNormal): the likelihood does not factor over the entries, which move as one
+    vector (they were once moved entry by entry against a joint likelihood, and failed)."""
+    rng = np.random.default_rng(5)
+    n = 800
+    x = np.column_stack([np.ones(n), rng.uniform(-1.0, 1.0, (n, 2))])
+    y = rng.poisson(np.exp(x @ np.array([1.0, 0.5, -0.7]))).clip(0, 20)
+    with pm.Model() as model:
+        x_obs = pmp.PrivateData("x_obs", x, bounds=([1.0, -1.0, -1.0], [1.0, 1.0, 1.0]))
+        y_obs = pmp.PrivateData("y_obs", y, bounds=(0, 20))
+        w = pmp.TruncatedNormal("w", 0.0, 2.0, lower=-3.0, upper=3.0, shape=3)
+        pm.Poisson("y", mu=pm.math.exp(x_obs @ w), observed=y_obs)
+    private = pmp.privatize(model, 3.0, secure=False, random_seed=6)
+    idata = pmp.sample(1000, chains=4, model=private, random_seed=7, progressbar=False)
+    assert "numpy" in idata.attrs["sampler"]
+    _agrees_with_importance_sampling(nuts_log_density, private, idata, ["w"])
