@@ -20,6 +20,7 @@ __all__ = [
     "PrivacyError",
     "UnboundedSensitivityError",
     "UncoveredDataWarning",
+    "UninformativeReleaseWarning",
     "UnsupportedEventError",
     "UnsupportedModelError",
 ]
@@ -114,6 +115,12 @@ class NUTSFallbackWarning(UserWarning):
     sampler does not cover a part of it (a `pm.Potential`, a likelihood it has no move for):
     compiled and often 10 to 300 times slower. The message names the part; pass
     ``step=pm.NUTS()`` to choose NUTS and silence it."""
+
+
+class UninformativeReleaseWarning(UserWarning):
+    """`pmp.privatize` predicts, before anything is released, that the released statistics
+    will barely inform a parameter (its posterior sd close to its prior's): the ε would be
+    spent for little. The message gives the ε that would reach a stated accuracy."""
 
 
 class CalibrationWarning(UserWarning):

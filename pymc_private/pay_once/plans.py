@@ -48,6 +48,7 @@ __all__ = [
     "ParityCounts",
     "ReleasePlan",
     "UnitShiftPlan",
+    "checked_mechanism",
     "chosen_plan",
 ]
 
@@ -69,8 +70,13 @@ def chosen_plan(
     mechanism: str = "auto",
     release: str = "cells",
     secure: bool = True,
+    split: Mapping[str, float] | None = None,
 ) -> ReleasePlan:
     """The plan `pmp.privatize` runs for ``analysis`` at (ε, δ), from public quantities only.
+
+    ``split`` gives the budget's split across the noised statistics of a `CellsPlan` (public
+    weights by statistic name, `CellsPlan.of`); the unit-shift and Fourier plans release
+    their statistics as one and ignore it.
 
     ``release="fourier"`` gives a `FourierPlan` (or `UnsupportedModelError` saying why the
     model is not one of Boolean variables). Otherwise the unit-shift gate is decided once:
@@ -99,7 +105,22 @@ def chosen_plan(
         mechanism = _lower_variance(analysis, epsilon, delta, None, shifts)
     if mechanism == "gaussian" and shifts is not None:
         return UnitShiftPlan.of(analysis, shifts, epsilon, delta, secure)
-    return CellsPlan.of(analysis, epsilon, delta, mechanism, secure)
+    return CellsPlan.of(analysis, epsilon, delta, mechanism, secure, split)
+
+
+def checked_mechanism(mechanism, delta: float) -> str:
+    """``mechanism`` of `pmp.privatize` and `pmp.plan`: ``"auto"``, ``"laplace"``, or
+    ``"gaussian"`` with δ > 0."""
+    if mechanism not in ("auto", "laplace", "gaussian"):
+        raise InvalidPrivacyParameterError(
+            f"mechanism must be 'auto', 'laplace' or 'gaussian', got {mechanism!r}."
+        )
+    if mechanism == "gaussian" and delta == 0:
+        raise InvalidPrivacyParameterError(
+            "mechanism='gaussian' needs delta > 0 (a Gaussian release is (ε, δ)-DP only for "
+            "δ > 0); pass e.g. delta=1e-6, or use mechanism='laplace'."
+        )
+    return mechanism
 
 
 def _lower_variance(
@@ -203,8 +224,13 @@ class CellsPlan:
         delta: float = 0.0,
         mechanism: str = "laplace",
         secure: bool = True,
+        split: Mapping[str, float] | None = None,
     ) -> CellsPlan:
-        """The plan of ``analysis``'s statistics at ε (δ) with ``mechanism``'s shares."""
+        """The plan of ``analysis``'s statistics at ε (δ) with ``mechanism``'s shares: in
+        proportion to each statistic's Δ₁_j (Laplace) or Δ₂_j² (Gaussian), which gives every
+        cell the same noise scale, or to the public weights ``split`` by statistic name (the
+        split `pymc_private.planning.planner.forecast` chooses), except for a
+        regression's moments released as one (their joint bound holds at one noise scale)."""
         noised = [spec for spec in analysis.statistics if spec.sensitivity > 0]
         gaussian = mechanism == "gaussian"
         if gaussian:
@@ -214,8 +240,11 @@ class CellsPlan:
             weights = [Fraction(spec.sensitivity_l1) for spec in noised]
             total = Fraction(analysis.sensitivity_l1)
             budget = epsilon
-        shares = [budget * float(weight / total) for weight in weights]
         group = cls.merged_group(analysis) if gaussian else ()
+        if split is not None and not group:
+            weights = [Fraction(_checked_weight(split, spec.name)) for spec in noised]
+            total = sum(weights, Fraction(0))
+        shares = [budget * float(weight / total) for weight in weights]
         while _spent(noised, shares, group) > Fraction(budget):
             shares = [math.nextafter(share, 0.0) for share in shares]
         plan = [(spec, 0.0) for spec in analysis.statistics if spec.sensitivity == 0]
@@ -364,6 +393,17 @@ def joint_rho(group, shares: Mapping[str, float]) -> Fraction:
         / (Fraction(spec.unit) ** 2 * spec.sensitivity_l2_squared)
         for spec in group
     )
+
+
+def _checked_weight(split: Mapping[str, float], name: str) -> float:
+    """The split's weight of statistic ``name``: a finite number > 0."""
+    weight = split.get(name)
+    if not (isinstance(weight, int | float) and math.isfinite(weight) and weight > 0):
+        raise InvalidPrivacyParameterError(
+            f"A budget split needs a finite weight > 0 for every noised statistic; "
+            f"{name} has {weight!r}."
+        )
+    return float(weight)
 
 
 def _spent(noised, shares, group) -> Fraction:
