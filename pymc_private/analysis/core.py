@@ -317,7 +317,8 @@ class PrivacyAnalysis:
                 "ε per draw at T = 1",
                 ["route", "formula", "ε", "source"],
                 routes,
-                _subsampled_note(),
+                # Per-draw chains on a subsample matter where nothing pays once.
+                _subsampled_note() if self.sensitivity_l1 is None else "",
             ),
         ]
 

@@ -316,6 +316,16 @@ def _warn_unused(kwargs: dict) -> None:
         )
 
 
+def _shown(name: str) -> str:
+    """A variable of the released draws in the user's words: a latent group share of the
+    noise-aware likelihood (``counts(y)_true_share``) as the share of records in each group of
+    the user's data ``y``."""
+    inner = name.removeprefix("counts(").removesuffix(")_true_share")
+    if inner != name and name.startswith("counts("):
+        return f"the true share of each group of `{inner}`, a latent of the privatised likelihood"
+    return f"`{name}`"
+
+
 def _warn_unmixed(idata: xr.DataTree, *, per_draw: bool) -> None:
     """One `ConvergenceWarning` in place of PyMC's, computed from the released draws only
     (post-processing), with PyMC's thresholds: R-hat > 1.01, bulk ESS < 100 per chain. The
@@ -356,11 +366,11 @@ def _warn_unmixed(idata: xr.DataTree, *, per_draw: bool) -> None:
         summaries.append(f"az.summary(idata.{LATENT_GROUP}) for the latent group sizes")
     found = []
     if not rhat <= 1.01:  # NaN too: a chain that never moved
-        found.append(f"R-hat up to {rhat:.3f} (`{worst_rhat}`), above PyMC's 1.01")
+        found.append(f"R-hat up to {rhat:.3f} ({_shown(worst_rhat)}), above PyMC's 1.01")
     if ess < 100 * chains:
         found.append(
-            f"bulk effective sample size down to {ess:.0f} (`{worst_ess}`), below PyMC's "
-            f"{100 * chains}"
+            f"bulk effective sample size down to {ess:.0f} ({_shown(worst_ess)}), below "
+            f"PyMC's {100 * chains}"
         )
     warnings.warn(
         f"The {chains} released chains of {draws} draws have not mixed: {' and '.join(found)}. "

@@ -260,6 +260,8 @@ def test_table_and_clipping_report(make_naive_bayes, rng):
     for fragment in ("clipping: `y_obs`, `x_obs`", "counts(x_obs | y_obs)", "Σ_j 2L_j/T", "2L/T"):
         assert fragment in text
     assert f"{analysis.record_lipschitz:.6g}" in text
+    # A model that pays once is not told about subsampled per-draw chains.
+    assert "sampling_rate" not in text
     html = analysis._repr_html_()
     assert html.count("<table>") == 4
     assert "<td>theta</td>" in html

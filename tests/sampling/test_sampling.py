@@ -515,3 +515,13 @@ def test_external_sampler_refusals_name_the_change(shrunk):
         sample(10, model=private, nuts_sampler="stan")
     with private, pytest.raises(UnsupportedModelError, match="drop step="):
         sample(10, model=private, nuts_sampler="nutpie", step=pm.NUTS())
+
+
+def test_a_latent_that_has_not_mixed_is_named_in_the_users_words():
+    from pymc_private.sampling.sample import _shown
+
+    assert _shown("counts(y_obs)_true_share") == (
+        "the true share of each group of `y_obs`, a latent of the privatised likelihood"
+    )
+    assert _shown("theta") == "`theta`"
+    assert _shown("counts_true_share") == "`counts_true_share`"

@@ -478,10 +478,12 @@ def test_chain_epsilon_refuses_invalid_settings(kwargs):
 
 
 def test_analyze_shows_the_subsampled_chain_cost_before_any_data():
+    """Where nothing pays once (a mean that is an expression), analyze states what a
+    subsampled per-draw chain costs; a model that pays once is not told (test_analysis)."""
     with pm.Model() as model:
         y_obs = pmp.PrivateData("y_obs", np.zeros(4), bounds=(-1, 1))
         mu = pmp.TruncatedNormal("mu", 0, 2, lower=-3, upper=3)
-        pm.Normal("y", mu, 1.0, observed=y_obs)
+        pm.Normal("y", mu * mu, 1.0, observed=y_obs)
     shown = repr(pmp.analyze(model))
     example = subsampled_gaussian_epsilon(0.05, 16.0, 1e-6, count=3000)
     assert f"q = 0.05: ε ≤ {example:.2f} for 3000 steps" in shown
