@@ -35,7 +35,12 @@ from pymc_private.analysis.routes import RouteCost, route_costs
 from pymc_private.analysis.terms import TermReader
 from pymc_private.data.declaration import PrivateDataSpec, check_private_data, private_data
 from pymc_private.dp.events import subsampled_gaussian_epsilon
-from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.errors import (
+    DataBoundsError,
+    InvalidPrivacyParameterError,
+    UnboundedSensitivityError,
+    UnsupportedModelError,
+)
 from pymc_private.families.likelihood import LikelihoodTerm
 from pymc_private.families.statistics import StatisticSpec, complete_statistic
 
@@ -55,6 +60,23 @@ def _subsampled_note() -> str:
         "pmp.PrivateMetropolis.chain_epsilon(steps, clip=c, "
         "sampling_rate=q, noise_scale=σ) gives any setting's before the data"
     )
+
+
+def _terms(reader: TermReader, observed_rvs) -> tuple:
+    """Every observed node's term; where several nodes are unbounded over the prior support,
+    one refusal names every prior to truncate (a fix for the first alone would only lead to
+    the next refusal)."""
+    terms, unbounded = [], []
+    for observed in observed_rvs:
+        try:
+            terms.append(reader.term(observed))
+        except UnboundedSensitivityError as refusal:
+            unbounded.append(refusal)
+    if len(unbounded) == 1:
+        raise unbounded[0]
+    if unbounded:
+        raise UnboundedSensitivityError(" ".join(str(refusal) for refusal in unbounded))
+    return tuple(terms)
 
 
 @dataclass(frozen=True, eq=False)
@@ -428,7 +450,7 @@ def _analysis(model: pm.Model, *, read_values: bool) -> PrivacyAnalysis:
     reader = TermReader(model, specs, read_values=read_values)
     observed_rvs = sorted(model.observed_RVs, key=lambda rv: rv.name)
     try:
-        terms = tuple(reader.term(observed) for observed in observed_rvs)
+        terms = _terms(reader, observed_rvs)
     except UnsupportedModelError as refusal:
         note = clipped_route_note(model)
         if not note:

@@ -24,6 +24,7 @@ is possible under every data set.
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -39,12 +40,39 @@ from pymc_private.dp.checks import checked_cells, checked_epsilon, checked_rng, 
 from pymc_private.dp.events import PureEvent, Release
 from pymc_private.dp.measurements import ceil_float
 from pymc_private.dp.session import releasing
-from pymc_private.errors import InvalidPrivacyParameterError, UnsupportedModelError
+from pymc_private.errors import (
+    InvalidPrivacyParameterError,
+    UninformativeReleaseWarning,
+    UnsupportedModelError,
+)
 from pymc_private.sampling.posterior import product_of_blocks
 
 __all__ = ["map_utility_bound", "private_map"]
 
 MECHANISM = "private_map"
+
+
+# A temperature from which the estimate is said to be close to a prior draw: the records
+# count as at most a quarter of themselves.
+_WEAK_TEMPERATURE = 4
+
+
+def _warn_tempered(mechanism: MapMechanism, epsilon: float, n: int) -> None:
+    """An `UninformativeReleaseWarning`, before anything is released, when the estimate's
+    likelihood is tempered so much (T = 2L/ε) that the n records count as n/T of them."""
+    temperature = float(mechanism.temperature)
+    if temperature < _WEAK_TEMPERATURE:
+        return
+    warnings.warn(
+        f"At ε = {epsilon:g} the estimate is drawn from the posterior with the likelihood "
+        f"tempered by T = 2L/ε = {temperature:.3g}: the {n} records count as {n / temperature:.3g} "
+        "of them, so it will lie far from the posterior mode (near a prior draw when n/T is "
+        "small). pmp.privatize(model, epsilon) spends the same ε once on the sufficient "
+        "statistics and gives the whole noise-aware posterior; pmp.plan(model, epsilon) "
+        "predicts its accuracy.",
+        UninformativeReleaseWarning,
+        stacklevel=3,
+    )
 
 
 def private_map(
@@ -143,6 +171,7 @@ def private_map(
             f"{float(mechanism.temperature):.6g}"
         ),
     )
+    _warn_tempered(mechanism, epsilon, mechanism.analysis.n_records)
     with releasing():  # one lock across check → record (pymc_private.dp.session)
         for limit in ledger.limits(budget):
             limit.check(ledger, [release])

@@ -20,6 +20,7 @@ import pymc as pm
 import xarray as xr
 from pymc.vartypes import discrete_types
 
+from pymc_private.analysis.core import declared_analysis
 from pymc_private.analysis.intervals import check_public_indices
 from pymc_private.analysis.leak_guard import (
     check_initial_values,
@@ -39,6 +40,7 @@ from pymc_private.errors import (
     BudgetExceededError,
     ConvergenceWarning,
     InvalidPrivacyParameterError,
+    PrivacyError,
     UnsupportedModelError,
     counted,
 )
@@ -287,7 +289,9 @@ def sample(
     if privatisation is not None:
         separate_latents(released, latent_names(model, privatisation))
     if convergence_checks:
-        _warn_unmixed(released, per_draw=any(s.touches_raw_data for s in private_steps))
+        _warn_unmixed(
+            released, per_draw=any(s.touches_raw_data for s in private_steps), model=model
+        )
     released.attrs[LEDGER_ATTR] = ledger.to_json()
     return seal(released)
 
@@ -316,6 +320,17 @@ def _warn_unused(kwargs: dict) -> None:
         )
 
 
+def _pays_once(model: pm.Model | None) -> bool:
+    """Whether `pmp.privatize` takes the model (its sufficient statistics are bounded), read
+    from its declarations only."""
+    if model is None:
+        return False
+    try:
+        return declared_analysis(model).sensitivity_l1 is not None
+    except PrivacyError:
+        return False
+
+
 def _shown(name: str) -> str:
     """A variable of the released draws in the user's words: a latent group share of the
     noise-aware likelihood (``counts(y)_true_share``) as the share of records in each group of
@@ -326,7 +341,7 @@ def _shown(name: str) -> str:
     return f"`{name}`"
 
 
-def _warn_unmixed(idata: xr.DataTree, *, per_draw: bool) -> None:
+def _warn_unmixed(idata: xr.DataTree, *, per_draw: bool, model: pm.Model | None = None) -> None:
     """One `ConvergenceWarning` in place of PyMC's, computed from the released draws only
     (post-processing), with PyMC's thresholds: R-hat > 1.01, bulk ESS < 100 per chain. The
     latents of a noise-aware likelihood (``latent_posterior``) are checked too."""
@@ -351,7 +366,12 @@ def _warn_unmixed(idata: xr.DataTree, *, per_draw: bool) -> None:
             "On raw data every draw is a release that costs ε, so private chains are short "
             "and mix slowly by design; their intervals are rougher than the posterior's. For "
             "the same total ε, draw more at a higher temperature (ε per draw falls as 1/T, "
-            "the target flattens), or pay once with pmp.privatize, after which draws are free."
+            "the target flattens)"
+        )
+        advice += (
+            ", or pay once with pmp.privatize, after which draws are free."
+            if _pays_once(model)
+            else " (this model has no pay-once route: pmp.analyze(model) says why)."
         )
     else:
         advice = (

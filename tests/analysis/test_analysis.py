@@ -965,3 +965,19 @@ def test_weights_of_an_expression_with_an_intercept_are_told_to_take_the_cheaper
         regression(lambda: TruncatedNormal("w", 0.0, 1.0, lower=-2.0, upper=2.0, shape=3))
     )
     assert ball.record_lipschitz < box.record_lipschitz
+
+
+def test_every_prior_to_truncate_is_named_in_one_refusal(rng):
+    """Naive Bayes on plain Beta and Dirichlet priors: one refusal names both `theta` and
+    `pi`, not `theta` alone and then `pi` after the first fix."""
+    with pm.Model() as model:
+        y_obs = PrivateData("y_obs", rng.integers(0, 3, N), bounds=(0, 2))
+        x_obs = PrivateData("x_obs", rng.integers(0, 2, (N, 2)), bounds=(0, 1))
+        pi = pm.Dirichlet("pi", np.ones(3))
+        theta = pm.Beta("theta", 1, 1, shape=(3, 2))
+        pm.Categorical("label", p=pi, observed=y_obs)
+        pm.Bernoulli("feature", p=theta[y_obs], observed=x_obs)
+    with pytest.raises(UnboundedSensitivityError) as refusal:
+        analyze(model)
+    assert "TruncatedBeta('theta'" in str(refusal.value)
+    assert "TruncatedDirichlet('pi'" in str(refusal.value)

@@ -360,3 +360,20 @@ def test_a_block_grouped_by_a_private_index_runs():
     estimate = private_map(model, 1.0, secure=False, random_seed=4)
     assert estimate["lam"].shape == (2,)
     assert [r.mechanism for r in ledger_for(model).releases] == ["private_map"]
+
+
+def test_a_strongly_tempered_estimate_is_said_before_it_is_released():
+    """At ε = 1 on a Bernoulli with L = log(0.9/0.1), T = 2L/ε ≈ 4.4: the records count as
+    n/T, said before anything is released; at ε = 20 the estimate is not tempered enough to
+    warn."""
+    from pymc_private.errors import UninformativeReleaseWarning
+
+    x = np.arange(100) % 2
+    model = bernoulli(x, 0.1, 1.0, 1.0)
+    with pytest.warns(UninformativeReleaseWarning, match=r"the 100 records count as 22\.\d"):
+        private_map(model, 1.0, secure=False, random_seed=3)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UninformativeReleaseWarning)
+        private_map(bernoulli(1 - x, 0.1, 1.0, 1.0), 20.0, secure=False, random_seed=3)

@@ -33,7 +33,7 @@ from pymc_private.errors import (
 )
 from pymc_private.examples.demo import naive_bayes_model
 from pymc_private.pay_once.privatize import privatize
-from pymc_private.priors.distributions import TruncatedBeta
+from pymc_private.priors.distributions import TruncatedBeta, TruncatedNormal
 from pymc_private.release.report import plot_privacy, privacy_report
 from pymc_private.release.seal import ledger_of
 from pymc_private.sampling.posterior import batched_posterior
@@ -525,3 +525,17 @@ def test_a_latent_that_has_not_mixed_is_named_in_the_users_words():
     )
     assert _shown("theta") == "`theta`"
     assert _shown("counts_true_share") == "`counts_true_share`"
+
+
+def test_per_draw_advice_suggests_paying_once_only_where_the_model_can():
+    from pymc_private.sampling.sample import _pays_once
+
+    with pm.Model() as expression:
+        y_obs = PrivateData("y_obs", np.zeros(4), bounds=(-1, 1))
+        mu = TruncatedNormal("mu", 0, 2, lower=-3, upper=3)
+        pm.Normal("y", mu * mu, 1.0, observed=y_obs)
+    with pm.Model() as plain:
+        y_obs = PrivateData("y_obs", np.zeros(4), bounds=(-1, 1))
+        mu = TruncatedNormal("mu", 0, 2, lower=-3, upper=3)
+        pm.Normal("y", mu, 1.0, observed=y_obs)
+    assert not _pays_once(expression) and _pays_once(plain) and not _pays_once(None)
