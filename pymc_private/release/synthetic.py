@@ -123,8 +123,10 @@ def synthesize(
     -------
     list of pandas.DataFrame
         One frame per data set, n rows; a column per `PrivateData` of one value per record,
-        named after it, and ``name[j]`` (``j`` a label of its dims' coords, else 0, 1, …) for
-        each element of a larger record; integer data as int64, real data as float64. Public
+        named after it; for each element of a larger record, its coord (``fever`` for dims
+        ``("patient", "feature")`` with ``feature=["fever", "cough"]``) when the coords name
+        the columns once and no other column has that name, else ``name[j]`` (``j`` the
+        coord, or 0, 1, …); integer data as int64, real data as float64. Public
         data the likelihood reads with one row per record (``pm.Data`` covariates) follow as
         they are, named the same way (n must then be the original n). Each
         frame is sealed (``frame.attrs``, with the ledger of ``idata`` and the (chain, draw)
@@ -316,7 +318,9 @@ def _generators(model: pm.Model, specs: dict, n: int) -> tuple[list[_Generator],
 
 def _frame(model: pm.Model, records: dict[str, np.ndarray]) -> pd.DataFrame:
     """The synthetic records (and public covariates) as one table: a column per value of one
-    record."""
+    record. A column of an array with coords on its second dim is named by its coord (the
+    user's ``fever``), unless that name is taken (another array, another coord): then, as
+    every other column of an array, ``name[label]``."""
     columns = {}
     for name, values in records.items():
         if values.ndim == 1:
@@ -324,15 +328,16 @@ def _frame(model: pm.Model, records: dict[str, np.ndarray]) -> pd.DataFrame:
             continue
         flat = values.reshape(values.shape[0], -1)
         dims = model.named_vars_to_dims.get(name) or ()
-        labels = (
-            list(model.coords[dims[1]])
-            if values.ndim == 2 and len(dims) == 2 and model.coords.get(dims[1]) is not None
-            else range(flat.shape[1])
-        )
+        coords = values.ndim == 2 and len(dims) == 2 and model.coords.get(dims[1]) is not None
+        labels = list(model.coords[dims[1]]) if coords else range(flat.shape[1])
         if values.ndim > 2:
             labels = [",".join(map(str, i)) for i in np.ndindex(*values.shape[1:])]
-        for j, label in enumerate(labels):
-            columns[f"{name}[{label}]"] = flat[:, j]
+        bare = [str(label) for label in labels]
+        taken = set(records) | set(columns)
+        if not (coords and len(set(bare)) == len(bare) and not taken.intersection(bare)):
+            bare = [f"{name}[{label}]" for label in labels]
+        for j, column in enumerate(bare):
+            columns[column] = flat[:, j]
     return pd.DataFrame(columns)
 
 

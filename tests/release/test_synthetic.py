@@ -74,7 +74,7 @@ def test_synthetic_sets_are_sealed_records_of_the_model_from_distinct_draws(naiv
     frames = pmp.synthesize(idata, model, m=100, random_seed=1)
     assert len(frames) == 100
     for frame in frames:
-        assert list(frame.columns) == ["y_obs", "x_obs[a]", "x_obs[b]"]
+        assert list(frame.columns) == ["y_obs", "a", "b"]  # the coords of the features
         assert frame.shape == (N, 3) and (frame.dtypes == np.int64).all()
         assert frame.isin([0, 1]).all().all()
         assert pmp.check_release(frame).releasable
@@ -86,7 +86,7 @@ def test_synthetic_sets_are_sealed_records_of_the_model_from_distinct_draws(naiv
     theta = idata.posterior["theta"].sel(cls=1, feature="a").values
     for frame in frames[:10]:
         chain, draw = frame.attrs["posterior_draw"]
-        ones = frame.loc[frame["y_obs"] == 1, "x_obs[a]"]
+        ones = frame.loc[frame["y_obs"] == 1, "a"]
         sd = np.sqrt(theta[chain, draw] * (1 - theta[chain, draw]) / len(ones))
         assert abs(ones.mean() - theta[chain, draw]) < 5 * sd
     changed = frames[0].copy()
@@ -284,3 +284,19 @@ def test_the_mixture_interval_holds_its_probability(estimates, sd, prob):
     low, high = combined.interval(prob)
     cdf = [np.mean(stats.norm.cdf(x, estimates, sd)) for x in (low, high)]
     assert np.allclose(cdf, [(1 - prob) / 2, (1 + prob) / 2], atol=1e-6)
+
+
+def test_columns_take_their_coords_unless_the_name_is_taken():
+    from pymc_private.release.synthetic import _frame
+
+    for features, expected in (
+        (["fever", "cough"], ["y_obs", "fever", "cough"]),
+        (["y_obs", "cough"], ["y_obs", "x_obs[y_obs]", "x_obs[cough]"]),
+    ):
+        with pm.Model(coords={"feature": features}) as model:
+            pmp.PrivateData("y_obs", np.zeros(3, dtype=int), bounds=(0, 1))
+            pmp.PrivateData(
+                "x_obs", np.zeros((3, 2), dtype=int), bounds=(0, 1), dims=("row", "feature")
+            )
+        records = {"y_obs": np.zeros(3), "x_obs": np.zeros((3, 2))}
+        assert list(_frame(model, records).columns) == expected
