@@ -26,7 +26,7 @@ import pymc as pm
 import pytensor
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_private.data.persons import checked_max_records, first_records, person_codes
+from pymc_private.data.persons import first_records, person_codes
 from pymc_private.data.records import (
     RecordCheck,
     Source,
@@ -42,6 +42,7 @@ from pymc_private.data.records import (
     unit_identity,
 )
 from pymc_private.dp import session
+from pymc_private.dp.events import checked_group_size
 from pymc_private.dp.ledger import (
     checked_source,
     dataset_records_per_person,
@@ -411,7 +412,7 @@ def checked_unit(label: str, unit, max_records) -> int | None:
             "max_records= (the records one person contributes at most), e.g. "
             "unit=patient_ids, max_records=12."
         )
-    return None if max_records is None else checked_max_records(max_records)
+    return None if max_records is None else checked_group_size(max_records)
 
 
 def per_person_records(label: str, array, missing, unit, k: int):

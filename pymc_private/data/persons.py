@@ -27,23 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from pymc_private.data.records import is_dask
-from pymc_private.errors import DataBoundsError, InvalidPrivacyParameterError
+from pymc_private.errors import DataBoundsError
 
-__all__ = ["checked_max_records", "first_records", "person_codes"]
-
-
-def checked_max_records(max_records) -> int:
-    """``max_records``: a positive integer (the records one person contributes at most)."""
-    if (
-        isinstance(max_records, bool)
-        or not isinstance(max_records, int | np.integer)
-        or max_records < 1
-    ):
-        raise InvalidPrivacyParameterError(
-            f"max_records must be a positive integer (the records one person contributes at "
-            f"most), got {max_records!r}; e.g. max_records=12 for up to 12 visits per patient."
-        )
-    return int(max_records)
+__all__ = ["first_records", "person_codes"]
 
 
 def person_codes(label: str, unit, n: int) -> np.ndarray:

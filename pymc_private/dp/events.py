@@ -54,6 +54,7 @@ __all__ = [
     "SubsampledGaussianEvent",
     "UnitShiftGaussianEvent",
     "ZcdpEvent",
+    "checked_group_size",
     "randomized_response_rdp",
     "sound_curve",
     "subsampled_gaussian_epsilon",
@@ -220,12 +221,14 @@ class PureEvent(PrivacyEvent):
         InvalidPrivacyParameterError
             When the group δ reaches 1 (no guarantee left).
         """
-        if _checked_group(k) == 1:
+        if checked_group_size(k) == 1:
             return self
         epsilon = ceil_float(Fraction(self.epsilon) * k)
         delta = 0.0
         if self.delta > 0:
-            delta = math.nextafter(k * math.exp((k - 1) * self.epsilon) * self.delta, math.inf)
+            # exp is within 1 ulp and each product within ½ ulp: 4 ulps up covers them.
+            product = k * math.exp((k - 1) * self.epsilon) * self.delta
+            delta = math.nextafter(product * (1.0 + 4.0 * 2.0**-52), math.inf)
             if not delta < 1:
                 raise InvalidPrivacyParameterError(
                     f"A release of (epsilon, delta) = ({self.epsilon!r}, {self.delta!r}) has no "
@@ -236,11 +239,14 @@ class PureEvent(PrivacyEvent):
         return PureEvent(epsilon, delta)
 
 
-def _checked_group(k) -> int:
-    """A group size: a positive integer (the records one person contributes at most)."""
+def checked_group_size(k) -> int:
+    """A group size: a positive integer, the records one person contributes at most
+    (``PrivateData(..., max_records=k)`` is validated here too)."""
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise InvalidPrivacyParameterError(
-            f"A group size (max_records) must be a positive integer, got {k!r}."
+            f"max_records (a group size) must be a positive integer, the records one person "
+            f"contributes at most, got {k!r}; e.g. max_records=12 for up to 12 visits per "
+            "patient."
         )
     return int(k)
 
@@ -248,7 +254,7 @@ def _checked_group(k) -> int:
 def _group_zcdp(event: ZcdpEvent | UnitShiftGaussianEvent, k: int) -> PrivacyEvent:
     """The k²ρ-zCDP event of a ρ-zCDP release for groups of k records, at the same δ (the
     event itself for k = 1)."""
-    if _checked_group(k) == 1:
+    if checked_group_size(k) == 1:
         return event
     return ZcdpEvent(ceil_float(Fraction(event.rho) * k * k), event.delta)
 
@@ -477,7 +483,7 @@ class SubsampledGaussianEvent(PrivacyEvent):
         UnsupportedModelError
             For k > 1, always.
         """
-        if _checked_group(k) == 1:
+        if checked_group_size(k) == 1:
             return self
         raise UnsupportedModelError(
             "A subsampled per-draw step (PrivateMetropolis(sampling_rate=...)) samples records, "
@@ -547,7 +553,9 @@ class Release:
         if not isinstance(self.secure, bool):
             raise TypeError(f"Release secure must be True or False, got {self.secure!r}.")
         if self.records_per_person is not None:
-            object.__setattr__(self, "records_per_person", _checked_group(self.records_per_person))
+            object.__setattr__(
+                self, "records_per_person", checked_group_size(self.records_per_person)
+            )
 
     def per_person(self, k: int | None) -> Release:
         """This release charged per person, each contributing at most ``k`` records to the
@@ -563,7 +571,7 @@ class Release:
         """
         if k is None or self.records_per_person is not None:
             return self
-        k = _checked_group(k)
+        k = checked_group_size(k)
         return replace(self, event=self.event.for_group(k), records_per_person=k)
 
     @property

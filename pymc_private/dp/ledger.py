@@ -913,20 +913,20 @@ def per_record_epsilon(
     if k is None or k == 1:
         return epsilon
 
-    def fits(share: float) -> bool:
-        charged = [release.per_person(k) for release in releases_at(share)]
+    def fits(planned: list[Release]) -> bool:
+        charged = [release.per_person(k) for release in planned]
         return compose(groups_of(counts_of(charged)), delta).epsilon <= epsilon
 
     guess = float(Fraction(epsilon) / k)
     if Fraction(guess) * k > Fraction(epsilon):
         guess = math.nextafter(guess, 0.0)
-    pure = all(isinstance(r.event, PureEvent) and r.delta == 0 for r in releases_at(guess))
-    if pure and fits(guess):
+    planned = releases_at(guess)
+    if all(isinstance(r.event, PureEvent) and r.delta == 0 for r in planned) and fits(planned):
         return guess
     low, high = 0.0, epsilon
     while high - low > 1e-9 * high:
         middle = (low + high) / 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
+        low, high = (middle, high) if fits(releases_at(middle)) else (low, middle)
     if low <= 0:
         raise UnsupportedModelError(
             f"No per-record epsilon fits epsilon={epsilon!r} per person at {k} records "
